@@ -1,0 +1,24 @@
+//! The flow-sensitive abstract interpreter behind every rule. See the crate docs for the model.
+
+mod interp;
+pub(crate) mod model;
+mod torch_api;
+
+use crate::finding::Finding;
+use crate::rules::{self, Ctx};
+
+/// Analyse a parsed module: the module body in order, then every function and method on its
+/// own with unknown arguments.
+pub(crate) fn run(ctx: Ctx<'_>, root: tree_sitter::Node<'_>) -> Vec<Finding> {
+    let mut it = interp::Interp::new(ctx);
+    it.run_module(root);
+    let mut reads: Vec<_> = it.data_reads.iter().filter(|(_, written)| !**written).map(|(r, _)| *r).collect();
+    reads.sort();
+    for r in reads {
+        let f = rules::ip401_data_bypass::read_finding(&it.ctx, r);
+        it.report(f);
+    }
+    let mut out: Vec<Finding> = it.findings.into_values().collect();
+    out.sort_by(|a, b| (a.range, a.rule).cmp(&(b.range, b.rule)));
+    out
+}

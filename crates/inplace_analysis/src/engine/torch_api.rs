@@ -1,0 +1,1347 @@
+//! What torch calls, tensor methods, modules and optimizers do to the abstract state.
+
+use super::interp::{binary_op_name, named_children, obj_name, Args, Interp};
+use super::model::*;
+use crate::finding::TextRange;
+use crate::ops::{self, ArgKind, Saves};
+use crate::rules;
+use rustc_hash::FxHashSet;
+use smallvec::smallvec;
+use tree_sitter::Node;
+
+/// The `torch.nn.functional` spelling of an in-place function (`relu_` -> `relu`).
+fn strip_inplace(name: &str) -> Option<&str> {
+    name.strip_suffix('_').filter(|n| !n.ends_with('_') && !n.is_empty())
+}
+
+impl<'t> Interp<'t> {
+    // --------------------------------------------------------------------------------- calls
+
+    pub fn eval_call(&mut self, node: Node<'t>) -> Vals {
+        let Some(func) = node.child_by_field_name("function") else { return smallvec![self.unknown] };
+        let args = self.eval_args(node);
+        let call = TextRange::of(node);
+        if func.kind() == "attribute" {
+            let (Some(recv), Some(meth)) = (func.child_by_field_name("object"), func.child_by_field_name("attribute")) else {
+                return smallvec![self.unknown];
+            };
+            let recv_vals = self.eval(recv);
+            let meth_name = self.text(meth);
+            let mut out = Vals::new();
+            let mut tensors = Vals::new();
+            for r in recv_vals.iter().copied() {
+                let res = match self.heap[r as usize].clone() {
+                    Obj::Tensor(_) => {
+                        tensors.push(r);
+                        continue;
+                    }
+                    Obj::Unknown => self.unknown_method(r, meth_name, &args, node, recv),
+                    Obj::Path(p) => {
+                        let path = format!("{p}.{meth_name}");
+                        self.call_path(&path, &args, node)
+                    }
+                    Obj::Module(_) => self.module_method(r, meth_name, &args, node),
+                    Obj::Optimizer { params, .. } => self.optimizer_method(r, &params, meth_name, &args, node),
+                    Obj::Seq(_) => self.seq_method(r, meth_name, &args),
+                    Obj::Params { .. } => smallvec![r],
+                    Obj::Class(c) => match self.find_method(&c, meth_name) {
+                        Some(def) => self.inline(def, None, &args, call),
+                        None => self.opaque_call(&args, call),
+                    },
+                    Obj::GradCtx(_) => smallvec![r],
+                    Obj::Other => smallvec![self.other],
+                    _ => self.opaque_call(&args, call),
+                };
+                out.extend(res);
+            }
+            if !tensors.is_empty() {
+                out.extend(self.tensor_method(&tensors, meth_name, &args, node, recv));
+            }
+            if out.is_empty() {
+                out.push(self.unknown);
+            }
+            return out;
+        }
+        let callee = self.eval(func);
+        let mut out = Vals::new();
+        for c in callee {
+            out.extend(self.call_value(c, &args, node));
+        }
+        if out.is_empty() {
+            out.push(self.unknown);
+        }
+        out
+    }
+
+    fn eval_args(&mut self, call: Node<'t>) -> Args<'t> {
+        let mut args = Args::default();
+        let Some(list) = call.child_by_field_name("arguments") else { return args };
+        if list.kind() == "generator_expression" {
+            let v = self.eval(list);
+            args.positional.push((v, Some(list)));
+            return args;
+        }
+        for a in named_children(list) {
+            match a.kind() {
+                "keyword_argument" => {
+                    let (Some(n), Some(v)) = (a.child_by_field_name("name"), a.child_by_field_name("value")) else { continue };
+                    let vals = self.eval(v);
+                    args.keywords.push((self.text(n).into(), vals, a));
+                }
+                "list_splat" | "dictionary_splat" => {
+                    if let Some(inner) = a.named_child(0) {
+                        let v = self.eval(inner);
+                        if a.kind() == "list_splat" {
+                            let e = self.elements(&v);
+                            args.positional.push((e, None));
+                        }
+                    }
+                }
+                _ => {
+                    let v = self.eval(a);
+                    args.positional.push((v, Some(a)));
+                }
+            }
+        }
+        args
+    }
+
+    pub fn call_value(&mut self, callee: ObjId, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        match self.heap[callee as usize].clone() {
+            Obj::Path(p) => self.call_path(&p, args, node),
+            Obj::Func(def) => self.inline(def, None, args, call),
+            Obj::Bound(s, def) => self.inline(def, Some(s), args, call),
+            Obj::Class(c) => smallvec![self.instantiate(c, args, call)],
+            Obj::Module(_) => self.call_module(callee, args, node),
+            Obj::Other => smallvec![self.other],
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    /// A call we cannot see into: its result carries the history of every tensor argument.
+    pub fn opaque_call(&mut self, args: &Args<'t>, call: TextRange) -> Vals {
+        let mut inputs = Vals::new();
+        let mut seen = FxHashSet::default();
+        for v in args.all_values() {
+            self.flatten(v, &mut inputs, &mut seen);
+        }
+        let tensors: Vals = inputs.iter().copied().filter(|v| self.maybe_tensor(*v)).collect();
+        if tensors.is_empty() {
+            // Modules passed through wrappers (`torch.compile(model)`) stay themselves.
+            let modules: Vals = inputs.iter().copied().filter(|v| matches!(self.heap[*v as usize], Obj::Module(_))).collect();
+            if !modules.is_empty() && args.positional.len() == 1 {
+                return modules;
+            }
+            return smallvec![self.alloc(Obj::Unknown)];
+        }
+        smallvec![self.derive(&[tensors], call, Saves::default(), "", false)]
+    }
+
+    // ------------------------------------------------------------------------ torch by path
+
+    pub fn call_path(&mut self, path: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        let last = path.rsplit('.').next().unwrap_or(path);
+        let first_arg = args.first().cloned().unwrap_or_default();
+        if let Some(b) = path.strip_prefix("builtins.") {
+            return self.call_builtin(b, args, call);
+        }
+        if !path.starts_with("torch") {
+            return self.opaque_call(args, call);
+        }
+        let lit = |it: &Self, i: usize, kw: &str| -> Option<&'t str> {
+            args.keyword(kw)
+                .map(|(_, n)| n.child_by_field_name("value").map(|v| it.text(v)).unwrap_or(""))
+                .or_else(|| args.positional.get(i).and_then(|(_, n)| n.map(|n| it.text(n))))
+        };
+        match path {
+            "torch.no_grad" | "torch.autograd.no_grad" | "torch.autograd.grad_mode.no_grad" => {
+                return smallvec![self.alloc(Obj::GradCtx(GradCtx::NoGrad))]
+            }
+            "torch.enable_grad" | "torch.autograd.enable_grad" => return smallvec![self.alloc(Obj::GradCtx(GradCtx::EnableGrad))],
+            "torch.inference_mode" | "torch.autograd.inference_mode" => {
+                let on = lit(self, 0, "mode") != Some("False");
+                let g = if on { GradCtx::NoGrad } else { GradCtx::EnableGrad };
+                return smallvec![self.alloc(Obj::GradCtx(g))];
+            }
+            "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {
+                let on = lit(self, 0, "mode") != Some("False");
+                return smallvec![self.alloc(Obj::GradCtx(GradCtx::Set(on)))];
+            }
+            "torch.autograd.set_detect_anomaly" | "torch.autograd.detect_anomaly"
+            | "torch.autograd.anomaly_mode.set_detect_anomaly" | "torch.autograd.anomaly_mode.detect_anomaly" => {
+                let off = lit(self, 0, "mode") == Some("False");
+                if !off && self.inlining.len() <= 1 {
+                    let f = rules::ip501_anomaly_mode_left_on::finding(&self.ctx, call);
+                    self.report(f);
+                }
+                return smallvec![self.alloc(Obj::GradCtx(GradCtx::Anomaly))];
+            }
+            "torch.autograd.backward" => {
+                let retain = self.retains(args);
+                self.check_graph(&first_arg, call, retain, true);
+                return smallvec![self.other];
+            }
+            "torch.autograd.grad" => {
+                let outputs = args.keyword("outputs").map(|(v, _)| v.clone()).unwrap_or(first_arg);
+                let retain = self.retains(args) || args.keyword("create_graph").is_some();
+                self.check_graph(&outputs, call, retain, true);
+                return smallvec![self.alloc(Obj::Unknown)];
+            }
+            "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
+                let grad = path.ends_with("Parameter") && lit(self, 1, "requires_grad") != Some("False");
+                return smallvec![self.new_leaf(grad, call)];
+            }
+            _ => {}
+        }
+        if path.starts_with("torch.optim.") && !path.contains("lr_scheduler") && !path.contains("swa_utils") {
+            let params = args.keyword("params").map(|(v, _)| v.clone()).unwrap_or(first_arg);
+            return smallvec![self.new_optimizer(&params, call)];
+        }
+        if path.starts_with("torch.nn.init.") {
+            if !first_arg.is_empty() {
+                let tensors = self.as_tensors(&first_arg);
+                self.write(&tensors, WriteKind::TorchFn(last.into()), call, call, None, None, None, false);
+            }
+            return first_arg;
+        }
+        if let Some(f) = path.strip_prefix("torch.nn.functional.") {
+            return self.call_functional(f, args, node);
+        }
+        let is_nn_class = path.starts_with("torch.nn.") && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+        if is_nn_class && !path.starts_with("torch.nn.functional") && !path.starts_with("torch.nn.utils") {
+            return smallvec![self.new_module(last, args, node)];
+        }
+        if let Some(f) = path.strip_prefix("torch.") {
+            if !f.contains('.') || f.starts_with("special.") || f.starts_with("linalg.") {
+                let f = f.rsplit('.').next().unwrap_or(f);
+                return self.call_torch_fn(f, args, node);
+            }
+        }
+        self.opaque_call(args, call)
+    }
+
+    fn retains(&self, args: &Args<'t>) -> bool {
+        args.keyword("retain_graph")
+            .is_some_and(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) != "False"))
+    }
+
+    fn call_builtin(&mut self, name: &str, args: &Args<'t>, call: TextRange) -> Vals {
+        let first = args.first().cloned().unwrap_or_default();
+        match name {
+            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "isinstance" | "hasattr"
+            | "round" | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
+            | "callable" | "setattr" | "vars" | "dir" => smallvec![self.other],
+            "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
+                let source = if name == "filter" { args.positional.get(1).map(|(v, _)| v.clone()).unwrap_or_default() } else { first };
+                let e = self.elements(&source);
+                smallvec![self.alloc(Obj::Seq(vec![e]))]
+            }
+            "enumerate" => {
+                let e = self.elements(&first);
+                let pair = self.alloc(Obj::Seq(vec![smallvec![self.other], e]));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
+            }
+            "zip" => {
+                let mut cols = Vec::new();
+                for (v, _) in &args.positional {
+                    cols.push(self.elements(v));
+                }
+                let tuple = self.alloc(Obj::Seq(cols));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![tuple]]))]
+            }
+            "next" => self.elements(&first),
+            "getattr" => smallvec![self.alloc(Obj::Unknown)],
+            "super" => {
+                // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
+                match self.state.env.get("self").cloned() {
+                    Some(s) => s,
+                    None => smallvec![self.alloc(Obj::Unknown)],
+                }
+            }
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    fn call_torch_fn(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        let first = args.first().cloned().unwrap_or_default();
+        if let Some((out, kw)) = args.keyword("out") {
+            let out = out.clone();
+            let tensors = self.as_tensors(&out);
+            self.write(&tensors, WriteKind::OutArg, TextRange::of(kw), call, None, None, None, true);
+            return out;
+        }
+        if ops::FACTORIES.contains(&f) {
+            let grad = args.keyword("requires_grad").is_some_and(|(_, n)| {
+                n.child_by_field_name("value").is_some_and(|v| self.text(v) != "False")
+            });
+            return smallvec![self.new_leaf(grad, call)];
+        }
+        if f == "cat" || f == "stack" || f == "concat" || f == "hstack" || f == "vstack" || f == "einsum" {
+            let mut inputs = Vals::new();
+            let mut seen = FxHashSet::default();
+            for v in args.all_values() {
+                self.flatten(v, &mut inputs, &mut seen);
+            }
+            let tensors: Vals = inputs.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
+            let saves = if f == "einsum" { Saves { input: true, other: false, result: false } } else { Saves::default() };
+            return smallvec![self.derive(&[tensors], call, saves, &format!("torch.{f}"), false)];
+        }
+        if f == "detach" || ops::VIEW_OPS.contains(&f) {
+            return first.iter().map(|v| if f == "detach" { self.detach_of(*v, call) } else { self.view_of(*v, call) }).collect();
+        }
+        if let Some(base) = strip_inplace(f) {
+            let tensors = self.as_tensors(&first);
+            let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+            let keep = self.keep_name(node, through.clone());
+            self.write(&tensors, WriteKind::TorchFn(f.into()), call, call, through, keep, None, true);
+            let rest: Vec<Vals> = args.positional.iter().skip(1).map(|(v, _)| v.clone()).collect();
+            self.inplace_saves_by_name(&tensors, base, rest.first(), node);
+            return first;
+        }
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        smallvec![self.apply_op(f, &format!("torch.{f}"), &inputs, node, None)]
+    }
+
+    fn call_functional(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        let first = args.first().cloned().unwrap_or_default();
+        let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+        let keep = self.keep_name(node, through.clone());
+        let inplace_kw = args
+            .keyword("inplace")
+            .filter(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) == "True"));
+        if let (Some((_, kw)), true) = (inplace_kw, ops::functional_has_inplace_kw(f)) {
+            let tensors = self.as_tensors(&first);
+            self.write(&tensors, WriteKind::InplaceFunctional, TextRange::of(kw), call, through, keep, None, true);
+            self.inplace_saves_by_name(&tensors, f, None, node);
+            return first;
+        }
+        if let Some(base) = strip_inplace(f) {
+            let tensors = self.as_tensors(&first);
+            self.write(&tensors, WriteKind::TorchFn(f.into()), call, call, through, keep, None, true);
+            self.inplace_saves_by_name(&tensors, base, None, node);
+            return first;
+        }
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let display = format!("F.{f}");
+        let mut inputs = inputs;
+        if let (1, Some((w, _))) = (inputs.len(), args.keyword("weight")) {
+            inputs.push(w.clone());
+        }
+        smallvec![self.apply_op(f, &display, &inputs, node, None)]
+    }
+
+    /// The name that keeps its meaning after an in-place call: the assignment target when the
+    /// call is the whole right-hand side (`h = torch.relu_(feat)`), else the written name.
+    fn keep_name(&self, call: Node<'t>, through: Option<Name>) -> Option<Name> {
+        match &self.assign_rhs {
+            Some((id, name)) if *id == call.id() => Some(name.clone()),
+            _ => through,
+        }
+    }
+
+    // --------------------------------------------------------------------- tensor methods
+
+    fn tensor_method(&mut self, recv: &Vals, meth: &str, args: &Args<'t>, node: Node<'t>, recv_node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        match meth {
+            "backward" => {
+                let retain = self.retains(args);
+                self.check_graph(recv, call, retain, true);
+                return smallvec![self.other];
+            }
+            "detach" => return recv.iter().map(|v| self.detach_of(*v, call)).collect(),
+            "requires_grad_" => {
+                let on = args.first().is_none()
+                    || args.positional.first().and_then(|(_, n)| *n).is_none_or(|n| self.text(n) != "False");
+                for v in recv {
+                    if let Obj::Tensor(t) = &mut self.heap[*v as usize] {
+                        t.grad = if on { Tri::Yes } else { Tri::No };
+                        t.leaf = on && t.node.is_none();
+                    }
+                }
+                return recv.clone();
+            }
+            "retain_grad" | "register_hook" | "share_memory_" => return smallvec![self.other],
+            "clone" | "to" | "cuda" | "cpu" | "float" | "double" | "half" | "bfloat16" | "type" | "type_as"
+            | "contiguous" | "long" | "int" | "bool" => {
+                return smallvec![self.derive(&[recv.clone()], call, Saves::default(), "", false)];
+            }
+            _ => {}
+        }
+        if ops::NON_TENSOR.contains(&meth) {
+            return smallvec![self.other];
+        }
+        if ops::VIEW_OPS.contains(&meth) {
+            let views: Vals = recv.iter().map(|v| self.view_of(*v, call)).collect();
+            if matches!(meth, "unbind" | "split" | "chunk" | "tensor_split" | "split_with_sizes" | "hsplit" | "vsplit") {
+                return smallvec![self.alloc(Obj::Seq(vec![views]))];
+            }
+            return views;
+        }
+        if let Some(base) = strip_inplace(meth) {
+            let through = obj_name(self, recv_node);
+            let keep = self.keep_name(node, through.clone());
+            let value = args.first().cloned();
+            self.write(recv, WriteKind::Method(meth.into()), call, call, through, keep, value.as_ref(), true);
+            self.inplace_saves_by_name(recv, base, value.as_ref(), node);
+            return recv.clone();
+        }
+        let mut inputs = vec![recv.clone()];
+        inputs.extend(args.positional.iter().map(|(v, _)| v.clone()));
+        if ops::table().op(meth).is_some() || binary_op_name_rev(meth) {
+            let display = format!(".{meth}()");
+            return smallvec![self.apply_op(meth, &display, &inputs, node, None)];
+        }
+        smallvec![self.derive(&inputs, call, Saves::default(), "", false)]
+    }
+
+    /// A method on a value we do not model: module and optimizer idioms, else a tensor guess.
+    fn unknown_method(&mut self, recv: ObjId, meth: &str, args: &Args<'t>, node: Node<'t>, recv_node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        match meth {
+            "parameters" | "named_parameters" => return smallvec![self.alloc(Obj::Params { owners: smallvec![recv], tensors: Vals::new() })],
+            "backward" => {
+                let retain = self.retains(args);
+                self.check_graph(&smallvec![recv], call, retain, true);
+                return smallvec![self.other];
+            }
+            "step" | "zero_grad" | "update" | "append" | "extend" | "items" | "keys" | "values" | "get" | "pop" => {
+                return self.opaque_call(args, call);
+            }
+            _ => {}
+        }
+        if strip_inplace(meth).is_some() && !meth.starts_with('_') {
+            // Only tensors have `add_`-style methods: this value is one.
+            if let Obj::Unknown = self.heap[recv as usize] {
+                self.heap[recv as usize] = Obj::Tensor(TensorObj {
+                    storage: recv,
+                    counter: true,
+                    grad: Tri::Maybe,
+                    leaf: false,
+                    view_of_leaf: false,
+                    view_origin: None,
+                    node: None,
+                    known: false,
+                    origin: TextRange::of(recv_node),
+                    grad_tensor: None,
+                });
+            }
+            return self.tensor_method(&smallvec![recv], meth, args, node, recv_node);
+        }
+        if ops::table().op(meth).is_some() && !args.positional.is_empty() {
+            return self.opaque_call(args, call);
+        }
+        let mut all = Args::default();
+        all.positional = args.positional.iter().map(|(v, n)| (v.clone(), *n)).collect();
+        self.opaque_call(&all, call)
+    }
+
+    // ------------------------------------------------------------------ ops and their saves
+
+    pub fn binary(&mut self, op: &str, a: &Vals, b: &Vals, node: Node<'t>) -> Vals {
+        let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
+        if !any_tensor {
+            return smallvec![self.alloc(Obj::Unknown)];
+        }
+        let Some(name) = binary_op_name(op) else {
+            return smallvec![self.derive(&[a.clone(), b.clone()], TextRange::of(node), Saves::default(), "", false)];
+        };
+        smallvec![self.apply_op(name, op, &[a.clone(), b.clone()], node, None)]
+    }
+
+    fn arg_kind(&self, vals: &Vals) -> ArgKind {
+        let mut kind = ArgKind::Scalar;
+        for v in vals {
+            match &self.heap[*v as usize] {
+                Obj::Tensor(t) if t.grad.is_possible() => return ArgKind::Grad,
+                Obj::Tensor(_) => kind = ArgKind::Const,
+                _ => {}
+            }
+        }
+        kind
+    }
+
+    /// Apply an op from the table: a new result tensor whose node records what the op saved.
+    pub fn apply_op(&mut self, name: &str, display: &str, inputs: &[Vals], node: Node<'t>, _extra: Option<()>) -> ObjId {
+        let a = inputs.first().map(|v| self.arg_kind(v)).unwrap_or(ArgKind::Scalar);
+        let b = inputs.get(1).map(|v| self.arg_kind(v));
+        let saves = if self.grad_enabled { ops::table().saves(name, a, b) } else { Saves::default() };
+        let display = if display.is_empty() { name.to_string() } else { display.to_string() };
+        self.derive(inputs, TextRange::of(node), saves, &display, true)
+    }
+
+    /// A new tensor computed from `inputs`; `saves` says which of them (and itself) its backward reads.
+    pub fn derive(&mut self, inputs: &[Vals], origin: TextRange, saves: Saves, op: &str, known: bool) -> ObjId {
+        let mut grad = Tri::No;
+        let mut parents = smallvec::SmallVec::<[NodeId; 2]>::new();
+        let mut any_tensor = false;
+        for vals in inputs {
+            for v in vals {
+                if let Obj::Tensor(t) = &self.heap[*v as usize] {
+                    any_tensor = true;
+                    grad = grad.max(t.grad);
+                    if let Some(n) = t.node {
+                        if !parents.contains(&n) {
+                            parents.push(n);
+                        }
+                    }
+                }
+            }
+        }
+        if !self.grad_enabled {
+            grad = Tri::No;
+        }
+        let id = self.heap.len() as ObjId;
+        let mut node_saves = smallvec::SmallVec::<[SaveId; 2]>::new();
+        if grad.is_possible() {
+            if saves.result {
+                node_saves.push(self.record_save(id, true, op, origin));
+            }
+            for (i, flag) in [(0usize, saves.input), (1usize, saves.other)] {
+                if !flag {
+                    continue;
+                }
+                if let Some(vals) = inputs.get(i) {
+                    for v in vals.clone() {
+                        if let Obj::Tensor(t) = &self.heap[v as usize] {
+                            let storage = t.storage;
+                            node_saves.push(self.record_save(storage, false, op, origin));
+                        }
+                    }
+                }
+            }
+        }
+        let node = if grad.is_possible() {
+            self.graph.push(GraphNode { saves: node_saves, parents });
+            Some((self.graph.len() - 1) as NodeId)
+        } else {
+            None
+        };
+        let _ = any_tensor;
+        self.alloc(Obj::Tensor(TensorObj {
+            storage: id,
+            counter: true,
+            grad,
+            leaf: false,
+            view_of_leaf: false,
+            view_origin: None,
+            node,
+            known: known || true,
+            origin,
+            grad_tensor: None,
+        }))
+    }
+
+    fn record_save(&mut self, storage: ObjId, output: bool, op: &str, range: TextRange) -> SaveId {
+        self.saves.push(Save { storage, output, op: op.to_string(), range });
+        let id = (self.saves.len() - 1) as SaveId;
+        self.state.live.entry(storage).or_default().push(id);
+        id
+    }
+
+    /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
+    /// saves `w`), recorded after the write so they carry the new version.
+    fn inplace_saves_by_name(&mut self, targets: &Vals, base: &str, other: Option<&Vals>, node: Node<'t>) {
+        if !self.grad_enabled {
+            return;
+        }
+        let a = self.arg_kind(targets);
+        let b = other.map(|o| self.arg_kind(o));
+        let s = ops::table().saves(base, a, b);
+        let grad_any = a == ArgKind::Grad || b == Some(ArgKind::Grad);
+        if !grad_any || !(s.result || s.other) {
+            return;
+        }
+        let origin = TextRange::of(node);
+        let op = format!("{}_", base);
+        let mut saves = smallvec::SmallVec::<[SaveId; 2]>::new();
+        for t in targets.clone() {
+            if let Obj::Tensor(tt) = &self.heap[t as usize] {
+                let storage = tt.storage;
+                if s.result {
+                    saves.push(self.record_save(storage, true, &op, origin));
+                }
+            }
+        }
+        if let (true, Some(o)) = (s.other, other) {
+            for v in o.clone() {
+                if let Obj::Tensor(tt) = &self.heap[v as usize] {
+                    let storage = tt.storage;
+                    saves.push(self.record_save(storage, false, &op, origin));
+                }
+            }
+        }
+        self.extend_history(targets, saves, other);
+    }
+
+    pub fn inplace_op_saves(&mut self, targets: &Vals, name: &str, value: &Vals, node: Node<'t>) {
+        self.inplace_saves_by_name(targets, name, Some(value), node);
+    }
+
+    /// After an in-place op, the written tensors' history includes the op.
+    fn extend_history(&mut self, targets: &Vals, saves: smallvec::SmallVec<[SaveId; 2]>, other: Option<&Vals>) {
+        let mut parents = smallvec::SmallVec::<[NodeId; 2]>::new();
+        for v in targets.iter().chain(other.into_iter().flatten()) {
+            if let Obj::Tensor(t) = &self.heap[*v as usize] {
+                if let Some(n) = t.node {
+                    if !parents.contains(&n) {
+                        parents.push(n);
+                    }
+                }
+            }
+        }
+        self.graph.push(GraphNode { saves, parents });
+        let n = (self.graph.len() - 1) as NodeId;
+        for v in targets {
+            if let Obj::Tensor(t) = &mut self.heap[*v as usize] {
+                t.node = Some(n);
+                if t.grad == Tri::No {
+                    t.grad = Tri::Maybe;
+                }
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- views, detach, data, grad
+
+    pub fn view_of(&mut self, base: ObjId, origin: TextRange) -> ObjId {
+        let Obj::Tensor(t) = &self.heap[base as usize] else { return self.alloc(Obj::Unknown) };
+        let mut v = t.clone();
+        v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
+        v.leaf = false;
+        v.view_origin = Some(origin);
+        v.origin = origin;
+        v.grad_tensor = None;
+        if !self.grad_enabled {
+            v.grad = Tri::No;
+        }
+        self.alloc(Obj::Tensor(v))
+    }
+
+    pub fn detach_of(&mut self, base: ObjId, origin: TextRange) -> ObjId {
+        let Obj::Tensor(t) = &self.heap[base as usize] else { return self.alloc(Obj::Unknown) };
+        let mut v = t.clone();
+        v.grad = Tri::No;
+        v.leaf = false;
+        v.view_of_leaf = false;
+        v.node = None;
+        v.view_origin = Some(origin);
+        v.origin = origin;
+        v.grad_tensor = None;
+        self.alloc(Obj::Tensor(v))
+    }
+
+    pub fn data_alias(&mut self, base: ObjId, origin: TextRange) -> ObjId {
+        let id = self.detach_of(base, origin);
+        if let Obj::Tensor(t) = &mut self.heap[id as usize] {
+            t.counter = false;
+            t.view_origin = None;
+        }
+        id
+    }
+
+    pub fn new_leaf(&mut self, grad: bool, origin: TextRange) -> ObjId {
+        let id = self.heap.len() as ObjId;
+        self.alloc(Obj::Tensor(TensorObj {
+            storage: id,
+            counter: true,
+            grad: if grad { Tri::Yes } else { Tri::No },
+            leaf: grad,
+            view_of_leaf: false,
+            view_origin: None,
+            node: None,
+            known: true,
+            origin,
+            grad_tensor: None,
+        }))
+    }
+
+    /// The tensors among `vals`; unknown values written in place are taken for tensors.
+    pub fn as_tensors(&mut self, vals: &Vals) -> Vals {
+        let mut out = Vals::new();
+        for v in vals {
+            match self.heap[*v as usize] {
+                Obj::Tensor(_) => out.push(*v),
+                Obj::Unknown if *v != self.unknown => {
+                    let origin = TextRange::default();
+                    self.heap[*v as usize] = Obj::Tensor(TensorObj {
+                        storage: *v,
+                        counter: true,
+                        grad: Tri::Maybe,
+                        leaf: false,
+                        view_of_leaf: false,
+                        view_origin: None,
+                        node: None,
+                        known: false,
+                        origin,
+                        grad_tensor: None,
+                    });
+                    out.push(*v);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    pub fn attribute_of(&mut self, o: ObjId, attr: &str, node: Node<'t>) -> Vals {
+        let range = TextRange::of(node);
+        match self.heap[o as usize].clone() {
+            Obj::Path(p) => {
+                if let Some(v) = self.loose_attrs.get(&(o, Name::from(attr))) {
+                    return smallvec![*v];
+                }
+                smallvec![self.alloc(Obj::Path(format!("{p}.{attr}").into()))]
+            }
+            Obj::Tensor(t) => match attr {
+                "data" => {
+                    let alias = self.data_alias(o, range);
+                    if t.known || t.grad == Tri::Yes {
+                        self.data_reads.entry(range).or_insert(false);
+                    }
+                    smallvec![alias]
+                }
+                "grad" => {
+                    if let Some(g) = t.grad_tensor {
+                        return smallvec![g];
+                    }
+                    let g = self.new_leaf(false, range);
+                    if let Obj::Tensor(t) = &mut self.heap[o as usize] {
+                        t.grad_tensor = Some(g);
+                    }
+                    smallvec![g]
+                }
+                a if ops::VIEW_ATTRS.contains(&a) => smallvec![self.view_of(o, range)],
+                a if ops::NON_TENSOR.contains(&a) => smallvec![self.other],
+                _ => smallvec![self.alloc(Obj::Unknown)],
+            },
+            Obj::Module(m) => {
+                if let Some(v) = m.attrs.get(attr) {
+                    return v.clone();
+                }
+                if let Some(c) = &m.local {
+                    if let Some(def) = self.find_method(c, attr) {
+                        return smallvec![self.alloc(Obj::Bound(o, def))];
+                    }
+                }
+                if attr == "training" {
+                    return smallvec![self.other];
+                }
+                let key = (o, Name::from(attr));
+                if let Some(v) = self.loose_attrs.get(&key) {
+                    return smallvec![*v];
+                }
+                let v = self.alloc(Obj::Unknown);
+                self.loose_attrs.insert(key, v);
+                smallvec![v]
+            }
+            Obj::Class(c) => match self.find_method(&c, attr) {
+                Some(def) => smallvec![self.alloc(Obj::Func(def))],
+                None => smallvec![self.alloc(Obj::Unknown)],
+            },
+            Obj::Other => smallvec![self.other],
+            _ => {
+                let key = (o, Name::from(attr));
+                if let Some(v) = self.loose_attrs.get(&key) {
+                    return smallvec![*v];
+                }
+                let v = self.alloc(Obj::Unknown);
+                self.loose_attrs.insert(key, v);
+                smallvec![v]
+            }
+        }
+    }
+
+    // -------------------------------------------------------------------------------- writes
+
+    /// An in-place write into `targets`. `keep` is the name that rightly sees the new value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write(
+        &mut self,
+        targets: &Vals,
+        kind: WriteKind,
+        range: TextRange,
+        site: TextRange,
+        through: Option<Name>,
+        keep: Option<Name>,
+        value: Option<&Vals>,
+        checks_leaf: bool,
+    ) -> WriteId {
+        let no_grad = !self.grad_enabled || !checks_leaf;
+        let first = targets.first().copied().unwrap_or(self.unknown);
+        let view_origin = match &self.heap[first as usize] {
+            Obj::Tensor(t) => t.view_origin,
+            _ => None,
+        };
+        self.writes.push(Write {
+            range,
+            site,
+            kind: kind.clone(),
+            target: first,
+            through: through.clone(),
+            view_origin,
+            call_site: self.call_site,
+            no_grad,
+        });
+        let wid = (self.writes.len() - 1) as WriteId;
+        let value_grad = value.map(|v| {
+            v.iter().fold(Tri::No, |g, x| match &self.heap[*x as usize] {
+                Obj::Tensor(t) => g.max(t.grad),
+                _ => g,
+            })
+        });
+        for t in targets {
+            let Obj::Tensor(tt) = self.heap[*t as usize].clone() else { continue };
+            // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
+            if !no_grad && tt.counter {
+                let leaf_view = tt.view_of_leaf || (tt.leaf && kind == WriteKind::Subscript);
+                if leaf_view {
+                    let f = rules::ip201_leaf_view_inplace::finding(&self.ctx, &self.writes[wid as usize], tt.view_origin);
+                    self.report(f);
+                } else if tt.leaf {
+                    let f = rules::ip101_leaf_inplace::finding(&self.ctx, &self.writes[wid as usize]);
+                    self.report(f);
+                }
+            }
+            if !tt.counter {
+                // Form ④: the write does not bump the counter autograd checks.
+                if let Some(r) = self.data_reads.get_mut(&tt.origin) {
+                    *r = true;
+                }
+                let live = self.state.live.get(&tt.storage).is_some_and(|s| !s.is_empty()) || tt.grad == Tri::Yes;
+                let f = rules::ip401_data_bypass::write_finding(&self.ctx, &self.writes[wid as usize], live);
+                self.report(f);
+                continue;
+            }
+            if let Some(saves) = self.state.live.get(&tt.storage).cloned() {
+                for s in saves {
+                    let entry = self.state.clobbered.entry(s).or_default();
+                    if !entry.contains(&wid) {
+                        entry.push(wid);
+                    }
+                }
+            }
+            // IP402: other names bound to this very object now see the new value.
+            if tt.known {
+                let stale: Vec<Name> = self
+                    .state
+                    .env
+                    .iter()
+                    .filter(|(n, vs)| vs.contains(t) && Some(*n) != keep.as_ref())
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for n in stale {
+                    let e = self.state.stale.entry(n).or_default();
+                    if !e.contains(&wid) {
+                        e.push(wid);
+                    }
+                }
+            }
+            if let (Some(g), Obj::Tensor(tm)) = (value_grad, &mut self.heap[*t as usize]) {
+                if g.is_possible() && self.grad_enabled && tm.grad == Tri::No {
+                    tm.grad = g;
+                }
+            }
+        }
+        wid
+    }
+
+    // ------------------------------------------------------------- backward and liveness
+
+    /// `backward()` (or a graph returned out of a function) through `roots`: every save it
+    /// reaches that a write clobbered is a form ③ finding at that write.
+    pub fn check_graph(&mut self, roots: &Vals, trigger: TextRange, retain: bool, is_backward: bool) {
+        let mut flat = Vals::new();
+        let mut seen = FxHashSet::default();
+        self.flatten(roots, &mut flat, &mut seen);
+        let mut stack: Vec<NodeId> = flat
+            .iter()
+            .filter_map(|v| match &self.heap[*v as usize] {
+                Obj::Tensor(t) => t.node,
+                _ => None,
+            })
+            .collect();
+        let mut visited = FxHashSet::default();
+        let mut reached = Vec::new();
+        while let Some(n) = stack.pop() {
+            if !visited.insert(n) {
+                continue;
+            }
+            let node = &self.graph[n as usize];
+            reached.extend(node.saves.iter().copied());
+            stack.extend(node.parents.iter().copied());
+        }
+        for s in &reached {
+            let Some(ws) = self.state.clobbered.get(s).cloned() else { continue };
+            for w in ws {
+                let write = self.writes[w as usize].clone();
+                let save = self.saves[*s as usize].clone();
+                let f = rules::form3_finding(&self.ctx, &write, &save, trigger, is_backward);
+                self.report(f);
+            }
+        }
+        if !retain {
+            for s in reached {
+                self.state.clobbered.remove(&s);
+                let storage = self.saves[s as usize].storage;
+                if let Some(live) = self.state.live.get_mut(&storage) {
+                    live.retain(|x| *x != s);
+                }
+            }
+        }
+    }
+
+    pub fn report_stale_read(&mut self, name: &str, writes: &[WriteId], read: TextRange) {
+        for w in writes {
+            let write = self.writes[*w as usize].clone();
+            let bound = self.state.bound_at.get(name).copied();
+            let f = rules::ip402_clobbered_alias::finding(&self.ctx, &write, name, read, bound);
+            self.report(f);
+        }
+    }
+
+    // ------------------------------------------------------------------ rebinding (IP403)
+
+    pub fn check_rebind(&mut self, name: &Name, name_node: Node<'t>, new: &Vals, stmt: Node<'t>) {
+        let old = self.state.env.get(name).cloned().unwrap_or_default();
+        self.check_rebind_objs(&old, new, name_node, stmt, name);
+    }
+
+    pub fn check_rebind_objs(&mut self, old: &Vals, new: &Vals, target: Node<'t>, stmt: Node<'t>, name: &str) {
+        for o in old {
+            if new.contains(o) {
+                continue;
+            }
+            let held_by = self.state.held.get(o).copied();
+            let rhs = stmt.child_by_field_name("right");
+            let reads_grad = rhs.is_some_and(|r| mentions_grad_of(self, r, name));
+            match (&self.heap[*o as usize], held_by) {
+                (Obj::Module(_), Some(opt)) => {
+                    // A wrapper that keeps the old parameters is fine (`DataParallel(model)`).
+                    let mut old_params = Vals::new();
+                    self.module_params(*o, &mut old_params, &mut FxHashSet::default());
+                    let mut new_params = Vals::new();
+                    for n in new {
+                        self.module_params(*n, &mut new_params, &mut FxHashSet::default());
+                    }
+                    if old_params.iter().all(|p| new_params.contains(p)) && !old_params.is_empty() {
+                        continue;
+                    }
+                    let origin = self.optimizer_origin(opt);
+                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, origin, false);
+                    self.report(f);
+                    return;
+                }
+                (Obj::Tensor(_), Some(opt)) => {
+                    let origin = self.optimizer_origin(opt);
+                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, origin, reads_grad);
+                    self.report(f);
+                    return;
+                }
+                (Obj::Tensor(t), None) if t.leaf && reads_grad => {
+                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, None, true);
+                    self.report(f);
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn optimizer_origin(&self, opt: ObjId) -> Option<TextRange> {
+        match &self.heap[opt as usize] {
+            Obj::Optimizer { origin, .. } => Some(*origin),
+            _ => None,
+        }
+    }
+
+    // ------------------------------------------------------------ modules and optimizers
+
+    fn new_module(&mut self, class: &str, args: &Args<'t>, node: Node<'t>) -> ObjId {
+        let origin = TextRange::of(node);
+        let inplace = args
+            .keyword("inplace")
+            .filter(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) == "True"))
+            .map(|(_, n)| TextRange::of(n))
+            .or_else(|| {
+                // `nn.ReLU(True)`: the first positional argument of activations is `inplace`.
+                let spec = ops::table().module(class)?;
+                let (_, n) = args.positional.first()?;
+                let n = (*n)?;
+                (spec.inplace_kw && self.text(n) == "True" && matches!(class, "ReLU" | "ReLU6" | "SELU" | "SiLU" | "Mish" | "Hardsigmoid" | "Hardswish"))
+                    .then(|| TextRange::of(n))
+            });
+        let mut children = Vec::new();
+        let mut attrs = rustc_hash::FxHashMap::default();
+        match class {
+            "Sequential" | "ModuleList" => {
+                let mut flat = Vals::new();
+                let mut seen = FxHashSet::default();
+                for (v, _) in &args.positional {
+                    self.flatten(v, &mut flat, &mut seen);
+                }
+                children = flat.into_iter().filter(|v| matches!(self.heap[*v as usize], Obj::Module(_))).collect();
+            }
+            "ModuleDict" | "ParameterList" | "ParameterDict" => {
+                let mut flat = Vals::new();
+                let mut seen = FxHashSet::default();
+                for (v, _) in &args.positional {
+                    self.flatten(v, &mut flat, &mut seen);
+                }
+                children = flat.into_vec();
+            }
+            _ => {
+                let params: Vec<String> = match ops::table().module(class) {
+                    Some(spec) => spec.params.clone(),
+                    None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
+                    None => Vec::new(),
+                };
+                for p in params {
+                    let t = self.new_leaf(true, origin);
+                    attrs.insert(Name::from(p.as_str()), smallvec![t]);
+                }
+                // Wrappers (`DataParallel(model)`) hold the wrapped module.
+                if let Some((v, _)) = args.positional.first() {
+                    for m in v {
+                        if matches!(self.heap[*m as usize], Obj::Module(_)) {
+                            children.push(*m);
+                            attrs.insert(Name::from("module"), smallvec![*m]);
+                        }
+                    }
+                }
+            }
+        }
+        self.alloc(Obj::Module(ModuleObj { class: class.into(), local: None, inplace, attrs, children, origin }))
+    }
+
+    pub fn call_module(&mut self, m: ObjId, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        let Obj::Module(module) = self.heap[m as usize].clone() else { return smallvec![self.unknown] };
+        if let Some(c) = &module.local {
+            return match self.find_method(c, "forward").or_else(|| self.find_method(c, "__call__")) {
+                Some(def) => self.inline(def, Some(m), args, call),
+                None => self.opaque_call(args, call),
+            };
+        }
+        let input = args.first().cloned().unwrap_or_default();
+        match &*module.class {
+            "Sequential" => {
+                let mut x = input;
+                for child in module.children.clone() {
+                    let mut a = Args::default();
+                    a.positional.push((x, None));
+                    x = self.call_module(child, &a, node);
+                }
+                return x;
+            }
+            "DataParallel" | "DistributedDataParallel" => {
+                if let Some(inner) = module.children.first() {
+                    return self.call_module(*inner, args, node);
+                }
+            }
+            _ => {}
+        }
+        let display = self.module_display(&module);
+        let spec = ops::table().module(&module.class);
+        if let Some(kw) = module.inplace {
+            let tensors = self.as_tensors(&input);
+            let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+            let keep = self.keep_name(node, through.clone());
+            self.write(&tensors, WriteKind::InplaceModule { call }, kw, call, through, keep, None, true);
+            if spec.is_some_and(|s| s.result) && self.grad_enabled {
+                let mut saves = smallvec::SmallVec::<[SaveId; 2]>::new();
+                for t in tensors.clone() {
+                    if let Obj::Tensor(tt) = &self.heap[t as usize] {
+                        if tt.grad.is_possible() {
+                            let st = tt.storage;
+                            saves.push(self.record_save(st, true, &display, call));
+                        }
+                    }
+                }
+                self.extend_history(&tensors, saves, None);
+            }
+            return input;
+        }
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        let input_grad = self.arg_kind(&input) == ArgKind::Grad;
+        let saves = Saves {
+            result: spec.is_some_and(|s| s.result),
+            input: spec.is_some_and(|s| s.input),
+            other: false,
+        };
+        let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        if inputs.is_empty() {
+            inputs.push(Vals::new());
+        }
+        let grad_params: Vals = if self.grad_enabled { params.clone() } else { Vals::new() };
+        let out = self.derive(&[inputs.concat().into_iter().collect(), grad_params], call, Saves::default(), &display, true);
+        // Record the saves against the real inputs and parameters.
+        if self.grad_enabled {
+            let out_grad = matches!(&self.heap[out as usize], Obj::Tensor(t) if t.grad.is_possible());
+            if out_grad {
+                let mut new_saves = smallvec::SmallVec::<[SaveId; 2]>::new();
+                if saves.result {
+                    new_saves.push(self.record_save(out, true, &display, call));
+                }
+                if saves.input {
+                    for v in input.clone() {
+                        if let Obj::Tensor(t) = &self.heap[v as usize] {
+                            let st = t.storage;
+                            new_saves.push(self.record_save(st, false, &display, call));
+                        }
+                    }
+                }
+                if input_grad {
+                    for p in params.clone() {
+                        if let Obj::Tensor(t) = &self.heap[p as usize] {
+                            let st = t.storage;
+                            new_saves.push(self.record_save(st, false, &display, call));
+                        }
+                    }
+                }
+                if let Obj::Tensor(t) = &self.heap[out as usize] {
+                    if let Some(n) = t.node {
+                        self.graph[n as usize].saves.extend(new_saves);
+                    }
+                }
+            }
+        }
+        smallvec![out]
+    }
+
+    fn module_display(&self, m: &ModuleObj<'t>) -> String {
+        let text = &self.ctx.src[m.origin.start..m.origin.end];
+        if !text.is_empty() && text.len() <= 48 && !text.contains('\n') {
+            text.to_string()
+        } else {
+            format!("nn.{}", m.class)
+        }
+    }
+
+    /// All parameters of a module and its submodules.
+    pub fn module_params(&self, m: ObjId, out: &mut Vals, seen: &mut FxHashSet<ObjId>) {
+        if !seen.insert(m) {
+            return;
+        }
+        match &self.heap[m as usize] {
+            Obj::Module(module) => {
+                for vals in module.attrs.values() {
+                    for v in vals {
+                        self.module_params(*v, out, seen);
+                    }
+                }
+                for c in &module.children {
+                    self.module_params(*c, out, seen);
+                }
+            }
+            Obj::Tensor(t) if t.leaf => out.push(m),
+            Obj::Seq(items) => {
+                for v in items.iter().flatten() {
+                    self.module_params(*v, out, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn module_method(&mut self, m: ObjId, meth: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        if let Obj::Module(module) = &self.heap[m as usize] {
+            if let Some(v) = module.attrs.get(meth).cloned() {
+                let mut out = Vals::new();
+                for c in v {
+                    out.extend(self.call_value(c, args, node));
+                }
+                return out;
+            }
+            if let Some(c) = module.local.clone() {
+                if let Some(def) = self.find_method(&c, meth) {
+                    return self.inline(def, Some(m), args, call);
+                }
+            }
+        }
+        match meth {
+            "parameters" | "named_parameters" => {
+                let mut ps = Vals::new();
+                self.module_params(m, &mut ps, &mut FxHashSet::default());
+                let params = self.alloc(Obj::Params { owners: smallvec![m], tensors: ps.clone() });
+                if meth == "named_parameters" {
+                    let pair = self.alloc(Obj::Seq(vec![smallvec![self.other], ps]));
+                    let seq = self.alloc(Obj::Seq(vec![smallvec![pair]]));
+                    return smallvec![seq];
+                }
+                smallvec![params]
+            }
+            "forward" => self.call_module(m, args, node),
+            "children" | "modules" => {
+                let ch = match &self.heap[m as usize] {
+                    Obj::Module(module) => {
+                        let mut v: Vals = module.children.iter().copied().collect();
+                        for vals in module.attrs.values() {
+                            v.extend(vals.iter().copied().filter(|x| matches!(self.heap[*x as usize], Obj::Module(_))));
+                        }
+                        v
+                    }
+                    _ => Vals::new(),
+                };
+                smallvec![self.alloc(Obj::Seq(vec![ch]))]
+            }
+            "add_module" | "register_module" => {
+                if let (Some((n, Some(nn))), Some((v, _))) = (args.positional.first(), args.positional.get(1)) {
+                    let _ = n;
+                    let key: Name = self.text(*nn).trim_matches(|c| c == '"' || c == '\'').into();
+                    if let Obj::Module(module) = &mut self.heap[m as usize] {
+                        module.attrs.insert(key, v.clone());
+                    }
+                }
+                smallvec![self.other]
+            }
+            "register_parameter" | "register_buffer" => smallvec![self.other],
+            "append" => {
+                if let Some(v) = args.first() {
+                    let v = v.clone();
+                    if let Obj::Module(module) = &mut self.heap[m as usize] {
+                        module.children.extend(v);
+                    }
+                }
+                smallvec![self.other]
+            }
+            _ if ops::MODULE_RETURNS_SELF.contains(&meth) => smallvec![m],
+            "zero_grad" | "state_dict" | "load_state_dict" | "register_forward_hook" | "register_full_backward_hook" => {
+                smallvec![self.other]
+            }
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    fn new_optimizer(&mut self, params: &Vals, origin: TextRange) -> ObjId {
+        let mut flat = Vals::new();
+        let mut seen = FxHashSet::default();
+        self.flatten(params, &mut flat, &mut seen);
+        let mut tensors = Vals::new();
+        let mut owners = Vals::new();
+        let mut stack: Vec<ObjId> = params.iter().copied().collect();
+        let mut seen2 = FxHashSet::default();
+        while let Some(v) = stack.pop() {
+            if !seen2.insert(v) {
+                continue;
+            }
+            match &self.heap[v as usize] {
+                Obj::Params { owners: o, .. } => owners.extend(o.iter().copied()),
+                Obj::Seq(items) => stack.extend(items.iter().flatten().copied()),
+                _ => {}
+            }
+        }
+        for v in flat {
+            if let Obj::Tensor(_) = &self.heap[v as usize] {
+                tensors.push(v);
+            }
+        }
+        let opt = self.alloc(Obj::Optimizer { params: tensors.clone(), origin });
+        for t in tensors {
+            self.state.held.insert(t, opt);
+        }
+        for o in owners {
+            if matches!(self.heap[o as usize], Obj::Module(_)) {
+                self.state.held.insert(o, opt);
+            }
+        }
+        opt
+    }
+
+    fn optimizer_method(&mut self, opt: ObjId, params: &Vals, meth: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        match meth {
+            "step" => {
+                // Every held parameter is written in place (under no_grad, so no form ①).
+                let tensors: Vals = params.clone();
+                if !tensors.is_empty() {
+                    self.write(&tensors, WriteKind::Step, call, call, None, None, None, false);
+                }
+                let _ = opt;
+                smallvec![self.other]
+            }
+            "add_param_group" => {
+                let mut flat = Vals::new();
+                for v in args.all_values() {
+                    self.flatten(v, &mut flat, &mut FxHashSet::default());
+                }
+                let new: Vals = flat.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
+                for t in &new {
+                    self.state.held.insert(*t, opt);
+                }
+                if let Obj::Optimizer { params, .. } = &mut self.heap[opt as usize] {
+                    params.extend(new);
+                }
+                smallvec![self.other]
+            }
+            _ => smallvec![self.other],
+        }
+    }
+
+    fn seq_method(&mut self, s: ObjId, meth: &str, args: &Args<'t>) -> Vals {
+        match meth {
+            "append" | "extend" | "insert" | "add" => {
+                let mut add = Vals::new();
+                for v in args.all_values() {
+                    if meth == "extend" {
+                        add.extend(self.elements(v));
+                    } else {
+                        add.extend(v.iter().copied());
+                    }
+                }
+                if let Obj::Seq(items) = &mut self.heap[s as usize] {
+                    if items.is_empty() {
+                        items.push(Vals::new());
+                    }
+                    let last = items.len() - 1;
+                    for v in add {
+                        if !items[last].contains(&v) {
+                            items[last].push(v);
+                        }
+                    }
+                }
+                smallvec![self.other]
+            }
+            "pop" | "get" | "values" | "copy" => {
+                let e = self.elements(&smallvec![s]);
+                if meth == "values" || meth == "copy" {
+                    return smallvec![self.alloc(Obj::Seq(vec![e]))];
+                }
+                e
+            }
+            "items" => {
+                let e = self.elements(&smallvec![s]);
+                let pair = self.alloc(Obj::Seq(vec![smallvec![self.other], e]));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
+            }
+            _ => smallvec![self.other],
+        }
+    }
+}
+
+fn binary_op_name_rev(meth: &str) -> bool {
+    matches!(meth, "add" | "sub" | "mul" | "div" | "matmul" | "pow")
+}
+
+/// Whether `expr` reads `name.grad` (an update like `w - lr * w.grad`).
+fn mentions_grad_of(it: &Interp<'_>, expr: Node<'_>, name: &str) -> bool {
+    let mut stack = vec![expr];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "attribute" {
+            if let (Some(o), Some(a)) = (n.child_by_field_name("object"), n.child_by_field_name("attribute")) {
+                if it.text(a) == "grad" && it.text(o) == name {
+                    return true;
+                }
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    false
+}

@@ -1,0 +1,95 @@
+//! Plain data the analysis hands to its callers: findings, related locations and fixes.
+//! Ranges are byte offsets into the analysed text; [`crate::LineIndex`] converts them.
+
+use crate::registry::Rule;
+use serde::Serialize;
+
+/// A half-open byte range `[start, end)` in the analysed text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Default)]
+pub struct TextRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl TextRange {
+    pub fn new(start: usize, end: usize) -> Self {
+        Self { start, end }
+    }
+    pub fn of(node: tree_sitter::Node<'_>) -> Self {
+        Self::new(node.start_byte(), node.end_byte())
+    }
+    pub fn contains(&self, other: TextRange) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+            Severity::Hint => "hint",
+        }
+    }
+}
+
+/// How far a fix can be trusted, as in ruff: `Safe` fixes keep what the program computes
+/// (apart from removing the hazard) and are applied by `--fix`; `Unsafe` ones may change values
+/// seen elsewhere and need `--unsafe-fixes`; `DisplayOnly` ones are shown, never applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Applicability {
+    DisplayOnly,
+    Unsafe,
+    Safe,
+}
+
+impl Applicability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applicability::Safe => "safe",
+            Applicability::Unsafe => "unsafe",
+            Applicability::DisplayOnly => "display-only",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Edit {
+    pub range: TextRange,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Fix {
+    pub title: String,
+    pub applicability: Applicability,
+    pub edits: Vec<Edit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Related {
+    pub range: TextRange,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub severity: Severity,
+    /// The culprit: the in-place write itself (not where the runtime raises).
+    pub range: TextRange,
+    pub message: String,
+    pub related: Vec<Related>,
+    pub fix: Option<Fix>,
+}

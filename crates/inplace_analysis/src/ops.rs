@@ -1,0 +1,149 @@
+//! The op table: what autograd saves for each op, measured on a real torch.
+//!
+//! `data/ops.json` is written by `tests/oracle/gen_op_table.py` (run by `cargo xtask gen-ops`),
+//! which calls every op, writes its result or an input in place, runs `backward()` and records
+//! whether the runtime raised. The analyzer embeds it. Lists that are not measured (views,
+//! factories, methods that return no tensor) follow HAZARDS.md.
+
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use std::sync::LazyLock;
+
+/// Which tensors an op's backward reads: writing one of them in place after the op and then
+/// calling `backward()` raises form ③.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+pub struct Saves {
+    #[serde(default)]
+    pub result: bool,
+    #[serde(default, rename = "self")]
+    pub input: bool,
+    #[serde(default)]
+    pub other: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OpSpec {
+    pub forms: Vec<String>,
+    pub unary: Option<Saves>,
+    pub tensor_tensor: Option<Saves>,
+    pub tensor_const: Option<Saves>,
+    pub const_tensor: Option<Saves>,
+    pub tensor_scalar: Option<Saves>,
+    pub scalar_tensor: Option<Saves>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ModuleSpec {
+    pub result: bool,
+    #[serde(rename = "self")]
+    pub input: bool,
+    pub params: Vec<String>,
+    pub inplace_kw: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OpTable {
+    pub torch_version: String,
+    pub ops: FxHashMap<String, OpSpec>,
+    pub modules: FxHashMap<String, ModuleSpec>,
+}
+
+/// How an argument takes part in an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A tensor that requires grad (or may).
+    Grad,
+    /// A tensor that does not require grad.
+    Const,
+    /// A Python number or anything that is no tensor.
+    Scalar,
+}
+
+static TABLE: LazyLock<OpTable> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("../data/ops.json")).expect("embedded op table is valid")
+});
+
+pub fn table() -> &'static OpTable {
+    &TABLE
+}
+
+impl OpTable {
+    pub fn op(&self, name: &str) -> Option<&OpSpec> {
+        self.ops.get(name)
+    }
+
+    /// What `name` saves when called with arguments of these kinds (first two tensor slots).
+    pub fn saves(&self, name: &str, a: ArgKind, b: Option<ArgKind>) -> Saves {
+        let Some(spec) = self.ops.get(name) else { return Saves::default() };
+        use ArgKind::*;
+        let pick = match (a, b) {
+            (Grad, None) | (Grad, Some(Scalar)) if spec.unary.is_some() && b.is_none() => spec.unary,
+            (Grad, Some(Grad)) => spec.tensor_tensor,
+            (Grad, Some(Const)) => spec.tensor_const,
+            (Const, Some(Grad)) => spec.const_tensor,
+            (Grad, Some(Scalar)) => spec.tensor_scalar.or(spec.unary),
+            (Scalar, Some(Grad)) => spec.scalar_tensor,
+            (Grad, None) => spec.unary.or(spec.tensor_scalar),
+            _ => None,
+        };
+        pick.unwrap_or_default()
+    }
+
+    pub fn module(&self, class: &str) -> Option<&ModuleSpec> {
+        self.modules.get(class)
+    }
+}
+
+/// Methods and functions whose result is a view: it shares storage and version counter.
+pub const VIEW_OPS: &[&str] = &[
+    "view", "view_as", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze",
+    "expand", "expand_as", "diagonal", "unbind", "split", "chunk", "as_strided", "reshape",
+    "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "real",
+    "imag", "detach", "view_as_real", "view_as_complex", "tensor_split", "hsplit", "vsplit",
+    "split_with_sizes", "T", "mT", "H", "mH", "alias", "indices", "values", "squeeze_",
+];
+
+/// Tensor attributes (no call) that are views.
+pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
+
+/// `torch.*` factories: they make a new leaf; `requires_grad=True` makes it require grad.
+pub const FACTORIES: &[&str] = &[
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
+    "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like",
+    "rand_like", "randn_like", "randint_like", "from_numpy", "randperm", "normal", "Tensor",
+    "FloatTensor", "LongTensor", "DoubleTensor", "empty_strided", "frombuffer", "asarray",
+    "bernoulli", "multinomial", "tril_indices", "triu_indices", "load",
+];
+
+/// Tensor methods and attributes whose result is no tensor.
+pub const NON_TENSOR: &[&str] = &[
+    "item", "tolist", "numpy", "size", "dim", "numel", "shape", "dtype", "device", "is_leaf",
+    "requires_grad", "grad_fn", "data_ptr", "element_size", "nelement", "ndim", "ndimension",
+    "is_contiguous", "is_cuda", "stride", "storage_offset", "_version", "__len__", "is_floating_point",
+    "nbytes", "itemsize", "get_device", "untyped_storage", "equal", "allclose",
+];
+
+/// Module methods that return the module itself.
+pub const MODULE_RETURNS_SELF: &[&str] = &[
+    "to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "requires_grad_",
+    "apply", "share_memory", "to_empty", "type", "xpu", "mps",
+];
+
+/// Activation functions with an `inplace=` argument in `torch.nn.functional`.
+pub fn functional_has_inplace_kw(name: &str) -> bool {
+    matches!(
+        name,
+        "relu" | "relu6" | "leaky_relu" | "elu" | "selu" | "celu" | "hardtanh" | "silu" | "mish"
+            | "hardsigmoid" | "hardswish" | "dropout" | "dropout1d" | "dropout2d" | "dropout3d"
+            | "alpha_dropout" | "feature_alpha_dropout" | "threshold" | "rrelu"
+    )
+}
+
+/// `nn` modules that hold parameters although the table has no entry for them.
+pub fn module_has_params(class: &str) -> bool {
+    const PARAMETRIC: &[&str] = &[
+        "Linear", "Bilinear", "Conv", "Norm", "Embedding", "LSTM", "GRU", "RNN", "Attention",
+        "Transformer", "PReLU", "LazyLinear",
+    ];
+    PARAMETRIC.iter().any(|p| class.contains(p))
+}

@@ -1,0 +1,118 @@
+//! The rules: codes, names, default severities and documentation.
+//!
+//! Each rule lives in one file under `rules/`; its `//!` doc comment is the rule's documentation
+//! and is read from that file at compile time, so hover, `inplace-lsp explain` and the docs
+//! share one text.
+
+use crate::finding::Severity;
+use serde::Serialize;
+
+macro_rules! rules {
+    ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $file:literal, $summary:literal; )*) => {
+        /// Every rule this analyzer knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        pub enum Rule { $( $variant, )* }
+
+        impl Rule {
+            pub const ALL: &'static [Rule] = &[ $( Rule::$variant, )* ];
+
+            /// The code, e.g. `IP301`.
+            pub fn code(self) -> &'static str { match self { $( Rule::$variant => $code, )* } }
+            /// The kebab-case name, e.g. `saved-output-inplace`.
+            pub fn name(self) -> &'static str { match self { $( Rule::$variant => $name, )* } }
+            /// The severity of its typical finding (a finding may carry a different one).
+            pub fn default_severity(self) -> Severity { match self { $( Rule::$variant => Severity::$sev, )* } }
+            /// One line on what it finds.
+            pub fn summary(self) -> &'static str { match self { $( Rule::$variant => $summary, )* } }
+            /// The rule's documentation (markdown), from its source file's doc comment.
+            pub fn doc(self) -> String {
+                let src = match self { $( Rule::$variant => include_str!(concat!("rules/", $file)), )* };
+                module_doc(src)
+            }
+        }
+    };
+}
+
+rules! {
+    LeafInplace => "IP101", "leaf-inplace", Error, "ip101_leaf_inplace.rs",
+        "in-place write to a leaf tensor that requires grad (raises at that line)";
+    LeafViewInplace => "IP201", "leaf-view-inplace", Error, "ip201_leaf_view_inplace.rs",
+        "in-place write to a view of a leaf that requires grad, e.g. `x[0] = v` (raises at that line)";
+    SavedOutputInplace => "IP301", "saved-output-inplace", Error, "ip301_saved_output_inplace.rs",
+        "in-place write to an op's output that its backward needs (raises at `backward()`)";
+    SavedInputInplace => "IP302", "saved-input-inplace", Error, "ip302_saved_input_inplace.rs",
+        "in-place write to a tensor a later-differentiated op saved as input (raises at `backward()`)";
+    InplaceActivationAfterSavingOp => "IP303", "inplace-activation-after-saving-op", Error,
+        "ip303_inplace_activation_after_saving_op.rs",
+        "`inplace=True` activation right after an op that saved the tensor it overwrites";
+    StepBeforeBackward => "IP304", "step-before-backward", Error, "ip304_step_before_backward.rs",
+        "`optimizer.step()` between a forward pass and a later `backward()` through it";
+    DataBypass => "IP401", "data-bypass", Warning, "ip401_data_bypass.rs",
+        "`.data` shares memory but not the version counter: writes silently corrupt gradients";
+    ClobberedAlias => "IP402", "clobbered-alias", Warning, "ip402_clobbered_alias.rs",
+        "an in-place write changes a value that is still read later through another name";
+    ParamRebind => "IP403", "param-rebind", Warning, "ip403_param_rebind.rs",
+        "a parameter is replaced by a new object: the optimizer keeps updating the orphan";
+    AnomalyModeLeftOn => "IP501", "anomaly-mode-left-on", Information, "ip501_anomaly_mode_left_on.rs",
+        "autograd anomaly detection left on slows every op";
+}
+
+impl Rule {
+    /// Look a rule up by code (`IP301`, case-insensitive) or name (`saved-output-inplace`).
+    pub fn from_code_or_name(s: &str) -> Option<Rule> {
+        Rule::ALL
+            .iter()
+            .copied()
+            .find(|r| r.code().eq_ignore_ascii_case(s) || r.name() == s)
+    }
+
+    /// The address of the rule's documentation.
+    pub fn url(self) -> String {
+        format!(
+            "https://github.com/inplace-lsp/inplace-lsp/blob/main/crates/inplace_analysis/src/rules/{}.rs",
+            self.file_stem()
+        )
+    }
+
+    fn file_stem(self) -> String {
+        format!("{}_{}", self.code().to_lowercase(), self.name().replace('-', "_"))
+    }
+}
+
+/// The `//!` lines at the top of a Rust source file, without their prefix.
+fn module_doc(src: &str) -> String {
+    let mut out = String::new();
+    for line in src.lines() {
+        let Some(rest) = line.strip_prefix("//!") else { break };
+        out.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+        out.push('\n');
+    }
+    out.trim_end().to_string() + "\n"
+}
+
+/// Selects rules by code, code prefix (`IP3`) or name, as `--select` / `--ignore` do.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSelection {
+    pub select: Vec<String>,
+    pub ignore: Vec<String>,
+}
+
+impl RuleSelection {
+    /// Whether a selector matches a rule: `ALL`, a code prefix, or the exact name.
+    pub fn matches(selector: &str, rule: Rule) -> bool {
+        let s = selector.trim();
+        s.eq_ignore_ascii_case("ALL")
+            || (!s.is_empty() && rule.code().starts_with(&s.to_ascii_uppercase()))
+            || rule.name() == s
+    }
+
+    /// A selector that matches no rule (a typo) is reported by callers.
+    pub fn is_known_selector(selector: &str) -> bool {
+        Rule::ALL.iter().any(|r| Self::matches(selector, *r))
+    }
+
+    pub fn enabled(&self, rule: Rule) -> bool {
+        let selected = self.select.is_empty() || self.select.iter().any(|s| Self::matches(s, rule));
+        selected && !self.ignore.iter().any(|s| Self::matches(s, rule))
+    }
+}

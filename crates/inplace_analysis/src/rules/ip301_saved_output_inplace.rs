@@ -1,0 +1,56 @@
+//! # IP301 saved-output-inplace
+//!
+//! **What it finds.** An in-place write into the *output* of an op whose backward reads that
+//! output, when a later `backward()` (or a graph returned from the function) goes through it.
+//! Ops that save their output (measured on torch 2.15): `exp`, `exp2`, `expm1`, `sigmoid`,
+//! `tanh`, `relu`, `softmax`, `log_softmax`, `sqrt`, `rsqrt`, `reciprocal`, `torch.pow(2, t)`,
+//! `prod`, `norm`, `max`, ... in every spelling (`torch.sigmoid(x)`, `x.sigmoid()`,
+//! `F.sigmoid`, `nn.Sigmoid()`). The write can go through any name or view of that storage,
+//! and `torch.no_grad()` or `.detach()` do not help: both still bump the version counter.
+//!
+//! **Why it breaks.** The op recorded the output's version when it saved it; the write bumps
+//! the version; backward compares them and raises (form ③), far from the culprit.
+//!
+//! **Runtime message** (raised at `backward()`, torch 2.15):
+//! `RuntimeError: one of the variables needed for gradient computation has been modified by an
+//! inplace operation: [torch.FloatTensor [2]], which is output 0 of Sigmoid, is at version 1;
+//! expected version 0 instead. Hint: enable anomaly detection to find the operation that failed
+//! to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).`
+//! Torch before 2.x names the backward node instead (`output 0 of SigmoidBackward0`).
+//!
+//! **Example**
+//! ```python
+//! y = torch.sigmoid(x)
+//! y += 1                  # IP301
+//! y.sum().backward()      # raises here
+//! ```
+//!
+//! **Fix.** Write out of place: `y = y + 1`, `y = y.mul(2)`, `h = torch.relu(h)`.
+//!
+//! **Fix safety.** *Safe* when no other name or view shares the written tensor (the new value
+//! is bound to the same name and nothing else saw the old one); *unsafe* otherwise, since the
+//! other names no longer see the write.
+
+use super::{form3_related, Ctx, Trigger};
+use crate::engine::model::{Save, Write};
+use crate::finding::{Applicability, Finding, Severity};
+use crate::fix;
+use crate::Rule;
+
+pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
+    let applicability = if w.view_origin.is_none() { Applicability::Safe } else { Applicability::Unsafe };
+    Finding {
+        rule: Rule::SavedOutputInplace,
+        severity: Severity::Error,
+        range: w.range,
+        message: format!(
+            "`{}` writes in place into the output of `{}` (line {}), which its backward needs; {}",
+            ctx.snippet(w.site),
+            save.op,
+            ctx.line(save.range),
+            t.clause(ctx)
+        ),
+        related: form3_related(ctx, w, save, t),
+        fix: fix::out_of_place(ctx, w, applicability),
+    }
+}

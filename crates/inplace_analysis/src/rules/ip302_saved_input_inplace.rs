@@ -1,0 +1,52 @@
+//! # IP302 saved-input-inplace
+//!
+//! **What it finds.** An in-place write into a tensor that an earlier op saved as an *input*
+//! for its backward, when a later `backward()` (or a graph returned from the function) goes
+//! through that op. Ops that save inputs (measured on torch 2.15): `abs`, `log`, `sin`, `cos`,
+//! `gelu`, `silu`, `elu`, `leaky_relu`, `t ** 2`, `clamp`, `prod`, `max`, and every product of
+//! two tensors that need grad (`a * b`, `a / b`, `a @ b`, `matmul`, `linear`, `conv*`); a layer
+//! (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`) saves its input and its weight.
+//! `t * 2`, `t + 1`, `sum`, `mean`, `cat` save nothing.
+//!
+//! **Why it breaks.** The saved input's version moved between forward and backward (form ③).
+//!
+//! **Runtime message** (raised at `backward()`, torch 2.15): the same as IP301, naming the op
+//! that owned the written tensor, e.g. `one of the variables needed for gradient computation has
+//! been modified by an inplace operation: [torch.FloatTensor [2, 3]], which is output 0 of
+//! MulBackward0, is at version 1; expected version 0 instead. ...`
+//!
+//! **Example**
+//! ```python
+//! h = x * 1.0
+//! y = h * w               # saves h (w needs grad)
+//! h += 1                  # IP302
+//! y.sum().backward()      # raises here
+//! ```
+//!
+//! **Fix.** Write out of place (`h = h + 1`), or `.clone()` the input before the op.
+//!
+//! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor.
+
+use super::{form3_related, Ctx, Trigger};
+use crate::engine::model::{Save, Write};
+use crate::finding::{Applicability, Finding, Severity};
+use crate::fix;
+use crate::Rule;
+
+pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
+    let applicability = if w.view_origin.is_none() { Applicability::Safe } else { Applicability::Unsafe };
+    Finding {
+        rule: Rule::SavedInputInplace,
+        severity: Severity::Error,
+        range: w.range,
+        message: format!(
+            "`{}` writes in place into a tensor that `{}` (line {}) saved as an input for its backward; {}",
+            ctx.snippet(w.site),
+            save.op,
+            ctx.line(save.range),
+            t.clause(ctx)
+        ),
+        related: form3_related(ctx, w, save, t),
+        fix: fix::out_of_place(ctx, w, applicability),
+    }
+}

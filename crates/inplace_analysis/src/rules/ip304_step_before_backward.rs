@@ -1,0 +1,52 @@
+//! # IP304 step-before-backward
+//!
+//! **What it finds.** `optimizer.step()` called after a forward pass and before a later
+//! `backward()` through that forward pass, when the forward saved one of the parameters the
+//! optimizer holds (a layer whose input needs grad saves its weight). Typical in GANs
+//! (the discriminator steps, then the generator loss computed before the step backpropagates
+//! through the discriminator) and actor-critic code (the critic steps before the actor loss
+//! that used it backpropagates).
+//!
+//! **Why it breaks.** `step()` updates every parameter in place (under `no_grad`, which still
+//! bumps versions); the saved weights no longer match (form ③).
+//!
+//! **Runtime message** (raised at the later `backward()`, torch 2.15): `one of the variables
+//! needed for gradient computation has been modified by an inplace operation:
+//! [torch.FloatTensor [4, 1]], which is output 0 of AsStridedBackward0, is at version 2;
+//! expected version 1 instead. ...`
+//!
+//! **Example**
+//! ```python
+//! d_loss = crit(D(x), real) + crit(D(G(z)), fake)
+//! g_loss = crit(D(G(z)), real)
+//! d_loss.backward(retain_graph=True)
+//! opt_d.step()            # IP304
+//! g_loss.backward()       # raises here
+//! ```
+//!
+//! **Fix.** Call every `backward()` that goes through the parameters before `step()`, or
+//! recompute the forward pass after the step.
+//!
+//! **Fix safety.** No automatic fix: reordering training steps changes what is trained.
+
+use super::{form3_related, Ctx, Trigger};
+use crate::engine::model::{Save, Write};
+use crate::finding::{Finding, Severity};
+use crate::Rule;
+
+pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
+    Finding {
+        rule: Rule::StepBeforeBackward,
+        severity: Severity::Error,
+        range: w.range,
+        message: format!(
+            "`{}` updates parameters in place that `{}` (line {}) saved for a backward that has not run yet; {}",
+            ctx.snippet(w.site),
+            save.op,
+            ctx.line(save.range),
+            t.clause(ctx)
+        ),
+        related: form3_related(ctx, w, save, t),
+        fix: None,
+    }
+}

@@ -1,0 +1,210 @@
+//! `inplace-lsp check`.
+
+use crate::config::{self, Settings};
+use crate::output::{self, FileReport, Format};
+use inplace_analysis::{Applicability, Finding};
+use rayon::prelude::*;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// Files or folders to check (`-` reads standard input). Default: the current folder.
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: Format,
+    /// Rules to enable: codes (IP301), prefixes (IP3), names, or ALL. Comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Rules to disable, as for `--select`.
+    #[arg(long, value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// Apply safe fixes (writes the files; with stdin, prints the fixed text).
+    #[arg(long)]
+    pub fix: bool,
+    /// Also apply unsafe fixes (with `--fix` or `--diff`).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print the changes fixes would make, without writing them.
+    #[arg(long)]
+    pub diff: bool,
+    /// The file name to report for standard input.
+    #[arg(long)]
+    pub stdin_filename: Option<PathBuf>,
+    /// A pyproject.toml to read `[tool.inplace-lsp]` from (default: the nearest one).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Skip pyproject.toml discovery.
+    #[arg(long)]
+    pub isolated: bool,
+    /// Exit 0 even when hazards are found.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Colour the text output: auto, always or never.
+    #[arg(long, default_value = "auto")]
+    pub color: String,
+}
+
+enum Input {
+    File(PathBuf),
+    Stdin(String),
+}
+
+fn stack_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .stack_size(64 << 20)
+        .build()
+        .expect("thread pool")
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let stdin = args.paths.iter().any(|p| p.as_os_str() == "-") || (args.paths.is_empty() && args.stdin_filename.is_some());
+    let paths: Vec<PathBuf> = if args.paths.is_empty() && !stdin { vec![PathBuf::from(".")] } else { args.paths.clone() };
+    let file_config = if args.isolated {
+        None
+    } else if let Some(c) = &args.config {
+        Some((c.clone(), config::read_pyproject(c)?.unwrap_or_default()))
+    } else {
+        let start = paths.iter().find(|p| p.as_os_str() != "-").cloned().unwrap_or_else(|| PathBuf::from("."));
+        config::discover(&start)?
+    };
+    let settings = config::settings(file_config, &args.select, &args.ignore)?;
+    let mut errors = Vec::new();
+    let mut inputs = Vec::new();
+    for p in &paths {
+        if p.as_os_str() == "-" {
+            continue;
+        }
+        if !p.exists() {
+            errors.push(format!("{}: no such file or folder", p.display()));
+            continue;
+        }
+        if p.is_file() {
+            inputs.push(Input::File(p.clone()));
+            continue;
+        }
+        let walker = ignore::WalkBuilder::new(p).build();
+        let mut found = Vec::new();
+        for entry in walker {
+            match entry {
+                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) && e.path().extension().is_some_and(|x| x == "py" || x == "pyi") => {
+                    found.push(e.into_path())
+                }
+                Ok(_) => {}
+                Err(err) => errors.push(format!("{err}")),
+            }
+        }
+        found.sort();
+        inputs.extend(found.into_iter().map(Input::File));
+    }
+    if stdin {
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes)?;
+        match String::from_utf8(bytes) {
+            Ok(t) => text.push_str(&t),
+            Err(_) => anyhow::bail!("standard input is not valid UTF-8"),
+        }
+        inputs.push(Input::Stdin(text));
+    }
+    let stdin_name = args.stdin_filename.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into());
+    let min = if args.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
+    let fixing = args.fix || args.diff;
+    let results: Vec<Result<(FileReport, Option<String>), String>> = stack_pool().install(|| {
+        inputs
+            .par_iter()
+            .map(|input| {
+                let (path, display, raw) = match input {
+                    Input::File(p) => {
+                        let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not valid UTF-8; skipped", p.display()))?;
+                        (p.clone(), p.display().to_string(), text)
+                    }
+                    Input::Stdin(t) => (PathBuf::from(&stdin_name), stdin_name.clone(), t.clone()),
+                };
+                let bom = raw.starts_with('\u{feff}');
+                let text = if bom { raw['\u{feff}'.len_utf8()..].to_string() } else { raw };
+                let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
+                let outcome = std::panic::catch_unwind(|| analyse(&text, &settings, &canonical, fixing, min));
+                let (findings, fixed) = outcome.map_err(|_| format!("{display}: internal error while analysing; please report it"))?;
+                let fixed = fixed.filter(|f| *f != text).map(|f| if bom { format!("\u{feff}{f}") } else { f });
+                Ok((FileReport { path: display, text, findings }, fixed))
+            })
+            .collect()
+    });
+    let mut reports = Vec::new();
+    let mut diffs = String::new();
+    let mut changed = 0;
+    for r in results {
+        match r {
+            Err(e) => errors.push(e),
+            Ok((report, fixed)) => {
+                if let Some(new) = fixed {
+                    changed += 1;
+                    if args.diff {
+                        let old = report.text.clone();
+                        let diff = similar::TextDiff::from_lines(&old, &new);
+                        diffs.push_str(&diff.unified_diff().header(&report.path, &report.path).to_string());
+                    } else if report.path == stdin_name && stdin {
+                        std::io::stdout().write_all(new.as_bytes())?;
+                    } else if let Err(e) = std::fs::write(&report.path, &new) {
+                        errors.push(format!("{}: cannot write fixes: {e}", report.path));
+                    }
+                }
+                reports.push(report);
+            }
+        }
+    }
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    let count: usize = reports.iter().map(|r| r.findings.len()).sum();
+    if args.diff {
+        print!("{diffs}");
+        if changed > 0 {
+            eprintln!("{changed} file{} would be changed by fixes.", if changed == 1 { "" } else { "s" });
+        }
+    } else if !(args.fix && stdin) {
+        let color = match args.color.as_str() {
+            "always" => true,
+            "never" => false,
+            _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        };
+        print!("{}", output::render(args.output_format, &reports, color));
+    }
+    let code = if !errors.is_empty() {
+        2
+    } else if args.exit_zero {
+        0
+    } else if args.diff {
+        u8::from(changed > 0)
+    } else {
+        u8::from(count > 0)
+    };
+    Ok(ExitCode::from(code))
+}
+
+/// Findings for one file after selection (and the fixed text when fixing).
+fn analyse(text: &str, settings: &Settings, path: &Path, fixing: bool, min: Applicability) -> (Vec<Finding>, Option<String>) {
+    let keep = |f: &Finding| settings.enabled(f.rule, path);
+    if fixing {
+        let all = inplace_analysis::RuleSelection::default();
+        let mut fixed = inplace_analysis::fix_all_filtered(text, min, &|f: &Finding| keep(f) && all.enabled(f.rule));
+        fixed.remaining.retain(keep);
+        return (fixed.remaining, Some(fixed.text));
+    }
+    let mut findings = inplace_analysis::analyze_source(text);
+    findings.retain(keep);
+    (findings, None)
+}
