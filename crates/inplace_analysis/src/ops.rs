@@ -123,6 +123,13 @@ pub const NON_TENSOR: &[&str] = &[
     "nbytes", "itemsize", "get_device", "untyped_storage", "equal", "allclose",
 ];
 
+/// Tensor attributes and methods that read metadata, not values.
+pub const METADATA: &[&str] = &[
+    "shape", "dtype", "device", "data_ptr", "size", "dim", "ndim", "numel", "_version", "is_leaf",
+    "requires_grad", "grad_fn", "stride", "is_contiguous", "element_size", "storage_offset",
+    "nelement", "ndimension", "is_cuda", "get_device", "nbytes", "itemsize", "untyped_storage",
+];
+
 /// Module methods that return the module itself.
 pub const MODULE_RETURNS_SELF: &[&str] = &[
     "to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "requires_grad_",

@@ -36,7 +36,6 @@ pub struct Settings {
     pub per_file: Vec<(GlobMatcher, Vec<String>)>,
     /// Folder the per-file globs are relative to.
     pub root: PathBuf,
-    pub source: Option<PathBuf>,
 }
 
 impl Settings {
@@ -114,5 +113,5 @@ pub fn settings(file: Option<(PathBuf, Options)>, select: &[String], extend_igno
         .as_ref()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_else(|| PathBuf::from("."));
-    Ok(Settings { selection, per_file, root, source })
+    Ok(Settings { selection, per_file, root })
 }

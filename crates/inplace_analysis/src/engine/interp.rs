@@ -815,7 +815,7 @@ impl<'t> Interp<'t> {
                 }
             }
         }
-        ClassRef { name, node: class, methods: Rc::new(methods), base_classes }
+        ClassRef { name, methods: Rc::new(methods), base_classes }
     }
 
     /// Find a method on a local class or its local bases.
@@ -1011,7 +1011,8 @@ impl<'t> Interp<'t> {
 
     fn lookup(&mut self, node: Node<'t>) -> Vals {
         let name = self.text(node);
-        if let Some(writes) = self.state.stale.remove(name) {
+        if self.state.stale.contains_key(name) && reads_value(self, node) {
+            let writes = self.state.stale.remove(name).unwrap_or_default();
             self.report_stale_read(name, &writes, TextRange::of(node));
         }
         if let Some(v) = self.state.env.get(name) {
@@ -1295,6 +1296,23 @@ fn collect_functions<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>) {
         stack.extend(children.into_iter().rev());
     }
     out.sort_by_key(|n| n.start_byte());
+}
+
+/// Whether evaluating this name reads the tensor's values (not just `x.shape`, `x is y`, ...).
+fn reads_value(it: &Interp<'_>, name: Node<'_>) -> bool {
+    let Some(parent) = name.parent() else { return true };
+    match parent.kind() {
+        "attribute" if parent.child_by_field_name("object") == Some(name) => {
+            let attr = parent.child_by_field_name("attribute").map(|a| it.text(a)).unwrap_or("");
+            !crate::ops::METADATA.contains(&attr)
+        }
+        "comparison_operator" => {
+            let mut c = parent.walk();
+            let is_identity = parent.children(&mut c).any(|ch| matches!(ch.kind(), "is" | "is not"));
+            !is_identity
+        }
+        _ => true,
+    }
 }
 
 /// The plain name an expression writes through (`y` in `y += 1`, `x` in `x[0] = 1`).

@@ -34,14 +34,6 @@ pub(crate) enum Tri {
 }
 
 impl Tri {
-    /// The value of one of two alternatives.
-    pub fn join(self, other: Tri) -> Tri {
-        if self == other {
-            self
-        } else {
-            Tri::Maybe
-        }
-    }
     pub fn is_possible(self) -> bool {
         self != Tri::No
     }
@@ -84,7 +76,6 @@ pub(crate) struct ModuleObj<'t> {
 #[derive(Debug, Clone)]
 pub(crate) struct ClassRef<'t> {
     pub name: Name,
-    pub node: Node<'t>,
     pub methods: Rc<FxHashMap<Name, Node<'t>>>,
     pub base_classes: Vec<ObjId>,
 }
@@ -165,14 +156,12 @@ pub(crate) struct Write {
     /// The whole statement or call (for fixes).
     pub site: TextRange,
     pub kind: WriteKind,
-    pub target: ObjId,
-    /// The name the write goes through, when it is a plain name.
-    pub through: Option<Name>,
     /// Where the written object was taken as a view, when it is one.
     pub view_origin: Option<TextRange>,
     /// The outermost call that led here, when the write is inside an inlined function.
     pub call_site: Option<TextRange>,
-    pub no_grad: bool,
+    /// Where the name written through was bound, at the time of the write.
+    pub through_bound: Option<TextRange>,
 }
 
 #[derive(Debug, Clone, Default)]

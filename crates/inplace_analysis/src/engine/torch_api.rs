@@ -777,15 +777,14 @@ impl<'t> Interp<'t> {
             Obj::Tensor(t) => t.view_origin,
             _ => None,
         };
+        let through_bound = through.as_ref().and_then(|n| self.state.bound_at.get(n).copied());
         self.writes.push(Write {
             range,
             site,
             kind: kind.clone(),
-            target: first,
-            through: through.clone(),
             view_origin,
             call_site: self.call_site,
-            no_grad,
+            through_bound,
         });
         let wid = (self.writes.len() - 1) as WriteId;
         let value_grad = value.map(|v| {
@@ -898,8 +897,9 @@ impl<'t> Interp<'t> {
     pub fn report_stale_read(&mut self, name: &str, writes: &[WriteId], read: TextRange) {
         for w in writes {
             let write = self.writes[*w as usize].clone();
-            let bound = self.state.bound_at.get(name).copied();
-            let f = rules::ip402_clobbered_alias::finding(&self.ctx, &write, name, read, bound);
+            let mut bindings: Vec<TextRange> = write.through_bound.into_iter().collect();
+            bindings.extend(self.state.bound_at.get(name).copied());
+            let f = rules::ip402_clobbered_alias::finding(&self.ctx, &write, name, read, &bindings);
             self.report(f);
         }
     }
@@ -1019,7 +1019,14 @@ impl<'t> Interp<'t> {
     }
 
     pub fn call_module(&mut self, m: ObjId, args: &Args<'t>, node: Node<'t>) -> Vals {
+        self.call_module_at(m, args, node, None)
+    }
+
+    /// Call a module; `site` is where its saves are reported (its constructor inside a
+    /// `Sequential`, else the call).
+    fn call_module_at(&mut self, m: ObjId, args: &Args<'t>, node: Node<'t>, site: Option<TextRange>) -> Vals {
         let call = TextRange::of(node);
+        let save_at = site.unwrap_or(call);
         let Obj::Module(module) = self.heap[m as usize].clone() else { return smallvec![self.unknown] };
         if let Some(c) = &module.local {
             return match self.find_method(c, "forward").or_else(|| self.find_method(c, "__call__")) {
@@ -1034,7 +1041,8 @@ impl<'t> Interp<'t> {
                 for child in module.children.clone() {
                     let mut a = Args::default();
                     a.positional.push((x, None));
-                    x = self.call_module(child, &a, node);
+                    let origin = self.heap_origin(child);
+                    x = self.call_module_at(child, &a, node, Some(origin));
                 }
                 return x;
             }
@@ -1058,7 +1066,7 @@ impl<'t> Interp<'t> {
                     if let Obj::Tensor(tt) = &self.heap[t as usize] {
                         if tt.grad.is_possible() {
                             let st = tt.storage;
-                            saves.push(self.record_save(st, true, &display, call));
+                            saves.push(self.record_save(st, true, &display, save_at));
                         }
                     }
                 }
@@ -1086,13 +1094,13 @@ impl<'t> Interp<'t> {
             if out_grad {
                 let mut new_saves = smallvec::SmallVec::<[SaveId; 2]>::new();
                 if saves.result {
-                    new_saves.push(self.record_save(out, true, &display, call));
+                    new_saves.push(self.record_save(out, true, &display, save_at));
                 }
                 if saves.input {
                     for v in input.clone() {
                         if let Obj::Tensor(t) = &self.heap[v as usize] {
                             let st = t.storage;
-                            new_saves.push(self.record_save(st, false, &display, call));
+                            new_saves.push(self.record_save(st, false, &display, save_at));
                         }
                     }
                 }
@@ -1100,7 +1108,7 @@ impl<'t> Interp<'t> {
                     for p in params.clone() {
                         if let Obj::Tensor(t) = &self.heap[p as usize] {
                             let st = t.storage;
-                            new_saves.push(self.record_save(st, false, &display, call));
+                            new_saves.push(self.record_save(st, false, &display, save_at));
                         }
                     }
                 }

@@ -41,14 +41,20 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Fin
         related.insert(1, Related { range: call, message: "the in-place activation runs here".into() });
     }
     let what = if save.output { "the output of" } else { "an input saved by" };
+    // The activation as written: its constructor (`nn.ReLU(inplace=True)`) or the functional call.
+    let activation = ctx
+        .node(w.range)
+        .and_then(|kw| kw.parent())
+        .and_then(|args| args.parent())
+        .filter(|c| c.kind() == "call")
+        .map(|c| ctx.snippet(crate::finding::TextRange::of(c)))
+        .unwrap_or_else(|| ctx.snippet(call));
     Finding {
         rule: Rule::InplaceActivationAfterSavingOp,
         severity: Severity::Error,
         range: w.range,
         message: format!(
-            "`{}` makes `{}` overwrite {what} `{}` (line {}), which its backward needs; {}",
-            ctx.snippet(w.range),
-            ctx.snippet(call),
+            "`{activation}` overwrites {what} `{}` (line {}) in place, which its backward needs; {}",
             save.op,
             ctx.line(save.range),
             t.clause(ctx)

@@ -32,13 +32,20 @@ use crate::finding::{Applicability, Finding, Severity, TextRange};
 use crate::fix;
 use crate::Rule;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, name: &str, read: TextRange, bound: Option<TextRange>) -> Finding {
+/// `bindings`: where the written-through name and the stale name were last bound; the alias
+/// was made by the later one that assigns a plain name (`y = x`).
+pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, name: &str, read: TextRange, bindings: &[TextRange]) -> Finding {
     let mut related = vec![Related {
         range: read,
         message: format!("`{name}` is read here and sees the value written in place"),
     }];
+    let bound = bindings
+        .iter()
+        .copied()
+        .filter(|b| fix::insert_clone(ctx, *b, Applicability::Unsafe).is_some())
+        .max();
     if let Some(b) = bound {
-        related.push(Related { range: b, message: format!("`{name}` was made an alias of the written tensor here") });
+        related.push(Related { range: b, message: "the alias is made here: both names share one tensor".into() });
     }
     write_related(ctx, w, &mut related);
     let fix = bound

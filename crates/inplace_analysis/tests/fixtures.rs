@@ -1,0 +1,130 @@
+//! Every `tests/fixtures/**/*.py` is a runnable script whose expected findings are written next
+//! to the code: a trailing `# expect: IP301` (or `# expect: IP301, IP402`) on the culprit line.
+//! Lines without one must have no finding. Messages and fixes are snapshotted with insta.
+
+use inplace_analysis::{analyze_source, apply_fixes, count_errors, Applicability, Finding, LineIndex, Rule};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn fixture_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![fixtures_root()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 10, "fixtures missing under {}", fixtures_root().display());
+    out
+}
+
+/// (1-based line, code) pairs from `# expect:` comments.
+pub fn expectations(text: &str) -> BTreeSet<(usize, String)> {
+    let mut out = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(at) = line.find("# expect:") {
+            for code in line[at + 9..].split(|c: char| c == ',' || c.is_whitespace()) {
+                let code = code.trim();
+                if code.is_empty() {
+                    continue;
+                }
+                assert!(Rule::from_code_or_name(code).is_some(), "unknown code `{code}` in expectation");
+                out.insert((i + 1, code.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn found(text: &str, findings: &[Finding]) -> BTreeSet<(usize, String)> {
+    let idx = LineIndex::new(text);
+    findings.iter().map(|f| (idx.line_of(f.range.start) + 1, f.rule.code().to_string())).collect()
+}
+
+#[test]
+fn every_fixture_has_exactly_its_expected_findings() {
+    let mut table = Vec::new();
+    for path in fixture_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let want = expectations(&text);
+        let got = found(&text, &analyze_source(&text));
+        let rel = path.strip_prefix(fixtures_root()).unwrap().display().to_string();
+        for (line, code) in want.difference(&got) {
+            table.push(format!("{rel}:{line}  missing {code}"));
+        }
+        for (line, code) in got.difference(&want) {
+            table.push(format!("{rel}:{line}  unexpected {code}"));
+        }
+    }
+    assert!(table.is_empty(), "fixture disagreements:\n{}", table.join("\n"));
+}
+
+#[test]
+fn messages_and_fixes_snapshots() {
+    for path in fixture_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let findings = analyze_source(&text);
+        if findings.is_empty() {
+            continue;
+        }
+        let idx = LineIndex::new(&text);
+        let mut out = String::new();
+        for f in &findings {
+            let (l, c) = idx.position(&text, f.range.start, inplace_analysis::Encoding::Utf32);
+            out.push_str(&format!("{}:{} {} {} [{}]\n  {}\n", l + 1, c + 1, f.rule.code(), f.rule.name(), f.severity.as_str(), f.message));
+            for r in &f.related {
+                out.push_str(&format!("  related {}: {}\n", idx.line_of(r.range.start) + 1, r.message));
+            }
+            if let Some(fix) = &f.fix {
+                out.push_str(&format!("  fix ({}): {}\n", fix.applicability.as_str(), fix.title));
+                for e in &fix.edits {
+                    let old = &text[e.range.start..e.range.end];
+                    out.push_str(&format!("    {:?} -> {:?}\n", old, e.content));
+                }
+            }
+        }
+        let rel = path.strip_prefix(fixtures_root()).unwrap().with_extension("");
+        let name = rel.display().to_string().replace(['/', '\\'], "__");
+        insta::with_settings!({ snapshot_path => "snapshots/fixtures", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!(name, out);
+        });
+    }
+}
+
+/// Every fix parses without new syntax errors, and the finding it fixes is gone afterwards.
+#[test]
+fn every_fix_parses_and_removes_its_finding() {
+    let mut parser = inplace_analysis::python_parser();
+    let mut problems = Vec::new();
+    for path in fixture_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let before_errors = count_errors(parser.parse(&text, None).unwrap().root_node());
+        for f in analyze_source(&text) {
+            let Some(fix) = &f.fix else { continue };
+            let (new, used) = apply_fixes(&text, std::slice::from_ref(&f), Applicability::Unsafe);
+            assert_eq!(used.len(), 1);
+            let tree = parser.parse(&new, None).unwrap();
+            let rel = path.file_name().unwrap().to_string_lossy().to_string();
+            if count_errors(tree.root_node()) > before_errors {
+                problems.push(format!("{rel}: fix `{}` breaks the syntax:\n{new}", fix.title));
+                continue;
+            }
+            let line = text[..f.range.start].lines().count();
+            let again = analyze_source(&new);
+            if again.iter().any(|g| g.rule == f.rule && g.message == f.message) {
+                problems.push(format!("{rel}:{line}: {} still reported after `{}`", f.rule.code(), fix.title));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

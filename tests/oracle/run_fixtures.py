@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Run every fixture under real torch and compare the runtime outcome with its expectations.
+
+Outcome of a fixture, from what the runtime printed (stdout + stderr, including caught errors):
+  form1  "a leaf Variable that requires grad is being used in an in-place operation"
+  form2  "a view of a leaf Variable that requires grad is being used in an in-place operation"
+  form3  "modified by an inplace operation"
+  silent the fixture printed SILENT-HARM (it computed the right value a second way and differed)
+  clean  none of these
+
+Agreement: form1 <=> an IP101 expectation, form2 <=> IP201, form3 <=> an IP30x expectation,
+silent => an IP40x expectation; clean => no error-level (IP1xx-IP3xx) expectation.
+Usage: run_fixtures.py FIXTURE_DIR [--json OUT]   (exit 1 on any disagreement)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import concurrent.futures as cf
+
+FORMS = [
+    # prefixes of the verbatim messages (fixtures may print them truncated)
+    ("form2", "a view of a leaf Variable that requires grad"),
+    ("form1", "a leaf Variable that requires grad"),
+    ("form3", "needed for gradient computation has been modified"),
+]
+
+
+def outcome(path):
+    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
+    path = os.path.abspath(path)
+    p = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(path), env=env)
+    out = p.stdout + p.stderr
+    found = [name for name, needle in FORMS if needle in out]
+    if "form2" in found and "form1" in found:
+        # the form-② text contains the form-① text
+        if out.count(FORMS[1][1]) == out.count(FORMS[0][1]):
+            found.remove("form1")
+    if "SILENT-HARM" in out:
+        found.append("silent")
+    crashed = p.returncode != 0 and not found
+    return sorted(set(found)), crashed, out[-600:]
+
+
+def expectations(path):
+    codes = set()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            m = re.search(r"# expect:(.*)$", line)
+            if m:
+                codes.update(c for c in re.split(r"[,\s]+", m.group(1).strip()) if c)
+    return codes
+
+
+def judge(codes, forms):
+    problems = []
+    has = lambda prefix: any(c.startswith(prefix) for c in codes)
+    if ("form1" in forms) != has("IP101"):
+        problems.append("form ① vs IP101")
+    if ("form2" in forms) != has("IP201"):
+        problems.append("form ② vs IP201")
+    if ("form3" in forms) != has("IP30"):
+        problems.append("form ③ vs IP30x")
+    if "silent" in forms and not has("IP40"):
+        problems.append("silent harm without IP40x")
+    return problems
+
+
+def main(argv):
+    root = argv[0]
+    files = []
+    for d, _, names in os.walk(root):
+        files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+    files.sort()
+    rows, bad = [], 0
+    with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(outcome, files))
+    for f, (forms, crashed, tail) in zip(files, results):
+        codes = expectations(f)
+        problems = judge(codes, forms)
+        if crashed:
+            problems.append("script crashed:\n" + tail)
+        rel = os.path.relpath(f, root)
+        rows.append({"fixture": rel, "runtime": forms or ["clean"], "expected": sorted(codes), "problems": problems})
+        bad += bool(problems)
+    for r in rows:
+        if r["problems"]:
+            print(f"DISAGREE {r['fixture']}: runtime {r['runtime']} expected {r['expected']}: {'; '.join(r['problems'])}")
+    counts = {}
+    for r in rows:
+        for form in r["runtime"]:
+            counts[form] = counts.get(form, 0) + 1
+    print(f"oracle: {len(rows)} fixtures, runtime outcomes {json.dumps(counts, sort_keys=True)}")
+    print(f"{len(rows) - bad} passed, {bad} failed")
+    if "--json" in argv:
+        with open(argv[argv.index("--json") + 1], "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
