@@ -10,14 +10,72 @@ use tree_sitter::Node;
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {
     const EXTRA: &[&str] = &[
-        "add", "sub", "mul", "div", "clamp", "clamp_min", "clamp_max", "clip", "masked_fill",
-        "masked_scatter", "index_add", "index_fill", "index_copy", "index_put", "scatter",
-        "scatter_add", "scatter_reduce", "relu", "sigmoid", "tanh", "exp", "log", "abs", "neg",
-        "pow", "sqrt", "addmm", "addcmul", "addcdiv", "lerp", "floor", "ceil", "round", "sign",
-        "fill_diagonal", "tril", "triu", "t", "squeeze", "unsqueeze", "transpose", "true_divide",
-        "div", "leaky_relu", "hardtanh", "elu", "silu", "gelu", "mish", "softplus", "selu", "celu",
-        "relu6", "hardsigmoid", "hardswish", "threshold", "nan_to_num", "remainder", "fmod",
-        "bitwise_and", "bitwise_or", "logical_not", "square", "rsqrt", "reciprocal", "erf",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "clip",
+        "masked_fill",
+        "masked_scatter",
+        "index_add",
+        "index_fill",
+        "index_copy",
+        "index_put",
+        "scatter",
+        "scatter_add",
+        "scatter_reduce",
+        "relu",
+        "sigmoid",
+        "tanh",
+        "exp",
+        "log",
+        "abs",
+        "neg",
+        "pow",
+        "sqrt",
+        "addmm",
+        "addcmul",
+        "addcdiv",
+        "lerp",
+        "floor",
+        "ceil",
+        "round",
+        "sign",
+        "fill_diagonal",
+        "tril",
+        "triu",
+        "t",
+        "squeeze",
+        "unsqueeze",
+        "transpose",
+        "true_divide",
+        "div",
+        "leaky_relu",
+        "hardtanh",
+        "elu",
+        "silu",
+        "gelu",
+        "mish",
+        "softplus",
+        "selu",
+        "celu",
+        "relu6",
+        "hardsigmoid",
+        "hardswish",
+        "threshold",
+        "nan_to_num",
+        "remainder",
+        "fmod",
+        "bitwise_and",
+        "bitwise_or",
+        "logical_not",
+        "square",
+        "rsqrt",
+        "reciprocal",
+        "erf",
     ];
     EXTRA.contains(&base) || ops::table().op(base).is_some()
 }
@@ -26,17 +84,31 @@ fn has_out_of_place(base: &str) -> bool {
 fn is_atomic(n: Node<'_>) -> bool {
     matches!(
         n.kind(),
-        "identifier" | "attribute" | "call" | "subscript" | "integer" | "float" | "string"
-            | "parenthesized_expression" | "true" | "false" | "none" | "list" | "tuple" | "dictionary"
+        "identifier"
+            | "attribute"
+            | "call"
+            | "subscript"
+            | "integer"
+            | "float"
+            | "string"
+            | "parenthesized_expression"
+            | "true"
+            | "false"
+            | "none"
+            | "list"
+            | "tuple"
+            | "dictionary"
     )
 }
 
 fn statement_level(call: Node<'_>) -> bool {
-    call.parent().is_some_and(|p| p.kind() == "expression_statement" && p.named_child_count() == 1)
+    call.parent()
+        .is_some_and(|p| p.kind() == "expression_statement" && p.named_child_count() == 1)
 }
 
 fn assign_rhs(call: Node<'_>) -> bool {
-    call.parent().is_some_and(|p| p.kind() == "assignment" && p.child_by_field_name("right") == Some(call))
+    call.parent()
+        .is_some_and(|p| p.kind() == "assignment" && p.child_by_field_name("right") == Some(call))
 }
 
 /// `y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`; `torch.relu_(h)` -> `h = torch.relu(h)`;
@@ -54,9 +126,19 @@ pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicabilit
             let op = ctx.text(TextRange::of(op)).trim_end_matches('=');
             let l = ctx.text(TextRange::of(left));
             let r = ctx.text(TextRange::of(right));
-            let r = if is_atomic(right) { r.to_string() } else { format!("({r})") };
+            let r = if is_atomic(right) {
+                r.to_string()
+            } else {
+                format!("({r})")
+            };
             let new = format!("{l} = {l} {op} {r}");
-            (format!("Rewrite out of place: `{new}`"), Edit { range: w.site, content: new })
+            (
+                format!("Rewrite out of place: `{new}`"),
+                Edit {
+                    range: w.site,
+                    content: new,
+                },
+            )
         }
         WriteKind::Method(name) | WriteKind::TorchFn(name) => {
             let base = name.strip_suffix('_')?;
@@ -77,30 +159,59 @@ pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicabilit
                 let t = ctx.text(TextRange::of(target));
                 let f = ctx.text(TextRange::new(func.start_byte(), attr.start_byte()));
                 let new = format!("{t} = {f}{base}{}", ctx.text(TextRange::of(args)));
-                (format!("Rewrite out of place: `{new}`"), Edit { range: w.site, content: new })
+                (
+                    format!("Rewrite out of place: `{new}`"),
+                    Edit {
+                        range: w.site,
+                        content: new,
+                    },
+                )
             } else if assign_rhs(node) {
-                (format!("Use out-of-place `{base}`"), Edit { range: TextRange::of(attr), content: base.to_string() })
+                (
+                    format!("Use out-of-place `{base}`"),
+                    Edit {
+                        range: TextRange::of(attr),
+                        content: base.to_string(),
+                    },
+                )
             } else {
                 return None;
             }
         }
-        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => return inplace_false(ctx, w.range, applicability),
+        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
+            return inplace_false(ctx, w.range, applicability)
+        }
         _ => return None,
     };
-    Some(Fix { title, applicability, edits: vec![edit] })
+    Some(Fix {
+        title,
+        applicability,
+        edits: vec![edit],
+    })
 }
 
 /// `inplace=True` -> `inplace=False` (or a positional `True` -> `False`).
-pub(crate) fn inplace_false(ctx: &Ctx<'_>, kw: TextRange, applicability: Applicability) -> Option<Fix> {
+pub(crate) fn inplace_false(
+    ctx: &Ctx<'_>,
+    kw: TextRange,
+    applicability: Applicability,
+) -> Option<Fix> {
     let node = ctx.node(kw)?;
-    let value = if node.kind() == "keyword_argument" { node.child_by_field_name("value")? } else { node };
+    let value = if node.kind() == "keyword_argument" {
+        node.child_by_field_name("value")?
+    } else {
+        node
+    };
     if value.kind() != "true" {
         return None;
     }
     Some(Fix {
         title: "Set `inplace=False`".into(),
         applicability,
-        edits: vec![Edit { range: TextRange::of(value), content: "False".into() }],
+        edits: vec![Edit {
+            range: TextRange::of(value),
+            content: "False".into(),
+        }],
     })
 }
 
@@ -117,17 +228,34 @@ fn line_layout<'a>(ctx: &Ctx<'a>, stmt: TextRange) -> Option<(&'a str, &'static 
         return None;
     }
     let (_, end) = ctx.lines.line_range(ctx.src, line);
-    let eol = if ctx.src[end..].starts_with("\r\n") { "\r\n" } else { "\n" };
+    let eol = if ctx.src[end..].starts_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
     Some((indent, eol))
 }
 
 /// Replace a one-line statement by `with torch.no_grad():` around `new_stmt`.
-pub(crate) fn wrap_no_grad(ctx: &Ctx<'_>, stmt: TextRange, new_stmt: &str, title: &str, applicability: Applicability) -> Option<Fix> {
+pub(crate) fn wrap_no_grad(
+    ctx: &Ctx<'_>,
+    stmt: TextRange,
+    new_stmt: &str,
+    title: &str,
+    applicability: Applicability,
+) -> Option<Fix> {
     let torch = ctx.torch.as_deref()?;
     let (indent, eol) = line_layout(ctx, stmt)?;
     let unit = if indent.contains('\t') { "\t" } else { "    " };
     let content = format!("with {torch}.no_grad():{eol}{indent}{unit}{new_stmt}");
-    Some(Fix { title: title.into(), applicability, edits: vec![Edit { range: stmt, content }] })
+    Some(Fix {
+        title: title.into(),
+        applicability,
+        edits: vec![Edit {
+            range: stmt,
+            content,
+        }],
+    })
 }
 
 /// The statement (expression statement or assignment) that contains a write's site.
@@ -145,7 +273,11 @@ pub(crate) fn enclosing_statement(ctx: &Ctx<'_>, site: TextRange) -> Option<Text
 }
 
 /// `y = x` -> `y = x.clone()`, at the assignment that made the alias.
-pub(crate) fn insert_clone(ctx: &Ctx<'_>, bound: TextRange, applicability: Applicability) -> Option<Fix> {
+pub(crate) fn insert_clone(
+    ctx: &Ctx<'_>,
+    bound: TextRange,
+    applicability: Applicability,
+) -> Option<Fix> {
     let node = ctx.node(bound)?;
     if node.kind() != "assignment" {
         return None;
@@ -158,6 +290,9 @@ pub(crate) fn insert_clone(ctx: &Ctx<'_>, bound: TextRange, applicability: Appli
     Some(Fix {
         title: format!("Copy instead of aliasing: `{}.clone()`", ctx.text(r)),
         applicability,
-        edits: vec![Edit { range: TextRange::new(r.end, r.end), content: ".clone()".into() }],
+        edits: vec![Edit {
+            range: TextRange::new(r.end, r.end),
+            content: ".clone()".into(),
+        }],
     })
 }

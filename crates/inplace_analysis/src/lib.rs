@@ -119,7 +119,12 @@ pub fn analyze(text: &str, tree: &Tree) -> Vec<Finding> {
     }
     let lines = LineIndex::new(text);
     let root = tree.root_node();
-    let ctx = rules::Ctx { src: text, lines: &lines, root, torch: torch_alias(text, root) };
+    let ctx = rules::Ctx {
+        src: text,
+        lines: &lines,
+        root,
+        torch: torch_alias(text, root),
+    };
     let mut findings = engine::run(ctx, root);
     NoqaMap::from_tree(text, root, &lines).filter(&lines, &mut findings);
     findings
@@ -146,7 +151,12 @@ fn torch_alias(text: &str, root: tree_sitter::Node<'_>) -> Option<String> {
                         return Some("torch".into())
                     }
                     "aliased_import" => {
-                        let (Some(m), Some(a)) = (name.child_by_field_name("name"), name.child_by_field_name("alias")) else { continue };
+                        let (Some(m), Some(a)) = (
+                            name.child_by_field_name("name"),
+                            name.child_by_field_name("alias"),
+                        ) else {
+                            continue;
+                        };
                         if &text[m.byte_range()] == "torch" {
                             return Some(text[a.byte_range()].to_string());
                         }
@@ -156,7 +166,18 @@ fn torch_alias(text: &str, root: tree_sitter::Node<'_>) -> Option<String> {
             }
             continue;
         }
-        if matches!(n.kind(), "module" | "block" | "if_statement" | "try_statement" | "function_definition" | "class_definition" | "decorated_definition" | "else_clause" | "except_clause") {
+        if matches!(
+            n.kind(),
+            "module"
+                | "block"
+                | "if_statement"
+                | "try_statement"
+                | "function_definition"
+                | "class_definition"
+                | "decorated_definition"
+                | "else_clause"
+                | "except_clause"
+        ) {
             let mut c = n.walk();
             stack.extend(n.named_children(&mut c));
         }
@@ -187,8 +208,13 @@ pub fn fix_all_filtered(text: &str, min: Applicability, keep: &dyn Fn(&Finding) 
     let mut applied: std::collections::BTreeMap<Rule, usize> = Default::default();
     let mut remaining = Vec::new();
     for _round in 0..10 {
-        let Some(tree) = parser.parse(&current, None) else { break };
-        let findings: Vec<Finding> = analyze(&current, &tree).into_iter().filter(|f| keep(f)).collect();
+        let Some(tree) = parser.parse(&current, None) else {
+            break;
+        };
+        let findings: Vec<Finding> = analyze(&current, &tree)
+            .into_iter()
+            .filter(|f| keep(f))
+            .collect();
         let (next, used) = apply_fixes(&current, &findings, min);
         remaining = findings;
         if used.is_empty() {
@@ -204,7 +230,11 @@ pub fn fix_all_filtered(text: &str, min: Applicability, keep: &dyn Fn(&Finding) 
         }
         current = next;
     }
-    Fixed { text: current, applied: applied.into_iter().collect(), remaining }
+    Fixed {
+        text: current,
+        applied: applied.into_iter().collect(),
+        remaining,
+    }
 }
 
 /// Apply the fixes of `findings` that are at least `min`, skipping ones that overlap an earlier
@@ -212,7 +242,12 @@ pub fn fix_all_filtered(text: &str, min: Applicability, keep: &dyn Fn(&Finding) 
 pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (String, Vec<Rule>) {
     let mut chosen: Vec<(&Fix, Rule)> = findings
         .iter()
-        .filter_map(|f| f.fix.as_ref().filter(|x| x.applicability >= min && x.applicability != Applicability::DisplayOnly).map(|x| (x, f.rule)))
+        .filter_map(|f| {
+            f.fix
+                .as_ref()
+                .filter(|x| x.applicability >= min && x.applicability != Applicability::DisplayOnly)
+                .map(|x| (x, f.rule))
+        })
         .collect();
     chosen.sort_by_key(|(f, _)| f.edits.iter().map(|e| e.range.start).min().unwrap_or(0));
     let mut edits: Vec<&Edit> = Vec::new();
@@ -223,7 +258,10 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
             continue;
         }
         let overlaps = fix.edits.iter().any(|e| {
-            edits.iter().any(|o| e.range.start < o.range.end.max(o.range.start + 1) && o.range.start < e.range.end.max(e.range.start + 1))
+            edits.iter().any(|o| {
+                e.range.start < o.range.end.max(o.range.start + 1)
+                    && o.range.start < e.range.end.max(e.range.start + 1)
+            })
         });
         if overlaps {
             continue;
@@ -234,7 +272,10 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
     edits.sort_by_key(|e| std::cmp::Reverse((e.range.start, e.range.end)));
     let mut out = text.to_string();
     for e in edits {
-        if e.range.end <= out.len() && out.is_char_boundary(e.range.start) && out.is_char_boundary(e.range.end) {
+        if e.range.end <= out.len()
+            && out.is_char_boundary(e.range.start)
+            && out.is_char_boundary(e.range.end)
+        {
             out.replace_range(e.range.start..e.range.end, &e.content);
         }
     }

@@ -22,7 +22,10 @@ impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(memchr_newlines(text.as_bytes()));
-        Self { starts, len: text.len() }
+        Self {
+            starts,
+            len: text.len(),
+        }
     }
 
     pub fn line_count(&self) -> usize {

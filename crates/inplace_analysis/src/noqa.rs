@@ -57,7 +57,9 @@ fn parse(comment: &str) -> Option<Option<Vec<String>>> {
         return None;
     }
     let rest = comment[at + 4..].trim_start();
-    let Some(list) = rest.strip_prefix(':') else { return Some(None) };
+    let Some(list) = rest.strip_prefix(':') else {
+        return Some(None);
+    };
     let codes: Vec<String> = list
         .split(|c: char| c == ',' || c.is_whitespace())
         .map(str::trim)
@@ -79,8 +81,14 @@ mod tests {
     #[test]
     fn parses_noqa_forms() {
         assert_eq!(parse("# noqa"), Some(None));
-        assert_eq!(parse("# NOQA: IP301, IP4"), Some(Some(vec!["IP301".into(), "IP4".into()])));
+        assert_eq!(
+            parse("# NOQA: IP301, IP4"),
+            Some(Some(vec!["IP301".into(), "IP4".into()]))
+        );
         assert_eq!(parse("# see noqa docs"), None);
-        assert_eq!(parse("# type: ignore  # noqa:IP101"), Some(Some(vec!["IP101".into()])));
+        assert_eq!(
+            parse("# type: ignore  # noqa:IP101"),
+            Some(Some(vec!["IP101".into()]))
+        );
     }
 }

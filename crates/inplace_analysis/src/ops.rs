@@ -74,10 +74,14 @@ impl OpTable {
 
     /// What `name` saves when called with arguments of these kinds (first two tensor slots).
     pub fn saves(&self, name: &str, a: ArgKind, b: Option<ArgKind>) -> Saves {
-        let Some(spec) = self.ops.get(name) else { return Saves::default() };
+        let Some(spec) = self.ops.get(name) else {
+            return Saves::default();
+        };
         use ArgKind::*;
         let pick = match (a, b) {
-            (Grad, None) | (Grad, Some(Scalar)) if spec.unary.is_some() && b.is_none() => spec.unary,
+            (Grad, None) | (Grad, Some(Scalar)) if spec.unary.is_some() && b.is_none() => {
+                spec.unary
+            }
             (Grad, Some(Grad)) => spec.tensor_tensor,
             (Grad, Some(Const)) => spec.tensor_const,
             (Const, Some(Grad)) => spec.const_tensor,
@@ -96,11 +100,47 @@ impl OpTable {
 
 /// Methods and functions whose result is a view: it shares storage and version counter.
 pub const VIEW_OPS: &[&str] = &[
-    "view", "view_as", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze",
-    "expand", "expand_as", "diagonal", "unbind", "split", "chunk", "as_strided", "reshape",
-    "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "real",
-    "imag", "detach", "view_as_real", "view_as_complex", "tensor_split", "hsplit", "vsplit",
-    "split_with_sizes", "T", "mT", "H", "mH", "alias", "indices", "values", "squeeze_",
+    "view",
+    "view_as",
+    "t",
+    "transpose",
+    "permute",
+    "narrow",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "expand",
+    "expand_as",
+    "diagonal",
+    "unbind",
+    "split",
+    "chunk",
+    "as_strided",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
+    "unfold",
+    "real",
+    "imag",
+    "detach",
+    "view_as_real",
+    "view_as_complex",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "split_with_sizes",
+    "T",
+    "mT",
+    "H",
+    "mH",
+    "alias",
+    "indices",
+    "values",
+    "squeeze_",
 ];
 
 /// Tensor attributes (no call) that are views.
@@ -108,49 +148,165 @@ pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 
 /// `torch.*` factories: they make a new leaf; `requires_grad=True` makes it require grad.
 pub const FACTORIES: &[&str] = &[
-    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
-    "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like",
-    "rand_like", "randn_like", "randint_like", "from_numpy", "randperm", "normal", "Tensor",
-    "FloatTensor", "LongTensor", "DoubleTensor", "empty_strided", "frombuffer", "asarray",
-    "bernoulli", "multinomial", "tril_indices", "triu_indices", "load",
+    "tensor",
+    "as_tensor",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "from_numpy",
+    "randperm",
+    "normal",
+    "Tensor",
+    "FloatTensor",
+    "LongTensor",
+    "DoubleTensor",
+    "empty_strided",
+    "frombuffer",
+    "asarray",
+    "bernoulli",
+    "multinomial",
+    "tril_indices",
+    "triu_indices",
+    "load",
 ];
 
 /// Tensor methods and attributes whose result is no tensor.
 pub const NON_TENSOR: &[&str] = &[
-    "item", "tolist", "numpy", "size", "dim", "numel", "shape", "dtype", "device", "is_leaf",
-    "requires_grad", "grad_fn", "data_ptr", "element_size", "nelement", "ndim", "ndimension",
-    "is_contiguous", "is_cuda", "stride", "storage_offset", "_version", "__len__", "is_floating_point",
-    "nbytes", "itemsize", "get_device", "untyped_storage", "equal", "allclose",
+    "item",
+    "tolist",
+    "numpy",
+    "size",
+    "dim",
+    "numel",
+    "shape",
+    "dtype",
+    "device",
+    "is_leaf",
+    "requires_grad",
+    "grad_fn",
+    "data_ptr",
+    "element_size",
+    "nelement",
+    "ndim",
+    "ndimension",
+    "is_contiguous",
+    "is_cuda",
+    "stride",
+    "storage_offset",
+    "_version",
+    "__len__",
+    "is_floating_point",
+    "nbytes",
+    "itemsize",
+    "get_device",
+    "untyped_storage",
+    "equal",
+    "allclose",
 ];
 
 /// Tensor attributes and methods that read metadata, not values.
 pub const METADATA: &[&str] = &[
-    "shape", "dtype", "device", "data_ptr", "size", "dim", "ndim", "numel", "_version", "is_leaf",
-    "requires_grad", "grad_fn", "stride", "is_contiguous", "element_size", "storage_offset",
-    "nelement", "ndimension", "is_cuda", "get_device", "nbytes", "itemsize", "untyped_storage",
+    "shape",
+    "dtype",
+    "device",
+    "data_ptr",
+    "size",
+    "dim",
+    "ndim",
+    "numel",
+    "_version",
+    "is_leaf",
+    "requires_grad",
+    "grad_fn",
+    "stride",
+    "is_contiguous",
+    "element_size",
+    "storage_offset",
+    "nelement",
+    "ndimension",
+    "is_cuda",
+    "get_device",
+    "nbytes",
+    "itemsize",
+    "untyped_storage",
 ];
 
 /// Module methods that return the module itself.
 pub const MODULE_RETURNS_SELF: &[&str] = &[
-    "to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16", "requires_grad_",
-    "apply", "share_memory", "to_empty", "type", "xpu", "mps",
+    "to",
+    "cuda",
+    "cpu",
+    "train",
+    "eval",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "requires_grad_",
+    "apply",
+    "share_memory",
+    "to_empty",
+    "type",
+    "xpu",
+    "mps",
 ];
 
 /// Activation functions with an `inplace=` argument in `torch.nn.functional`.
 pub fn functional_has_inplace_kw(name: &str) -> bool {
     matches!(
         name,
-        "relu" | "relu6" | "leaky_relu" | "elu" | "selu" | "celu" | "hardtanh" | "silu" | "mish"
-            | "hardsigmoid" | "hardswish" | "dropout" | "dropout1d" | "dropout2d" | "dropout3d"
-            | "alpha_dropout" | "feature_alpha_dropout" | "threshold" | "rrelu"
+        "relu"
+            | "relu6"
+            | "leaky_relu"
+            | "elu"
+            | "selu"
+            | "celu"
+            | "hardtanh"
+            | "silu"
+            | "mish"
+            | "hardsigmoid"
+            | "hardswish"
+            | "dropout"
+            | "dropout1d"
+            | "dropout2d"
+            | "dropout3d"
+            | "alpha_dropout"
+            | "feature_alpha_dropout"
+            | "threshold"
+            | "rrelu"
     )
 }
 
 /// `nn` modules that hold parameters although the table has no entry for them.
 pub fn module_has_params(class: &str) -> bool {
     const PARAMETRIC: &[&str] = &[
-        "Linear", "Bilinear", "Conv", "Norm", "Embedding", "LSTM", "GRU", "RNN", "Attention",
-        "Transformer", "PReLU", "LazyLinear",
+        "Linear",
+        "Bilinear",
+        "Conv",
+        "Norm",
+        "Embedding",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "Attention",
+        "Transformer",
+        "PReLU",
+        "LazyLinear",
     ];
     PARAMETRIC.iter().any(|p| class.contains(p))
 }

@@ -75,7 +75,11 @@ impl Rule {
     }
 
     fn file_stem(self) -> String {
-        format!("{}_{}", self.code().to_lowercase(), self.name().replace('-', "_"))
+        format!(
+            "{}_{}",
+            self.code().to_lowercase(),
+            self.name().replace('-', "_")
+        )
     }
 }
 
@@ -83,7 +87,9 @@ impl Rule {
 fn module_doc(src: &str) -> String {
     let mut out = String::new();
     for line in src.lines() {
-        let Some(rest) = line.strip_prefix("//!") else { break };
+        let Some(rest) = line.strip_prefix("//!") else {
+            break;
+        };
         out.push_str(rest.strip_prefix(' ').unwrap_or(rest));
         out.push('\n');
     }

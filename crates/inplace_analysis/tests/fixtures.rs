@@ -2,7 +2,9 @@
 //! to the code: a trailing `# expect: IP301` (or `# expect: IP301, IP402`) on the culprit line.
 //! Lines without one must have no finding. Messages and fixes are snapshotted with insta.
 
-use inplace_analysis::{analyze_source, apply_fixes, count_errors, Applicability, Finding, LineIndex, Rule};
+use inplace_analysis::{
+    analyze_source, apply_fixes, count_errors, Applicability, Finding, LineIndex, Rule,
+};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +26,11 @@ fn fixture_files() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 10, "fixtures missing under {}", fixtures_root().display());
+    assert!(
+        out.len() >= 10,
+        "fixtures missing under {}",
+        fixtures_root().display()
+    );
     out
 }
 
@@ -38,7 +44,10 @@ pub fn expectations(text: &str) -> BTreeSet<(usize, String)> {
                 if code.is_empty() {
                     continue;
                 }
-                assert!(Rule::from_code_or_name(code).is_some(), "unknown code `{code}` in expectation");
+                assert!(
+                    Rule::from_code_or_name(code).is_some(),
+                    "unknown code `{code}` in expectation"
+                );
                 out.insert((i + 1, code.to_string()));
             }
         }
@@ -48,7 +57,10 @@ pub fn expectations(text: &str) -> BTreeSet<(usize, String)> {
 
 fn found(text: &str, findings: &[Finding]) -> BTreeSet<(usize, String)> {
     let idx = LineIndex::new(text);
-    findings.iter().map(|f| (idx.line_of(f.range.start) + 1, f.rule.code().to_string())).collect()
+    findings
+        .iter()
+        .map(|f| (idx.line_of(f.range.start) + 1, f.rule.code().to_string()))
+        .collect()
 }
 
 #[test]
@@ -58,7 +70,11 @@ fn every_fixture_has_exactly_its_expected_findings() {
         let text = std::fs::read_to_string(&path).unwrap();
         let want = expectations(&text);
         let got = found(&text, &analyze_source(&text));
-        let rel = path.strip_prefix(fixtures_root()).unwrap().display().to_string();
+        let rel = path
+            .strip_prefix(fixtures_root())
+            .unwrap()
+            .display()
+            .to_string();
         for (line, code) in want.difference(&got) {
             table.push(format!("{rel}:{line}  missing {code}"));
         }
@@ -66,7 +82,11 @@ fn every_fixture_has_exactly_its_expected_findings() {
             table.push(format!("{rel}:{line}  unexpected {code}"));
         }
     }
-    assert!(table.is_empty(), "fixture disagreements:\n{}", table.join("\n"));
+    assert!(
+        table.is_empty(),
+        "fixture disagreements:\n{}",
+        table.join("\n")
+    );
 }
 
 #[test]
@@ -81,19 +101,38 @@ fn messages_and_fixes_snapshots() {
         let mut out = String::new();
         for f in &findings {
             let (l, c) = idx.position(&text, f.range.start, inplace_analysis::Encoding::Utf32);
-            out.push_str(&format!("{}:{} {} {} [{}]\n  {}\n", l + 1, c + 1, f.rule.code(), f.rule.name(), f.severity.as_str(), f.message));
+            out.push_str(&format!(
+                "{}:{} {} {} [{}]\n  {}\n",
+                l + 1,
+                c + 1,
+                f.rule.code(),
+                f.rule.name(),
+                f.severity.as_str(),
+                f.message
+            ));
             for r in &f.related {
-                out.push_str(&format!("  related {}: {}\n", idx.line_of(r.range.start) + 1, r.message));
+                out.push_str(&format!(
+                    "  related {}: {}\n",
+                    idx.line_of(r.range.start) + 1,
+                    r.message
+                ));
             }
             if let Some(fix) = &f.fix {
-                out.push_str(&format!("  fix ({}): {}\n", fix.applicability.as_str(), fix.title));
+                out.push_str(&format!(
+                    "  fix ({}): {}\n",
+                    fix.applicability.as_str(),
+                    fix.title
+                ));
                 for e in &fix.edits {
                     let old = &text[e.range.start..e.range.end];
                     out.push_str(&format!("    {:?} -> {:?}\n", old, e.content));
                 }
             }
         }
-        let rel = path.strip_prefix(fixtures_root()).unwrap().with_extension("");
+        let rel = path
+            .strip_prefix(fixtures_root())
+            .unwrap()
+            .with_extension("");
         let name = rel.display().to_string().replace(['/', '\\'], "__");
         insta::with_settings!({ snapshot_path => "snapshots/fixtures", prepend_module_to_snapshot => false }, {
             insta::assert_snapshot!(name, out);
@@ -116,13 +155,23 @@ fn every_fix_parses_and_removes_its_finding() {
             let tree = parser.parse(&new, None).unwrap();
             let rel = path.file_name().unwrap().to_string_lossy().to_string();
             if count_errors(tree.root_node()) > before_errors {
-                problems.push(format!("{rel}: fix `{}` breaks the syntax:\n{new}", fix.title));
+                problems.push(format!(
+                    "{rel}: fix `{}` breaks the syntax:\n{new}",
+                    fix.title
+                ));
                 continue;
             }
             let line = text[..f.range.start].lines().count();
             let again = analyze_source(&new);
-            if again.iter().any(|g| g.rule == f.rule && g.message == f.message) {
-                problems.push(format!("{rel}:{line}: {} still reported after `{}`", f.rule.code(), fix.title));
+            if again
+                .iter()
+                .any(|g| g.rule == f.rule && g.message == f.message)
+            {
+                problems.push(format!(
+                    "{rel}:{line}: {} still reported after `{}`",
+                    f.rule.code(),
+                    fix.title
+                ));
             }
         }
     }

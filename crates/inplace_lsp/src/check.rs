@@ -69,14 +69,23 @@ pub fn run(args: CheckArgs) -> ExitCode {
 }
 
 fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let stdin = args.paths.iter().any(|p| p.as_os_str() == "-") || (args.paths.is_empty() && args.stdin_filename.is_some());
-    let paths: Vec<PathBuf> = if args.paths.is_empty() && !stdin { vec![PathBuf::from(".")] } else { args.paths.clone() };
+    let stdin = args.paths.iter().any(|p| p.as_os_str() == "-")
+        || (args.paths.is_empty() && args.stdin_filename.is_some());
+    let paths: Vec<PathBuf> = if args.paths.is_empty() && !stdin {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
     let file_config = if args.isolated {
         None
     } else if let Some(c) = &args.config {
         Some((c.clone(), config::read_pyproject(c)?.unwrap_or_default()))
     } else {
-        let start = paths.iter().find(|p| p.as_os_str() != "-").cloned().unwrap_or_else(|| PathBuf::from("."));
+        let start = paths
+            .iter()
+            .find(|p| p.as_os_str() != "-")
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."));
         config::discover(&start)?
     };
     let settings = config::settings(file_config, &args.select, &args.ignore)?;
@@ -98,7 +107,12 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let mut found = Vec::new();
         for entry in walker {
             match entry {
-                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) && e.path().extension().is_some_and(|x| x == "py" || x == "pyi") => {
+                Ok(e)
+                    if e.file_type().is_some_and(|t| t.is_file())
+                        && e.path()
+                            .extension()
+                            .is_some_and(|x| x == "py" || x == "pyi") =>
+                {
                     found.push(e.into_path())
                 }
                 Ok(_) => {}
@@ -118,8 +132,16 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         inputs.push(Input::Stdin(text));
     }
-    let stdin_name = args.stdin_filename.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "-".into());
-    let min = if args.unsafe_fixes { Applicability::Unsafe } else { Applicability::Safe };
+    let stdin_name = args
+        .stdin_filename
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "-".into());
+    let min = if args.unsafe_fixes {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
     let fixing = args.fix || args.diff;
     let results: Vec<Result<(FileReport, Option<String>), String>> = stack_pool().install(|| {
         inputs
@@ -127,19 +149,38 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
             .map(|input| {
                 let (path, display, raw) = match input {
                     Input::File(p) => {
-                        let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not valid UTF-8; skipped", p.display()))?;
+                        let bytes =
+                            std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                        let text = String::from_utf8(bytes)
+                            .map_err(|_| format!("{}: not valid UTF-8; skipped", p.display()))?;
                         (p.clone(), p.display().to_string(), text)
                     }
                     Input::Stdin(t) => (PathBuf::from(&stdin_name), stdin_name.clone(), t.clone()),
                 };
                 let bom = raw.starts_with('\u{feff}');
-                let text = if bom { raw['\u{feff}'.len_utf8()..].to_string() } else { raw };
+                let text = if bom {
+                    raw['\u{feff}'.len_utf8()..].to_string()
+                } else {
+                    raw
+                };
                 let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
-                let outcome = std::panic::catch_unwind(|| analyse(&text, &settings, &canonical, fixing, min));
-                let (findings, fixed) = outcome.map_err(|_| format!("{display}: internal error while analysing; please report it"))?;
-                let fixed = fixed.filter(|f| *f != text).map(|f| if bom { format!("\u{feff}{f}") } else { f });
-                Ok((FileReport { path: display, text, findings }, fixed))
+                let outcome =
+                    std::panic::catch_unwind(|| analyse(&text, &settings, &canonical, fixing, min));
+                let (findings, fixed) = outcome.map_err(|_| {
+                    format!("{display}: internal error while analysing; please report it")
+                })?;
+                let fixed =
+                    fixed
+                        .filter(|f| *f != text)
+                        .map(|f| if bom { format!("\u{feff}{f}") } else { f });
+                Ok((
+                    FileReport {
+                        path: display,
+                        text,
+                        findings,
+                    },
+                    fixed,
+                ))
             })
             .collect()
     });
@@ -155,7 +196,12 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     if args.diff {
                         let old = report.text.clone();
                         let diff = similar::TextDiff::from_lines(&old, &new);
-                        diffs.push_str(&diff.unified_diff().header(&report.path, &report.path).to_string());
+                        diffs.push_str(
+                            &diff
+                                .unified_diff()
+                                .header(&report.path, &report.path)
+                                .to_string(),
+                        );
                     } else if report.path == stdin_name && stdin {
                         std::io::stdout().write_all(new.as_bytes())?;
                     } else if let Err(e) = std::fs::write(&report.path, &new) {
@@ -173,7 +219,10 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if args.diff {
         print!("{diffs}");
         if changed > 0 {
-            eprintln!("{changed} file{} would be changed by fixes.", if changed == 1 { "" } else { "s" });
+            eprintln!(
+                "{changed} file{} would be changed by fixes.",
+                if changed == 1 { "" } else { "s" }
+            );
         }
     } else if !(args.fix && stdin) {
         let color = match args.color.as_str() {
@@ -196,11 +245,19 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Findings for one file after selection (and the fixed text when fixing).
-fn analyse(text: &str, settings: &Settings, path: &Path, fixing: bool, min: Applicability) -> (Vec<Finding>, Option<String>) {
+fn analyse(
+    text: &str,
+    settings: &Settings,
+    path: &Path,
+    fixing: bool,
+    min: Applicability,
+) -> (Vec<Finding>, Option<String>) {
     let keep = |f: &Finding| settings.enabled(f.rule, path);
     if fixing {
         let all = inplace_analysis::RuleSelection::default();
-        let mut fixed = inplace_analysis::fix_all_filtered(text, min, &|f: &Finding| keep(f) && all.enabled(f.rule));
+        let mut fixed = inplace_analysis::fix_all_filtered(text, min, &|f: &Finding| {
+            keep(f) && all.enabled(f.rule)
+        });
         fixed.remaining.retain(keep);
         return (fixed.remaining, Some(fixed.text));
     }

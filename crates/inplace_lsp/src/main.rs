@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "inplace-lsp", version, about = "Finds PyTorch in-place hazards before they run")]
+#[command(
+    name = "inplace-lsp",
+    version,
+    about = "Finds PyTorch in-place hazards before they run"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,9 +24,7 @@ enum Command {
     /// Check Python files and folders for in-place hazards.
     Check(check::CheckArgs),
     /// Print the documentation of a rule (e.g. `IP301` or `saved-output-inplace`).
-    Explain {
-        rule: String,
-    },
+    Explain { rule: String },
     /// List every rule.
     Rules {
         #[arg(long, value_enum, default_value = "text")]
@@ -75,7 +77,13 @@ fn main() -> ExitCode {
                 }
                 RulesFormat::Text => {
                     for r in rules {
-                        println!("{:<6} {:<36} {:<12} {}", r.code(), r.name(), r.default_severity().as_str(), r.summary());
+                        println!(
+                            "{:<6} {:<36} {:<12} {}",
+                            r.code(),
+                            r.name(),
+                            r.default_severity().as_str(),
+                            r.summary()
+                        );
                     }
                 }
             }

@@ -86,21 +86,39 @@ fn level(s: Severity) -> annotate_snippets::Level {
 
 fn text(files: &[FileReport], color: bool) -> String {
     use annotate_snippets::{Level, Renderer, Snippet};
-    let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
     let mut out = String::new();
     let mut count = 0;
     let mut fixable = 0;
     for file in files {
         for f in &file.findings {
             count += 1;
-            let mut snippet = Snippet::source(&file.text).line_start(1).origin(&file.path).fold(true);
+            let mut snippet = Snippet::source(&file.text)
+                .line_start(1)
+                .origin(&file.path)
+                .fold(true);
             let label = f.rule.name();
-            snippet = snippet.annotation(level(f.severity).span(clamp(&file.text, f.range)).label(label));
+            snippet = snippet.annotation(
+                level(f.severity)
+                    .span(clamp(&file.text, f.range))
+                    .label(label),
+            );
             for r in &f.related {
-                snippet = snippet.annotation(Level::Note.span(clamp(&file.text, r.range)).label(&r.message));
+                snippet = snippet.annotation(
+                    Level::Note
+                        .span(clamp(&file.text, r.range))
+                        .label(&r.message),
+                );
             }
             let title = f.message.as_str();
-            let mut msg = level(f.severity).title(title).id(f.rule.code()).snippet(snippet);
+            let mut msg = level(f.severity)
+                .title(title)
+                .id(f.rule.code())
+                .snippet(snippet);
             let help;
             if let Some(fix) = &f.fix {
                 fixable += usize::from(fix.applicability == inplace_analysis::Applicability::Safe);
@@ -111,7 +129,11 @@ fn text(files: &[FileReport], color: bool) -> String {
         }
     }
     if count > 0 {
-        let _ = writeln!(out, "Found {count} in-place hazard{}.", if count == 1 { "" } else { "s" });
+        let _ = writeln!(
+            out,
+            "Found {count} in-place hazard{}.",
+            if count == 1 { "" } else { "s" }
+        );
         if fixable > 0 {
             let _ = writeln!(out, "[*] {fixable} fixable with the `--fix` option.");
         }
@@ -135,7 +157,9 @@ fn clamp(text: &str, r: TextRange) -> std::ops::Range<usize> {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_prop(s: &str) -> String {
@@ -157,7 +181,11 @@ fn github(files: &[FileReport]) -> String {
             let _ = writeln!(
                 out,
                 "::{kind} title={},file={},line={sl},col={sc},endLine={el},endColumn={ec}::{}",
-                escape_prop(&format!("inplace-lsp ({} {})", f.rule.code(), f.rule.name())),
+                escape_prop(&format!(
+                    "inplace-lsp ({} {})",
+                    f.rule.code(),
+                    f.rule.name()
+                )),
                 escape_prop(&file.path),
                 escape_data(&format!("{} {}", f.rule.code(), f.message))
             );
@@ -191,9 +219,7 @@ fn sarif(files: &[FileReport]) -> Value {
         let idx = LineIndex::new(&file.text);
         let uri = file.path.replace('\\', "/");
         for f in &file.findings {
-            let location = |r: TextRange| {
-                json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": sarif_region(&file.text, &idx, r)}})
-            };
+            let location = |r: TextRange| json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": sarif_region(&file.text, &idx, r)}});
             let mut result = json!({
                 "ruleId": f.rule.code(),
                 "ruleIndex": Rule::ALL.iter().position(|r| *r == f.rule),

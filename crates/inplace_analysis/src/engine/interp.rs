@@ -27,7 +27,12 @@ pub(crate) struct Frame {
 
 impl Frame {
     fn new(standalone: bool) -> Frame {
-        Frame { standalone, returns: Vals::new(), ret_state: State::dead(), loops: Vec::new() }
+        Frame {
+            standalone,
+            returns: Vals::new(),
+            ret_state: State::dead(),
+            loops: Vec::new(),
+        }
     }
 }
 
@@ -56,9 +61,12 @@ pub(crate) struct Interp<'t> {
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
     pub instances: FxHashMap<usize, ObjId>,
     /// The right-hand side of the plain assignment being evaluated and its target name.
-    pub assign_rhs: Option<(usize, Name)>,
+    pub assign_rhs: Option<(TextRange, Name)>,
     pub unknown: ObjId,
     pub other: ObjId,
+    /// The values of the literals `True` and `False`.
+    pub true_obj: ObjId,
+    pub false_obj: ObjId,
 }
 
 impl<'t> Interp<'t> {
@@ -87,9 +95,13 @@ impl<'t> Interp<'t> {
             assign_rhs: None,
             unknown: 0,
             other: 1,
+            true_obj: 2,
+            false_obj: 3,
         };
         it.unknown = it.alloc(Obj::Unknown);
         it.other = it.alloc(Obj::Other);
+        it.true_obj = it.alloc(Obj::Other);
+        it.false_obj = it.alloc(Obj::Other);
         it
     }
 
@@ -107,7 +119,9 @@ impl<'t> Interp<'t> {
     }
 
     pub fn report(&mut self, finding: Finding) {
-        self.findings.entry((finding.rule, finding.range)).or_insert(finding);
+        self.findings
+            .entry((finding.rule, finding.range))
+            .or_insert(finding);
     }
 
     // ----------------------------------------------------------------- analysis entry points
@@ -131,7 +145,10 @@ impl<'t> Interp<'t> {
         self.call_site = None;
         self.grad_enabled = !has_no_grad_decorator(self, def);
         let class = enclosing_class(def);
-        let name = def.child_by_field_name("name").map(|n| self.text(n)).unwrap_or("");
+        let name = def
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or("");
         let self_obj = class.map(|c| self.instance_for(c));
         let is_forward = self_obj.is_some_and(|o| self.is_module(o))
             && matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl");
@@ -139,13 +156,16 @@ impl<'t> Interp<'t> {
         let mut bound_self = false;
         if let Some(params) = def.child_by_field_name("parameters") {
             for p in named_children(params) {
-                let Some((pname, default)) = param_name(self, p) else { continue };
+                let Some((pname, default)) = param_name(self, p) else {
+                    continue;
+                };
                 let obj = if !bound_self && self_obj.is_some() && !is_static {
                     bound_self = true;
                     self_obj.unwrap()
                 } else if default.is_some_and(is_literal) {
                     self.other
-                } else if p.kind() == "list_splat_pattern" || p.kind() == "dictionary_splat_pattern" {
+                } else if p.kind() == "list_splat_pattern" || p.kind() == "dictionary_splat_pattern"
+                {
                     self.alloc(Obj::Unknown)
                 } else {
                     self.param_tensor(p, is_forward || annotated_tensor(self, p))
@@ -309,7 +329,10 @@ impl<'t> Interp<'t> {
                 self.state = out;
             }
             "block" => self.exec_block(stmt),
-            "pass_statement" | "global_statement" | "nonlocal_statement" | "comment"
+            "pass_statement"
+            | "global_statement"
+            | "nonlocal_statement"
+            | "comment"
             | "future_import_statement" => {}
             _ => {
                 for c in named_children(stmt) {
@@ -365,7 +388,11 @@ impl<'t> Interp<'t> {
         let mut exit = entry.clone();
         let runs = if self.exhausted() { 1 } else { LOOP_RUNS };
         for _ in 0..runs {
-            self.frames.last_mut().unwrap().loops.push((State::dead(), State::dead()));
+            self.frames
+                .last_mut()
+                .unwrap()
+                .loops
+                .push((State::dead(), State::dead()));
             body(self);
             let (breaks, conts) = self.frames.last_mut().unwrap().loops.pop().unwrap();
             self.state.join(&conts);
@@ -457,7 +484,10 @@ impl<'t> Interp<'t> {
                 _ => {}
             }
         }
-        if !named_children(stmt).iter().any(|c| c.kind() == "else_clause") {
+        if !named_children(stmt)
+            .iter()
+            .any(|c| c.kind() == "else_clause")
+        {
             out.join(&after_body);
         }
         self.state = out;
@@ -483,9 +513,14 @@ impl<'t> Interp<'t> {
                 continue;
             }
             for item in named_children(clause) {
-                let Some(value) = item.child_by_field_name("value") else { continue };
+                let Some(value) = item.child_by_field_name("value") else {
+                    continue;
+                };
                 let (expr, alias) = if value.kind() == "as_pattern" {
-                    (value.named_child(0).unwrap_or(value), value.child_by_field_name("alias"))
+                    (
+                        value.named_child(0).unwrap_or(value),
+                        value.child_by_field_name("alias"),
+                    )
                 } else {
                     (value, None)
                 };
@@ -499,7 +534,11 @@ impl<'t> Interp<'t> {
                     }
                 }
                 if let Some(a) = alias {
-                    let target = if a.kind() == "as_pattern_target" { a.named_child(0).unwrap_or(a) } else { a };
+                    let target = if a.kind() == "as_pattern_target" {
+                        a.named_child(0).unwrap_or(a)
+                    } else {
+                        a
+                    };
                     let o = self.alloc(Obj::Unknown);
                     self.bind_target(target, smallvec![o], None);
                 }
@@ -523,7 +562,12 @@ impl<'t> Interp<'t> {
                         self.state.env.insert(first.into(), smallvec![p]);
                     }
                     "aliased_import" => {
-                        let (Some(n), Some(a)) = (name.child_by_field_name("name"), name.child_by_field_name("alias")) else { continue };
+                        let (Some(n), Some(a)) = (
+                            name.child_by_field_name("name"),
+                            name.child_by_field_name("alias"),
+                        ) else {
+                            continue;
+                        };
                         let path: String = self.text(n).split_whitespace().collect();
                         let p = self.alloc(Obj::Path(path.into()));
                         self.bind_name(a, smallvec![p], None);
@@ -540,10 +584,15 @@ impl<'t> Interp<'t> {
         let mut cursor = stmt.walk();
         for name in stmt.children_by_field_name("name", &mut cursor) {
             let (n, alias) = match name.kind() {
-                "aliased_import" => (name.child_by_field_name("name"), name.child_by_field_name("alias")),
+                "aliased_import" => (
+                    name.child_by_field_name("name"),
+                    name.child_by_field_name("alias"),
+                ),
                 _ => (Some(name), Some(name)),
             };
-            let (Some(n), Some(alias)) = (n, alias) else { continue };
+            let (Some(n), Some(alias)) = (n, alias) else {
+                continue;
+            };
             let path = format!("{module}.{}", self.text(n));
             let p = self.alloc(Obj::Path(path.into()));
             self.bind_name(alias, smallvec![p], None);
@@ -558,10 +607,12 @@ impl<'t> Interp<'t> {
             return;
         };
         let left = stmt.child_by_field_name("left");
-        let target_name = left.filter(|l| l.kind() == "identifier").map(|l| Name::from(self.text(l)));
+        let target_name = left
+            .filter(|l| l.kind() == "identifier")
+            .map(|l| Name::from(self.text(l)));
         let saved = self.assign_rhs.take();
         if let Some(name) = &target_name {
-            self.assign_rhs = Some((right.id(), name.clone()));
+            self.assign_rhs = Some((TextRange::of(right), name.clone()));
         }
         let vals = if right.kind() == "assignment" {
             // `a = b = expr`
@@ -585,7 +636,9 @@ impl<'t> Interp<'t> {
             "identifier" => self.bind_name(target, vals, stmt),
             "attribute" => self.bind_attribute(target, vals, stmt),
             "subscript" => {
-                let Some(obj) = target.child_by_field_name("value") else { return };
+                let Some(obj) = target.child_by_field_name("value") else {
+                    return;
+                };
                 let base = self.eval(obj);
                 let mut cursor = target.walk();
                 for idx in target.children_by_field_name("subscript", &mut cursor) {
@@ -611,10 +664,20 @@ impl<'t> Interp<'t> {
                 if !tensors.is_empty() {
                     let site = stmt.unwrap_or(target);
                     let through = obj_name(self, obj);
-                    self.write(&tensors, WriteKind::Subscript, TextRange::of(site), TextRange::of(site), through.clone(), through, Some(&vals), true);
+                    self.write(
+                        &tensors,
+                        WriteKind::Subscript,
+                        TextRange::of(site),
+                        TextRange::of(site),
+                        through.clone(),
+                        through,
+                        Some(&vals),
+                        true,
+                    );
                 }
             }
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" | "expression_list" => {
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
+            | "expression_list" => {
                 let targets = named_children(target);
                 let parts = self.unpack(&vals, targets.len());
                 for (t, v) in targets.into_iter().zip(parts) {
@@ -640,7 +703,9 @@ impl<'t> Interp<'t> {
         let name: Name = self.text(name_node).into();
         if let Some(stmt) = stmt {
             self.check_rebind(&name, name_node, &vals, stmt);
-            self.state.bound_at.insert(name.clone(), TextRange::of(stmt));
+            self.state
+                .bound_at
+                .insert(name.clone(), TextRange::of(stmt));
         } else {
             self.state.bound_at.remove(&name);
         }
@@ -649,7 +714,12 @@ impl<'t> Interp<'t> {
     }
 
     fn bind_attribute(&mut self, target: Node<'t>, vals: Vals, stmt: Option<Node<'t>>) {
-        let (Some(obj), Some(attr)) = (target.child_by_field_name("object"), target.child_by_field_name("attribute")) else { return };
+        let (Some(obj), Some(attr)) = (
+            target.child_by_field_name("object"),
+            target.child_by_field_name("attribute"),
+        ) else {
+            return;
+        };
         let owners = self.eval(obj);
         let attr: Name = self.text(attr).into();
         for o in owners {
@@ -670,7 +740,16 @@ impl<'t> Interp<'t> {
                         // Replacing `.data` writes new contents without a version bump.
                         let alias = self.data_alias(o, TextRange::of(target));
                         let _ = storage;
-                        self.write(&smallvec![alias], WriteKind::DataAssign, site, site, None, None, Some(&vals), false);
+                        self.write(
+                            &smallvec![alias],
+                            WriteKind::DataAssign,
+                            site,
+                            site,
+                            None,
+                            None,
+                            Some(&vals),
+                            false,
+                        );
                     }
                     "requires_grad" => {
                         let on = stmt
@@ -694,11 +773,23 @@ impl<'t> Interp<'t> {
     }
 
     fn exec_aug_assign(&mut self, stmt: Node<'t>) {
-        let (Some(left), Some(right)) = (stmt.child_by_field_name("left"), stmt.child_by_field_name("right")) else { return };
+        let (Some(left), Some(right)) = (
+            stmt.child_by_field_name("left"),
+            stmt.child_by_field_name("right"),
+        ) else {
+            return;
+        };
         let value = self.eval(right);
         let target = self.eval(left);
-        let op = stmt.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("+=");
-        let tensors: Vals = target.iter().copied().filter(|t| self.maybe_tensor(*t)).collect();
+        let op = stmt
+            .child_by_field_name("operator")
+            .map(|o| self.text(o))
+            .unwrap_or("+=");
+        let tensors: Vals = target
+            .iter()
+            .copied()
+            .filter(|t| self.maybe_tensor(*t))
+            .collect();
         if tensors.is_empty() {
             // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
             let result = self.binary(op.trim_end_matches('='), &target, &value, stmt);
@@ -709,8 +800,21 @@ impl<'t> Interp<'t> {
         }
         let through = obj_name(self, left);
         let is_sub = left.kind() == "subscript";
-        let kind = if is_sub { WriteKind::Subscript } else { WriteKind::AugAssign };
-        self.write(&tensors, kind, TextRange::of(stmt), TextRange::of(stmt), through.clone(), through, Some(&value), true);
+        let kind = if is_sub {
+            WriteKind::Subscript
+        } else {
+            WriteKind::AugAssign
+        };
+        self.write(
+            &tensors,
+            kind,
+            TextRange::of(stmt),
+            TextRange::of(stmt),
+            through.clone(),
+            through,
+            Some(&value),
+            true,
+        );
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         let name = binary_op_name(op.trim_end_matches('='));
         if let Some(name) = name {
@@ -721,8 +825,17 @@ impl<'t> Interp<'t> {
     // ---------------------------------------------------------------------- function calls
 
     /// Execute a local function or method body with these arguments.
-    pub fn inline(&mut self, def: Node<'t>, self_obj: Option<ObjId>, args: &Args<'t>, call: TextRange) -> Vals {
-        if self.inlining.contains(&def.id()) || self.inlining.len() >= MAX_INLINE || self.exhausted() {
+    pub fn inline(
+        &mut self,
+        def: Node<'t>,
+        self_obj: Option<ObjId>,
+        args: &Args<'t>,
+        call: TextRange,
+    ) -> Vals {
+        if self.inlining.contains(&def.id())
+            || self.inlining.len() >= MAX_INLINE
+            || self.exhausted()
+        {
             return self.opaque_call(args, call);
         }
         let mut env = Env::default();
@@ -731,7 +844,9 @@ impl<'t> Interp<'t> {
         let mut self_pending = self_obj;
         if let Some(params) = def.child_by_field_name("parameters") {
             for p in named_children(params) {
-                let Some((pname, default)) = param_name(self, p) else { continue };
+                let Some((pname, default)) = param_name(self, p) else {
+                    continue;
+                };
                 let vals = if let Some(s) = self_pending.take() {
                     smallvec![s]
                 } else if p.kind() == "list_splat_pattern" {
@@ -766,6 +881,7 @@ impl<'t> Interp<'t> {
         self.inlining.push(def.id());
         self.frames.push(Frame::new(false));
         let saved_assign = self.assign_rhs.take();
+        let first_write = self.writes.len();
         if let Some(body) = def.child_by_field_name("body") {
             if is_lambda {
                 let v = self.eval(body);
@@ -785,6 +901,31 @@ impl<'t> Interp<'t> {
         self.state.env = self.outer_envs.pop().unwrap();
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
+        // `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale.
+        if let Some((rhs, target)) = &self.assign_rhs {
+            if *rhs == call {
+                for w in first_write..self.writes.len() {
+                    let t = self.writes[w].target;
+                    if !matches!(&self.heap[t as usize], Obj::Tensor(tt) if tt.known && tt.counter)
+                    {
+                        continue;
+                    }
+                    let names: Vec<Name> = self
+                        .state
+                        .env
+                        .iter()
+                        .filter(|(n, vs)| vs.contains(&t) && *n != target)
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for n in names {
+                        let e = self.state.stale.entry(n).or_default();
+                        if !e.contains(&(w as WriteId)) {
+                            e.push(w as WriteId);
+                        }
+                    }
+                }
+            }
+        }
         if frame.returns.is_empty() || is_generator(def) {
             if is_generator(def) {
                 return self.opaque_call(args, call);
@@ -795,11 +936,19 @@ impl<'t> Interp<'t> {
     }
 
     pub fn class_ref(&mut self, class: Node<'t>) -> ClassRef<'t> {
-        let name: Name = class.child_by_field_name("name").map(|n| self.text(n)).unwrap_or("").into();
+        let name: Name = class
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or("")
+            .into();
         let mut methods = FxHashMap::default();
         if let Some(body) = class.child_by_field_name("body") {
             for stmt in named_children(body) {
-                let def = if stmt.kind() == "decorated_definition" { stmt.child_by_field_name("definition") } else { Some(stmt) };
+                let def = if stmt.kind() == "decorated_definition" {
+                    stmt.child_by_field_name("definition")
+                } else {
+                    Some(stmt)
+                };
                 if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
                     if let Some(n) = def.child_by_field_name("name") {
                         methods.insert(Name::from(self.text(n)), def);
@@ -815,7 +964,11 @@ impl<'t> Interp<'t> {
                 }
             }
         }
-        ClassRef { name, methods: Rc::new(methods), base_classes }
+        ClassRef {
+            name,
+            methods: Rc::new(methods),
+            base_classes,
+        }
     }
 
     /// Find a method on a local class or its local bases.
@@ -835,11 +988,17 @@ impl<'t> Interp<'t> {
 
     /// Whether a local class derives (directly or through local classes) from `torch.nn.Module`.
     pub fn class_is_module(&self, class: &ClassRef<'t>) -> bool {
-        class.base_classes.iter().any(|b| match &self.heap[*b as usize] {
-            Obj::Path(p) => p.starts_with("torch.nn") || p.ends_with("Module") || p.contains("nn."),
-            Obj::Class(c) => self.class_is_module(c),
-            _ => false,
-        }) || class.methods.contains_key("forward")
+        class
+            .base_classes
+            .iter()
+            .any(|b| match &self.heap[*b as usize] {
+                Obj::Path(p) => {
+                    p.starts_with("torch.nn") || p.ends_with("Module") || p.contains("nn.")
+                }
+                Obj::Class(c) => self.class_is_module(c),
+                _ => false,
+            })
+            || class.methods.contains_key("forward")
     }
 
     pub fn instantiate(&mut self, class: ClassRef<'t>, args: &Args<'t>, call: TextRange) -> ObjId {
@@ -877,12 +1036,18 @@ impl<'t> Interp<'t> {
             "call" => self.eval_call(node),
             "subscript" => self.eval_subscript(node),
             "binary_operator" => {
-                let (Some(l), Some(r)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else {
+                let (Some(l), Some(r)) = (
+                    node.child_by_field_name("left"),
+                    node.child_by_field_name("right"),
+                ) else {
                     return smallvec![self.unknown];
                 };
                 let a = self.eval(l);
                 let b = self.eval(r);
-                let op = node.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("+");
+                let op = node
+                    .child_by_field_name("operator")
+                    .map(|o| self.text(o))
+                    .unwrap_or("+");
                 self.binary(op, &a, &b, node)
             }
             "unary_operator" => {
@@ -929,9 +1094,10 @@ impl<'t> Interp<'t> {
                 }
                 smallvec![self.alloc(Obj::Seq(items))]
             }
-            "list_comprehension" | "set_comprehension" | "generator_expression" | "dictionary_comprehension" => {
-                self.eval_comprehension(node)
-            }
+            "list_comprehension"
+            | "set_comprehension"
+            | "generator_expression"
+            | "dictionary_comprehension" => self.eval_comprehension(node),
             "lambda" => smallvec![self.alloc(Obj::Func(node))],
             "conditional_expression" => {
                 let parts = named_children(node);
@@ -958,7 +1124,10 @@ impl<'t> Interp<'t> {
                 smallvec![self.other]
             }
             "named_expression" => {
-                let v = node.child_by_field_name("value").map(|v| self.eval(v)).unwrap_or_default();
+                let v = node
+                    .child_by_field_name("value")
+                    .map(|v| self.eval(v))
+                    .unwrap_or_default();
                 if let Some(n) = node.child_by_field_name("name") {
                     self.bind_name(n, v.clone(), None);
                 }
@@ -968,9 +1137,15 @@ impl<'t> Interp<'t> {
                 let v = node.named_child(0).map(|c| self.eval(c));
                 v.unwrap_or_else(|| smallvec![self.unknown])
             }
-            "string" | "concatenated_string" | "integer" | "float" | "true" | "false" | "none"
-            | "ellipsis" => smallvec![self.other],
-            "keyword_argument" => node.child_by_field_name("value").map(|v| self.eval(v)).unwrap_or_default(),
+            "true" => smallvec![self.true_obj],
+            "false" => smallvec![self.false_obj],
+            "string" | "concatenated_string" | "integer" | "float" | "none" | "ellipsis" => {
+                smallvec![self.other]
+            }
+            "keyword_argument" => node
+                .child_by_field_name("value")
+                .map(|v| self.eval(v))
+                .unwrap_or_default(),
             _ => {
                 for c in named_children(node) {
                     self.eval(c);
@@ -986,7 +1161,10 @@ impl<'t> Interp<'t> {
         for c in named_children(node) {
             match c.kind() {
                 "for_in_clause" => {
-                    let iter = c.child_by_field_name("right").map(|r| self.eval(r)).unwrap_or_default();
+                    let iter = c
+                        .child_by_field_name("right")
+                        .map(|r| self.eval(r))
+                        .unwrap_or_default();
                     let elems = self.elements(&iter);
                     if let Some(l) = c.child_by_field_name("left") {
                         self.bind_target(l, elems, None);
@@ -1001,7 +1179,10 @@ impl<'t> Interp<'t> {
             }
         }
         let result = match body {
-            Some(b) if b.kind() == "pair" => b.child_by_field_name("value").map(|v| self.eval(v)).unwrap_or_default(),
+            Some(b) if b.kind() == "pair" => b
+                .child_by_field_name("value")
+                .map(|v| self.eval(v))
+                .unwrap_or_default(),
             Some(b) => self.eval(b),
             None => Vals::new(),
         };
@@ -1027,13 +1208,18 @@ impl<'t> Interp<'t> {
             return v.clone();
         }
         match name {
-            "True" | "False" | "None" => smallvec![self.other],
+            "True" => smallvec![self.true_obj],
+            "False" => smallvec![self.false_obj],
+            "None" => smallvec![self.other],
             _ => smallvec![self.alloc(Obj::Path(format!("builtins.{name}").into()))],
         }
     }
 
     fn eval_attribute(&mut self, node: Node<'t>) -> Vals {
-        let (Some(obj), Some(attr)) = (node.child_by_field_name("object"), node.child_by_field_name("attribute")) else {
+        let (Some(obj), Some(attr)) = (
+            node.child_by_field_name("object"),
+            node.child_by_field_name("attribute"),
+        ) else {
             return smallvec![self.unknown];
         };
         let owners = self.eval(obj);
@@ -1051,7 +1237,9 @@ impl<'t> Interp<'t> {
     }
 
     fn eval_subscript(&mut self, node: Node<'t>) -> Vals {
-        let Some(value) = node.child_by_field_name("value") else { return smallvec![self.unknown] };
+        let Some(value) = node.child_by_field_name("value") else {
+            return smallvec![self.unknown];
+        };
         let base = self.eval(value);
         let mut cursor = node.walk();
         let mut index_literal = None;
@@ -1206,13 +1394,19 @@ pub(crate) struct Args<'t> {
 
 impl<'t> Args<'t> {
     pub fn keyword(&self, name: &str) -> Option<(&Vals, Node<'t>)> {
-        self.keywords.iter().find(|(n, _, _)| &**n == name).map(|(_, v, n)| (v, *n))
+        self.keywords
+            .iter()
+            .find(|(n, _, _)| &**n == name)
+            .map(|(_, v, n)| (v, *n))
     }
     pub fn first(&self) -> Option<&Vals> {
         self.positional.first().map(|(v, _)| v)
     }
     pub fn all_values(&self) -> impl Iterator<Item = &Vals> {
-        self.positional.iter().map(|(v, _)| v).chain(self.keywords.iter().map(|(_, v, _)| v))
+        self.positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(self.keywords.iter().map(|(_, v, _)| v))
     }
 }
 
@@ -1220,29 +1414,52 @@ impl<'t> Args<'t> {
 
 pub(crate) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     let mut cursor = node.walk();
-    node.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect()
+    node.named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect()
 }
 
 /// The name (and default value) of one parameter node.
 fn param_name<'t>(it: &Interp<'t>, p: Node<'t>) -> Option<(Name, Option<Node<'t>>)> {
     match p.kind() {
         "identifier" => Some((it.text(p).into(), None)),
-        "typed_parameter" => p.named_child(0).filter(|n| n.kind() == "identifier").map(|n| (it.text(n).into(), None))
-            .or_else(|| p.named_child(0).and_then(|s| s.named_child(0)).map(|n| (it.text(n).into(), None))),
+        "typed_parameter" => p
+            .named_child(0)
+            .filter(|n| n.kind() == "identifier")
+            .map(|n| (it.text(n).into(), None))
+            .or_else(|| {
+                p.named_child(0)
+                    .and_then(|s| s.named_child(0))
+                    .map(|n| (it.text(n).into(), None))
+            }),
         "default_parameter" | "typed_default_parameter" => p
             .child_by_field_name("name")
             .map(|n| (it.text(n).into(), p.child_by_field_name("value"))),
-        "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0).map(|n| (it.text(n).into(), None)),
+        "list_splat_pattern" | "dictionary_splat_pattern" => {
+            p.named_child(0).map(|n| (it.text(n).into(), None))
+        }
         _ => None,
     }
 }
 
 fn annotated_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
-    p.child_by_field_name("type").is_some_and(|t| it.text(t).contains("Tensor"))
+    p.child_by_field_name("type")
+        .is_some_and(|t| it.text(t).contains("Tensor"))
 }
 
 fn is_literal(n: Node<'_>) -> bool {
-    matches!(n.kind(), "integer" | "float" | "string" | "true" | "false" | "none" | "concatenated_string" | "unary_operator" | "tuple")
+    matches!(
+        n.kind(),
+        "integer"
+            | "float"
+            | "string"
+            | "true"
+            | "false"
+            | "none"
+            | "concatenated_string"
+            | "unary_operator"
+            | "tuple"
+    )
 }
 
 fn is_generator(def: Node<'_>) -> bool {
@@ -1253,20 +1470,31 @@ fn is_generator(def: Node<'_>) -> bool {
         if n.kind() == "yield" {
             return true;
         }
-        if matches!(n.kind(), "function_definition" | "lambda" | "class_definition") && depth > 0 {
+        if matches!(
+            n.kind(),
+            "function_definition" | "lambda" | "class_definition"
+        ) && depth > 0
+        {
             return false;
         }
         let mut c = n.walk();
         let found = n.children(&mut c).any(|ch| has_yield(ch, depth + 1));
         found
     }
-    def.kind() == "function_definition" && def.child_by_field_name("body").is_some_and(|b| has_yield(b, 1))
+    def.kind() == "function_definition"
+        && def
+            .child_by_field_name("body")
+            .is_some_and(|b| has_yield(b, 1))
 }
 
 fn has_decorator(it: &Interp<'_>, def: Node<'_>, needle: &str) -> bool {
-    def.parent().filter(|p| p.kind() == "decorated_definition").is_some_and(|p| {
-        named_children(p).iter().any(|d| d.kind() == "decorator" && it.text(*d).contains(needle))
-    })
+    def.parent()
+        .filter(|p| p.kind() == "decorated_definition")
+        .is_some_and(|p| {
+            named_children(p)
+                .iter()
+                .any(|d| d.kind() == "decorator" && it.text(*d).contains(needle))
+        })
 }
 
 fn has_no_grad_decorator(it: &Interp<'_>, def: Node<'_>) -> bool {
@@ -1300,15 +1528,22 @@ fn collect_functions<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>) {
 
 /// Whether evaluating this name reads the tensor's values (not just `x.shape`, `x is y`, ...).
 fn reads_value(it: &Interp<'_>, name: Node<'_>) -> bool {
-    let Some(parent) = name.parent() else { return true };
+    let Some(parent) = name.parent() else {
+        return true;
+    };
     match parent.kind() {
         "attribute" if parent.child_by_field_name("object") == Some(name) => {
-            let attr = parent.child_by_field_name("attribute").map(|a| it.text(a)).unwrap_or("");
+            let attr = parent
+                .child_by_field_name("attribute")
+                .map(|a| it.text(a))
+                .unwrap_or("");
             !crate::ops::METADATA.contains(&attr)
         }
         "comparison_operator" => {
             let mut c = parent.walk();
-            let is_identity = parent.children(&mut c).any(|ch| matches!(ch.kind(), "is" | "is not"));
+            let is_identity = parent
+                .children(&mut c)
+                .any(|ch| matches!(ch.kind(), "is" | "is not"));
             !is_identity
         }
         _ => true,
@@ -1319,8 +1554,22 @@ fn reads_value(it: &Interp<'_>, name: Node<'_>) -> bool {
 pub(crate) fn obj_name(it: &Interp<'_>, node: Node<'_>) -> Option<Name> {
     match node.kind() {
         "identifier" => Some(it.text(node).into()),
-        "subscript" => node.child_by_field_name("value").and_then(|v| obj_name(it, v)),
+        "subscript" => node
+            .child_by_field_name("value")
+            .and_then(|v| obj_name(it, v)),
         "parenthesized_expression" => node.named_child(0).and_then(|v| obj_name(it, v)),
+        // `x.mul_(2).add_(1)`: the chain writes through `x`.
+        "call" => {
+            let f = node
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "attribute")?;
+            let m = f.child_by_field_name("attribute")?;
+            if it.text(m).ends_with('_') {
+                obj_name(it, f.child_by_field_name("object")?)
+            } else {
+                None
+            }
+        }
         _ => None,
     }
 }

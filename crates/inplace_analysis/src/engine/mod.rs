@@ -12,7 +12,12 @@ use crate::rules::{self, Ctx};
 pub(crate) fn run(ctx: Ctx<'_>, root: tree_sitter::Node<'_>) -> Vec<Finding> {
     let mut it = interp::Interp::new(ctx);
     it.run_module(root);
-    let mut reads: Vec<_> = it.data_reads.iter().filter(|(_, written)| !**written).map(|(r, _)| *r).collect();
+    let mut reads: Vec<_> = it
+        .data_reads
+        .iter()
+        .filter(|(_, written)| !**written)
+        .map(|(r, _)| *r)
+        .collect();
     reads.sort();
     for r in reads {
         let f = rules::ip401_data_bypass::read_finding(&it.ctx, r);

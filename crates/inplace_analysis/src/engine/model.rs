@@ -99,7 +99,10 @@ pub(crate) enum Obj<'t> {
     /// A torch namespace or callable by its qualified name (`torch.nn.functional.relu`).
     Path(Name),
     Module(ModuleObj<'t>),
-    Optimizer { params: Vals, origin: TextRange },
+    Optimizer {
+        params: Vals,
+        origin: TextRange,
+    },
     /// A local function or lambda.
     Func(Node<'t>),
     Class(ClassRef<'t>),
@@ -107,7 +110,10 @@ pub(crate) enum Obj<'t> {
     /// A list, tuple or dict (its values), in order.
     Seq(Vec<Vals>),
     /// `model.parameters()` and friends.
-    Params { owners: Vals, tensors: Vals },
+    Params {
+        owners: Vals,
+        tensors: Vals,
+    },
     GradCtx(GradCtx),
 }
 
@@ -156,6 +162,8 @@ pub(crate) struct Write {
     /// The whole statement or call (for fixes).
     pub site: TextRange,
     pub kind: WriteKind,
+    /// The (first) object written.
+    pub target: ObjId,
     /// Where the written object was taken as a view, when it is one.
     pub view_origin: Option<TextRange>,
     /// The outermost call that led here, when the write is inside an inlined function.
@@ -217,6 +225,9 @@ impl State {
     }
 
     pub fn dead() -> State {
-        State { dead: true, ..State::default() }
+        State {
+            dead: true,
+            ..State::default()
+        }
     }
 }

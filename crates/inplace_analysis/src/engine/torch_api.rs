@@ -11,18 +11,24 @@ use tree_sitter::Node;
 
 /// The `torch.nn.functional` spelling of an in-place function (`relu_` -> `relu`).
 fn strip_inplace(name: &str) -> Option<&str> {
-    name.strip_suffix('_').filter(|n| !n.ends_with('_') && !n.is_empty())
+    name.strip_suffix('_')
+        .filter(|n| !n.ends_with('_') && !n.is_empty())
 }
 
 impl<'t> Interp<'t> {
     // --------------------------------------------------------------------------------- calls
 
     pub fn eval_call(&mut self, node: Node<'t>) -> Vals {
-        let Some(func) = node.child_by_field_name("function") else { return smallvec![self.unknown] };
+        let Some(func) = node.child_by_field_name("function") else {
+            return smallvec![self.unknown];
+        };
         let args = self.eval_args(node);
         let call = TextRange::of(node);
         if func.kind() == "attribute" {
-            let (Some(recv), Some(meth)) = (func.child_by_field_name("object"), func.child_by_field_name("attribute")) else {
+            let (Some(recv), Some(meth)) = (
+                func.child_by_field_name("object"),
+                func.child_by_field_name("attribute"),
+            ) else {
                 return smallvec![self.unknown];
             };
             let recv_vals = self.eval(recv);
@@ -41,7 +47,9 @@ impl<'t> Interp<'t> {
                         self.call_path(&path, &args, node)
                     }
                     Obj::Module(_) => self.module_method(r, meth_name, &args, node),
-                    Obj::Optimizer { params, .. } => self.optimizer_method(r, &params, meth_name, &args, node),
+                    Obj::Optimizer { params, .. } => {
+                        self.optimizer_method(r, &params, meth_name, &args, node)
+                    }
                     Obj::Seq(_) => self.seq_method(r, meth_name, &args),
                     Obj::Params { .. } => smallvec![r],
                     Obj::Class(c) => match self.find_method(&c, meth_name) {
@@ -75,7 +83,9 @@ impl<'t> Interp<'t> {
 
     fn eval_args(&mut self, call: Node<'t>) -> Args<'t> {
         let mut args = Args::default();
-        let Some(list) = call.child_by_field_name("arguments") else { return args };
+        let Some(list) = call.child_by_field_name("arguments") else {
+            return args;
+        };
         if list.kind() == "generator_expression" {
             let v = self.eval(list);
             args.positional.push((v, Some(list)));
@@ -84,7 +94,12 @@ impl<'t> Interp<'t> {
         for a in named_children(list) {
             match a.kind() {
                 "keyword_argument" => {
-                    let (Some(n), Some(v)) = (a.child_by_field_name("name"), a.child_by_field_name("value")) else { continue };
+                    let (Some(n), Some(v)) = (
+                        a.child_by_field_name("name"),
+                        a.child_by_field_name("value"),
+                    ) else {
+                        continue;
+                    };
                     let vals = self.eval(v);
                     args.keywords.push((self.text(n).into(), vals, a));
                 }
@@ -126,10 +141,18 @@ impl<'t> Interp<'t> {
         for v in args.all_values() {
             self.flatten(v, &mut inputs, &mut seen);
         }
-        let tensors: Vals = inputs.iter().copied().filter(|v| self.maybe_tensor(*v)).collect();
+        let tensors: Vals = inputs
+            .iter()
+            .copied()
+            .filter(|v| self.maybe_tensor(*v))
+            .collect();
         if tensors.is_empty() {
             // Modules passed through wrappers (`torch.compile(model)`) stay themselves.
-            let modules: Vals = inputs.iter().copied().filter(|v| matches!(self.heap[*v as usize], Obj::Module(_))).collect();
+            let modules: Vals = inputs
+                .iter()
+                .copied()
+                .filter(|v| matches!(self.heap[*v as usize], Obj::Module(_)))
+                .collect();
             if !modules.is_empty() && args.positional.len() == 1 {
                 return modules;
             }
@@ -152,25 +175,41 @@ impl<'t> Interp<'t> {
         }
         let lit = |it: &Self, i: usize, kw: &str| -> Option<&'t str> {
             args.keyword(kw)
-                .map(|(_, n)| n.child_by_field_name("value").map(|v| it.text(v)).unwrap_or(""))
-                .or_else(|| args.positional.get(i).and_then(|(_, n)| n.map(|n| it.text(n))))
+                .map(|(_, n)| {
+                    n.child_by_field_name("value")
+                        .map(|v| it.text(v))
+                        .unwrap_or("")
+                })
+                .or_else(|| {
+                    args.positional
+                        .get(i)
+                        .and_then(|(_, n)| n.map(|n| it.text(n)))
+                })
         };
         match path {
             "torch.no_grad" | "torch.autograd.no_grad" | "torch.autograd.grad_mode.no_grad" => {
                 return smallvec![self.alloc(Obj::GradCtx(GradCtx::NoGrad))]
             }
-            "torch.enable_grad" | "torch.autograd.enable_grad" => return smallvec![self.alloc(Obj::GradCtx(GradCtx::EnableGrad))],
+            "torch.enable_grad" | "torch.autograd.enable_grad" => {
+                return smallvec![self.alloc(Obj::GradCtx(GradCtx::EnableGrad))]
+            }
             "torch.inference_mode" | "torch.autograd.inference_mode" => {
                 let on = lit(self, 0, "mode") != Some("False");
-                let g = if on { GradCtx::NoGrad } else { GradCtx::EnableGrad };
+                let g = if on {
+                    GradCtx::NoGrad
+                } else {
+                    GradCtx::EnableGrad
+                };
                 return smallvec![self.alloc(Obj::GradCtx(g))];
             }
             "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {
                 let on = lit(self, 0, "mode") != Some("False");
                 return smallvec![self.alloc(Obj::GradCtx(GradCtx::Set(on)))];
             }
-            "torch.autograd.set_detect_anomaly" | "torch.autograd.detect_anomaly"
-            | "torch.autograd.anomaly_mode.set_detect_anomaly" | "torch.autograd.anomaly_mode.detect_anomaly" => {
+            "torch.autograd.set_detect_anomaly"
+            | "torch.autograd.detect_anomaly"
+            | "torch.autograd.anomaly_mode.set_detect_anomaly"
+            | "torch.autograd.anomaly_mode.detect_anomaly" => {
                 let off = lit(self, 0, "mode") == Some("False");
                 if !off && self.inlining.len() <= 1 {
                     let f = rules::ip501_anomaly_mode_left_on::finding(&self.ctx, call);
@@ -184,33 +223,56 @@ impl<'t> Interp<'t> {
                 return smallvec![self.other];
             }
             "torch.autograd.grad" => {
-                let outputs = args.keyword("outputs").map(|(v, _)| v.clone()).unwrap_or(first_arg);
+                let outputs = args
+                    .keyword("outputs")
+                    .map(|(v, _)| v.clone())
+                    .unwrap_or(first_arg);
                 let retain = self.retains(args) || args.keyword("create_graph").is_some();
                 self.check_graph(&outputs, call, retain, true);
                 return smallvec![self.alloc(Obj::Unknown)];
             }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
-                let grad = path.ends_with("Parameter") && lit(self, 1, "requires_grad") != Some("False");
+                let grad =
+                    path.ends_with("Parameter") && lit(self, 1, "requires_grad") != Some("False");
                 return smallvec![self.new_leaf(grad, call)];
             }
             _ => {}
         }
-        if path.starts_with("torch.optim.") && !path.contains("lr_scheduler") && !path.contains("swa_utils") {
-            let params = args.keyword("params").map(|(v, _)| v.clone()).unwrap_or(first_arg);
+        if path.starts_with("torch.optim.")
+            && !path.contains("lr_scheduler")
+            && !path.contains("swa_utils")
+        {
+            let params = args
+                .keyword("params")
+                .map(|(v, _)| v.clone())
+                .unwrap_or(first_arg);
             return smallvec![self.new_optimizer(&params, call)];
         }
         if path.starts_with("torch.nn.init.") {
             if !first_arg.is_empty() {
                 let tensors = self.as_tensors(&first_arg);
-                self.write(&tensors, WriteKind::TorchFn(last.into()), call, call, None, None, None, false);
+                self.write(
+                    &tensors,
+                    WriteKind::TorchFn(last.into()),
+                    call,
+                    call,
+                    None,
+                    None,
+                    None,
+                    false,
+                );
             }
             return first_arg;
         }
         if let Some(f) = path.strip_prefix("torch.nn.functional.") {
             return self.call_functional(f, args, node);
         }
-        let is_nn_class = path.starts_with("torch.nn.") && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
-        if is_nn_class && !path.starts_with("torch.nn.functional") && !path.starts_with("torch.nn.utils") {
+        let is_nn_class = path.starts_with("torch.nn.")
+            && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+        if is_nn_class
+            && !path.starts_with("torch.nn.functional")
+            && !path.starts_with("torch.nn.utils")
+        {
             return smallvec![self.new_module(last, args, node)];
         }
         if let Some(f) = path.strip_prefix("torch.") {
@@ -223,18 +285,29 @@ impl<'t> Interp<'t> {
     }
 
     fn retains(&self, args: &Args<'t>) -> bool {
-        args.keyword("retain_graph")
-            .is_some_and(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) != "False"))
+        args.keyword("retain_graph").is_some_and(|(_, n)| {
+            n.child_by_field_name("value")
+                .is_some_and(|v| self.text(v) != "False")
+        })
     }
 
     fn call_builtin(&mut self, name: &str, args: &Args<'t>, call: TextRange) -> Vals {
         let first = args.first().cloned().unwrap_or_default();
         match name {
-            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "isinstance" | "hasattr"
-            | "round" | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
-            | "callable" | "setattr" | "vars" | "dir" => smallvec![self.other],
+            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "isinstance"
+            | "hasattr" | "round" | "type" | "repr" | "format" | "id" | "hash" | "open"
+            | "input" | "issubclass" | "callable" | "setattr" | "vars" | "dir" => {
+                smallvec![self.other]
+            }
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
-                let source = if name == "filter" { args.positional.get(1).map(|(v, _)| v.clone()).unwrap_or_default() } else { first };
+                let source = if name == "filter" {
+                    args.positional
+                        .get(1)
+                        .map(|(v, _)| v.clone())
+                        .unwrap_or_default()
+                } else {
+                    first
+                };
                 let e = self.elements(&source);
                 smallvec![self.alloc(Obj::Seq(vec![e]))]
             }
@@ -270,34 +343,88 @@ impl<'t> Interp<'t> {
         if let Some((out, kw)) = args.keyword("out") {
             let out = out.clone();
             let tensors = self.as_tensors(&out);
-            self.write(&tensors, WriteKind::OutArg, TextRange::of(kw), call, None, None, None, true);
+            self.write(
+                &tensors,
+                WriteKind::OutArg,
+                TextRange::of(kw),
+                call,
+                None,
+                None,
+                None,
+                true,
+            );
             return out;
         }
         if ops::FACTORIES.contains(&f) {
             let grad = args.keyword("requires_grad").is_some_and(|(_, n)| {
-                n.child_by_field_name("value").is_some_and(|v| self.text(v) != "False")
+                n.child_by_field_name("value")
+                    .is_some_and(|v| self.text(v) != "False")
             });
             return smallvec![self.new_leaf(grad, call)];
         }
-        if f == "cat" || f == "stack" || f == "concat" || f == "hstack" || f == "vstack" || f == "einsum" {
+        if f == "cat"
+            || f == "stack"
+            || f == "concat"
+            || f == "hstack"
+            || f == "vstack"
+            || f == "einsum"
+        {
             let mut inputs = Vals::new();
             let mut seen = FxHashSet::default();
             for v in args.all_values() {
                 self.flatten(v, &mut inputs, &mut seen);
             }
-            let tensors: Vals = inputs.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
-            let saves = if f == "einsum" { Saves { input: true, other: false, result: false } } else { Saves::default() };
+            let tensors: Vals = inputs
+                .into_iter()
+                .filter(|v| self.maybe_tensor(*v))
+                .collect();
+            let saves = if f == "einsum" {
+                Saves {
+                    input: true,
+                    other: false,
+                    result: false,
+                }
+            } else {
+                Saves::default()
+            };
             return smallvec![self.derive(&[tensors], call, saves, &format!("torch.{f}"), false)];
         }
         if f == "detach" || ops::VIEW_OPS.contains(&f) {
-            return first.iter().map(|v| if f == "detach" { self.detach_of(*v, call) } else { self.view_of(*v, call) }).collect();
+            return first
+                .iter()
+                .map(|v| {
+                    if f == "detach" {
+                        self.detach_of(*v, call)
+                    } else {
+                        self.view_of(*v, call)
+                    }
+                })
+                .collect();
         }
         if let Some(base) = strip_inplace(f) {
             let tensors = self.as_tensors(&first);
-            let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+            let through = args
+                .positional
+                .first()
+                .and_then(|(_, n)| *n)
+                .and_then(|n| obj_name(self, n));
             let keep = self.keep_name(node, through.clone());
-            self.write(&tensors, WriteKind::TorchFn(f.into()), call, call, through, keep, None, true);
-            let rest: Vec<Vals> = args.positional.iter().skip(1).map(|(v, _)| v.clone()).collect();
+            self.write(
+                &tensors,
+                WriteKind::TorchFn(f.into()),
+                call,
+                call,
+                through,
+                keep,
+                None,
+                true,
+            );
+            let rest: Vec<Vals> = args
+                .positional
+                .iter()
+                .skip(1)
+                .map(|(v, _)| v.clone())
+                .collect();
             self.inplace_saves_by_name(&tensors, base, rest.first(), node);
             return first;
         }
@@ -308,20 +435,42 @@ impl<'t> Interp<'t> {
     fn call_functional(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
         let call = TextRange::of(node);
         let first = args.first().cloned().unwrap_or_default();
-        let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+        let through = args
+            .positional
+            .first()
+            .and_then(|(_, n)| *n)
+            .and_then(|n| obj_name(self, n));
         let keep = self.keep_name(node, through.clone());
         let inplace_kw = args
             .keyword("inplace")
-            .filter(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) == "True"));
+            .filter(|(v, _)| v.contains(&self.true_obj));
         if let (Some((_, kw)), true) = (inplace_kw, ops::functional_has_inplace_kw(f)) {
             let tensors = self.as_tensors(&first);
-            self.write(&tensors, WriteKind::InplaceFunctional, TextRange::of(kw), call, through, keep, None, true);
+            self.write(
+                &tensors,
+                WriteKind::InplaceFunctional,
+                TextRange::of(kw),
+                call,
+                through,
+                keep,
+                None,
+                true,
+            );
             self.inplace_saves_by_name(&tensors, f, None, node);
             return first;
         }
         if let Some(base) = strip_inplace(f) {
             let tensors = self.as_tensors(&first);
-            self.write(&tensors, WriteKind::TorchFn(f.into()), call, call, through, keep, None, true);
+            self.write(
+                &tensors,
+                WriteKind::TorchFn(f.into()),
+                call,
+                call,
+                through,
+                keep,
+                None,
+                true,
+            );
             self.inplace_saves_by_name(&tensors, base, None, node);
             return first;
         }
@@ -338,14 +487,21 @@ impl<'t> Interp<'t> {
     /// call is the whole right-hand side (`h = torch.relu_(feat)`), else the written name.
     fn keep_name(&self, call: Node<'t>, through: Option<Name>) -> Option<Name> {
         match &self.assign_rhs {
-            Some((id, name)) if *id == call.id() => Some(name.clone()),
+            Some((range, name)) if *range == TextRange::of(call) => Some(name.clone()),
             _ => through,
         }
     }
 
     // --------------------------------------------------------------------- tensor methods
 
-    fn tensor_method(&mut self, recv: &Vals, meth: &str, args: &Args<'t>, node: Node<'t>, recv_node: Node<'t>) -> Vals {
+    fn tensor_method(
+        &mut self,
+        recv: &Vals,
+        meth: &str,
+        args: &Args<'t>,
+        node: Node<'t>,
+        recv_node: Node<'t>,
+    ) -> Vals {
         let call = TextRange::of(node);
         match meth {
             "backward" => {
@@ -356,7 +512,11 @@ impl<'t> Interp<'t> {
             "detach" => return recv.iter().map(|v| self.detach_of(*v, call)).collect(),
             "requires_grad_" => {
                 let on = args.first().is_none()
-                    || args.positional.first().and_then(|(_, n)| *n).is_none_or(|n| self.text(n) != "False");
+                    || args
+                        .positional
+                        .first()
+                        .and_then(|(_, n)| *n)
+                        .is_none_or(|n| self.text(n) != "False");
                 for v in recv {
                     if let Obj::Tensor(t) = &mut self.heap[*v as usize] {
                         t.grad = if on { Tri::Yes } else { Tri::No };
@@ -366,8 +526,8 @@ impl<'t> Interp<'t> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![self.other],
-            "clone" | "to" | "cuda" | "cpu" | "float" | "double" | "half" | "bfloat16" | "type" | "type_as"
-            | "contiguous" | "long" | "int" | "bool" => {
+            "clone" | "to" | "cuda" | "cpu" | "float" | "double" | "half" | "bfloat16" | "type"
+            | "type_as" | "contiguous" | "long" | "int" | "bool" => {
                 return smallvec![self.derive(&[recv.clone()], call, Saves::default(), "", false)];
             }
             _ => {}
@@ -377,7 +537,16 @@ impl<'t> Interp<'t> {
         }
         if ops::VIEW_OPS.contains(&meth) {
             let views: Vals = recv.iter().map(|v| self.view_of(*v, call)).collect();
-            if matches!(meth, "unbind" | "split" | "chunk" | "tensor_split" | "split_with_sizes" | "hsplit" | "vsplit") {
+            if matches!(
+                meth,
+                "unbind"
+                    | "split"
+                    | "chunk"
+                    | "tensor_split"
+                    | "split_with_sizes"
+                    | "hsplit"
+                    | "vsplit"
+            ) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
             }
             return views;
@@ -386,7 +555,16 @@ impl<'t> Interp<'t> {
             let through = obj_name(self, recv_node);
             let keep = self.keep_name(node, through.clone());
             let value = args.first().cloned();
-            self.write(recv, WriteKind::Method(meth.into()), call, call, through, keep, value.as_ref(), true);
+            self.write(
+                recv,
+                WriteKind::Method(meth.into()),
+                call,
+                call,
+                through,
+                keep,
+                value.as_ref(),
+                true,
+            );
             self.inplace_saves_by_name(recv, base, value.as_ref(), node);
             return recv.clone();
         }
@@ -400,16 +578,29 @@ impl<'t> Interp<'t> {
     }
 
     /// A method on a value we do not model: module and optimizer idioms, else a tensor guess.
-    fn unknown_method(&mut self, recv: ObjId, meth: &str, args: &Args<'t>, node: Node<'t>, recv_node: Node<'t>) -> Vals {
+    fn unknown_method(
+        &mut self,
+        recv: ObjId,
+        meth: &str,
+        args: &Args<'t>,
+        node: Node<'t>,
+        recv_node: Node<'t>,
+    ) -> Vals {
         let call = TextRange::of(node);
         match meth {
-            "parameters" | "named_parameters" => return smallvec![self.alloc(Obj::Params { owners: smallvec![recv], tensors: Vals::new() })],
+            "parameters" | "named_parameters" => {
+                return smallvec![self.alloc(Obj::Params {
+                    owners: smallvec![recv],
+                    tensors: Vals::new()
+                })]
+            }
             "backward" => {
                 let retain = self.retains(args);
                 self.check_graph(&smallvec![recv], call, retain, true);
                 return smallvec![self.other];
             }
-            "step" | "zero_grad" | "update" | "append" | "extend" | "items" | "keys" | "values" | "get" | "pop" => {
+            "step" | "zero_grad" | "update" | "append" | "extend" | "items" | "keys" | "values"
+            | "get" | "pop" => {
                 return self.opaque_call(args, call);
             }
             _ => {}
@@ -436,7 +627,11 @@ impl<'t> Interp<'t> {
             return self.opaque_call(args, call);
         }
         let mut all = Args::default();
-        all.positional = args.positional.iter().map(|(v, n)| (v.clone(), *n)).collect();
+        all.positional = args
+            .positional
+            .iter()
+            .map(|(v, n)| (v.clone(), *n))
+            .collect();
         self.opaque_call(&all, call)
     }
 
@@ -448,7 +643,13 @@ impl<'t> Interp<'t> {
             return smallvec![self.alloc(Obj::Unknown)];
         }
         let Some(name) = binary_op_name(op) else {
-            return smallvec![self.derive(&[a.clone(), b.clone()], TextRange::of(node), Saves::default(), "", false)];
+            return smallvec![self.derive(
+                &[a.clone(), b.clone()],
+                TextRange::of(node),
+                Saves::default(),
+                "",
+                false
+            )];
         };
         smallvec![self.apply_op(name, op, &[a.clone(), b.clone()], node, None)]
     }
@@ -466,16 +667,41 @@ impl<'t> Interp<'t> {
     }
 
     /// Apply an op from the table: a new result tensor whose node records what the op saved.
-    pub fn apply_op(&mut self, name: &str, display: &str, inputs: &[Vals], node: Node<'t>, _extra: Option<()>) -> ObjId {
-        let a = inputs.first().map(|v| self.arg_kind(v)).unwrap_or(ArgKind::Scalar);
+    pub fn apply_op(
+        &mut self,
+        name: &str,
+        display: &str,
+        inputs: &[Vals],
+        node: Node<'t>,
+        _extra: Option<()>,
+    ) -> ObjId {
+        let a = inputs
+            .first()
+            .map(|v| self.arg_kind(v))
+            .unwrap_or(ArgKind::Scalar);
         let b = inputs.get(1).map(|v| self.arg_kind(v));
-        let saves = if self.grad_enabled { ops::table().saves(name, a, b) } else { Saves::default() };
-        let display = if display.is_empty() { name.to_string() } else { display.to_string() };
+        let saves = if self.grad_enabled {
+            ops::table().saves(name, a, b)
+        } else {
+            Saves::default()
+        };
+        let display = if display.is_empty() {
+            name.to_string()
+        } else {
+            display.to_string()
+        };
         self.derive(inputs, TextRange::of(node), saves, &display, true)
     }
 
     /// A new tensor computed from `inputs`; `saves` says which of them (and itself) its backward reads.
-    pub fn derive(&mut self, inputs: &[Vals], origin: TextRange, saves: Saves, op: &str, known: bool) -> ObjId {
+    pub fn derive(
+        &mut self,
+        inputs: &[Vals],
+        origin: TextRange,
+        saves: Saves,
+        op: &str,
+        known: bool,
+    ) -> ObjId {
         let mut grad = Tri::No;
         let mut parents = smallvec::SmallVec::<[NodeId; 2]>::new();
         let mut any_tensor = false;
@@ -516,7 +742,10 @@ impl<'t> Interp<'t> {
             }
         }
         let node = if grad.is_possible() {
-            self.graph.push(GraphNode { saves: node_saves, parents });
+            self.graph.push(GraphNode {
+                saves: node_saves,
+                parents,
+            });
             Some((self.graph.len() - 1) as NodeId)
         } else {
             None
@@ -537,7 +766,12 @@ impl<'t> Interp<'t> {
     }
 
     fn record_save(&mut self, storage: ObjId, output: bool, op: &str, range: TextRange) -> SaveId {
-        self.saves.push(Save { storage, output, op: op.to_string(), range });
+        self.saves.push(Save {
+            storage,
+            output,
+            op: op.to_string(),
+            range,
+        });
         let id = (self.saves.len() - 1) as SaveId;
         self.state.live.entry(storage).or_default().push(id);
         id
@@ -545,7 +779,13 @@ impl<'t> Interp<'t> {
 
     /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
     /// saves `w`), recorded after the write so they carry the new version.
-    fn inplace_saves_by_name(&mut self, targets: &Vals, base: &str, other: Option<&Vals>, node: Node<'t>) {
+    fn inplace_saves_by_name(
+        &mut self,
+        targets: &Vals,
+        base: &str,
+        other: Option<&Vals>,
+        node: Node<'t>,
+    ) {
         if !self.grad_enabled {
             return;
         }
@@ -583,7 +823,12 @@ impl<'t> Interp<'t> {
     }
 
     /// After an in-place op, the written tensors' history includes the op.
-    fn extend_history(&mut self, targets: &Vals, saves: smallvec::SmallVec<[SaveId; 2]>, other: Option<&Vals>) {
+    fn extend_history(
+        &mut self,
+        targets: &Vals,
+        saves: smallvec::SmallVec<[SaveId; 2]>,
+        other: Option<&Vals>,
+    ) {
         let mut parents = smallvec::SmallVec::<[NodeId; 2]>::new();
         for v in targets.iter().chain(other.into_iter().flatten()) {
             if let Obj::Tensor(t) = &self.heap[*v as usize] {
@@ -609,7 +854,9 @@ impl<'t> Interp<'t> {
     // ----------------------------------------------------------- views, detach, data, grad
 
     pub fn view_of(&mut self, base: ObjId, origin: TextRange) -> ObjId {
-        let Obj::Tensor(t) = &self.heap[base as usize] else { return self.alloc(Obj::Unknown) };
+        let Obj::Tensor(t) = &self.heap[base as usize] else {
+            return self.alloc(Obj::Unknown);
+        };
         let mut v = t.clone();
         v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
         v.leaf = false;
@@ -623,7 +870,9 @@ impl<'t> Interp<'t> {
     }
 
     pub fn detach_of(&mut self, base: ObjId, origin: TextRange) -> ObjId {
-        let Obj::Tensor(t) = &self.heap[base as usize] else { return self.alloc(Obj::Unknown) };
+        let Obj::Tensor(t) = &self.heap[base as usize] else {
+            return self.alloc(Obj::Unknown);
+        };
         let mut v = t.clone();
         v.grad = Tri::No;
         v.leaf = false;
@@ -777,10 +1026,13 @@ impl<'t> Interp<'t> {
             Obj::Tensor(t) => t.view_origin,
             _ => None,
         };
-        let through_bound = through.as_ref().and_then(|n| self.state.bound_at.get(n).copied());
+        let through_bound = through
+            .as_ref()
+            .and_then(|n| self.state.bound_at.get(n).copied());
         self.writes.push(Write {
             range,
             site,
+            target: first,
             kind: kind.clone(),
             view_origin,
             call_site: self.call_site,
@@ -788,21 +1040,29 @@ impl<'t> Interp<'t> {
         });
         let wid = (self.writes.len() - 1) as WriteId;
         let value_grad = value.map(|v| {
-            v.iter().fold(Tri::No, |g, x| match &self.heap[*x as usize] {
-                Obj::Tensor(t) => g.max(t.grad),
-                _ => g,
-            })
+            v.iter()
+                .fold(Tri::No, |g, x| match &self.heap[*x as usize] {
+                    Obj::Tensor(t) => g.max(t.grad),
+                    _ => g,
+                })
         });
         for t in targets {
-            let Obj::Tensor(tt) = self.heap[*t as usize].clone() else { continue };
+            let Obj::Tensor(tt) = self.heap[*t as usize].clone() else {
+                continue;
+            };
             // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
             if !no_grad && tt.counter {
                 let leaf_view = tt.view_of_leaf || (tt.leaf && kind == WriteKind::Subscript);
                 if leaf_view {
-                    let f = rules::ip201_leaf_view_inplace::finding(&self.ctx, &self.writes[wid as usize], tt.view_origin);
+                    let f = rules::ip201_leaf_view_inplace::finding(
+                        &self.ctx,
+                        &self.writes[wid as usize],
+                        tt.view_origin,
+                    );
                     self.report(f);
                 } else if tt.leaf {
-                    let f = rules::ip101_leaf_inplace::finding(&self.ctx, &self.writes[wid as usize]);
+                    let f =
+                        rules::ip101_leaf_inplace::finding(&self.ctx, &self.writes[wid as usize]);
                     self.report(f);
                 }
             }
@@ -811,8 +1071,17 @@ impl<'t> Interp<'t> {
                 if let Some(r) = self.data_reads.get_mut(&tt.origin) {
                     *r = true;
                 }
-                let live = self.state.live.get(&tt.storage).is_some_and(|s| !s.is_empty()) || tt.grad == Tri::Yes;
-                let f = rules::ip401_data_bypass::write_finding(&self.ctx, &self.writes[wid as usize], live);
+                let live = self
+                    .state
+                    .live
+                    .get(&tt.storage)
+                    .is_some_and(|s| !s.is_empty())
+                    || tt.grad == Tri::Yes;
+                let f = rules::ip401_data_bypass::write_finding(
+                    &self.ctx,
+                    &self.writes[wid as usize],
+                    live,
+                );
                 self.report(f);
                 continue;
             }
@@ -853,7 +1122,13 @@ impl<'t> Interp<'t> {
 
     /// `backward()` (or a graph returned out of a function) through `roots`: every save it
     /// reaches that a write clobbered is a form ③ finding at that write.
-    pub fn check_graph(&mut self, roots: &Vals, trigger: TextRange, retain: bool, is_backward: bool) {
+    pub fn check_graph(
+        &mut self,
+        roots: &Vals,
+        trigger: TextRange,
+        retain: bool,
+        is_backward: bool,
+    ) {
         let mut flat = Vals::new();
         let mut seen = FxHashSet::default();
         self.flatten(roots, &mut flat, &mut seen);
@@ -875,7 +1150,9 @@ impl<'t> Interp<'t> {
             stack.extend(node.parents.iter().copied());
         }
         for s in &reached {
-            let Some(ws) = self.state.clobbered.get(s).cloned() else { continue };
+            let Some(ws) = self.state.clobbered.get(s).cloned() else {
+                continue;
+            };
             for w in ws {
                 let write = self.writes[w as usize].clone();
                 let save = self.saves[*s as usize].clone();
@@ -911,7 +1188,14 @@ impl<'t> Interp<'t> {
         self.check_rebind_objs(&old, new, name_node, stmt, name);
     }
 
-    pub fn check_rebind_objs(&mut self, old: &Vals, new: &Vals, target: Node<'t>, stmt: Node<'t>, name: &str) {
+    pub fn check_rebind_objs(
+        &mut self,
+        old: &Vals,
+        new: &Vals,
+        target: Node<'t>,
+        stmt: Node<'t>,
+        name: &str,
+    ) {
         for o in old {
             if new.contains(o) {
                 continue;
@@ -932,18 +1216,24 @@ impl<'t> Interp<'t> {
                         continue;
                     }
                     let origin = self.optimizer_origin(opt);
-                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, origin, false);
+                    let f = rules::ip403_param_rebind::finding(
+                        &self.ctx, stmt, target, name, origin, false,
+                    );
                     self.report(f);
                     return;
                 }
                 (Obj::Tensor(_), Some(opt)) => {
                     let origin = self.optimizer_origin(opt);
-                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, origin, reads_grad);
+                    let f = rules::ip403_param_rebind::finding(
+                        &self.ctx, stmt, target, name, origin, reads_grad,
+                    );
                     self.report(f);
                     return;
                 }
                 (Obj::Tensor(t), None) if t.leaf && reads_grad => {
-                    let f = rules::ip403_param_rebind::finding(&self.ctx, stmt, target, name, None, true);
+                    let f = rules::ip403_param_rebind::finding(
+                        &self.ctx, stmt, target, name, None, true,
+                    );
                     self.report(f);
                     return;
                 }
@@ -965,15 +1255,20 @@ impl<'t> Interp<'t> {
         let origin = TextRange::of(node);
         let inplace = args
             .keyword("inplace")
-            .filter(|(_, n)| n.child_by_field_name("value").is_some_and(|v| self.text(v) == "True"))
+            .filter(|(v, _)| v.contains(&self.true_obj))
             .map(|(_, n)| TextRange::of(n))
             .or_else(|| {
                 // `nn.ReLU(True)`: the first positional argument of activations is `inplace`.
                 let spec = ops::table().module(class)?;
                 let (_, n) = args.positional.first()?;
                 let n = (*n)?;
-                (spec.inplace_kw && self.text(n) == "True" && matches!(class, "ReLU" | "ReLU6" | "SELU" | "SiLU" | "Mish" | "Hardsigmoid" | "Hardswish"))
-                    .then(|| TextRange::of(n))
+                (spec.inplace_kw
+                    && self.text(n) == "True"
+                    && matches!(
+                        class,
+                        "ReLU" | "ReLU6" | "SELU" | "SiLU" | "Mish" | "Hardsigmoid" | "Hardswish"
+                    ))
+                .then(|| TextRange::of(n))
             });
         let mut children = Vec::new();
         let mut attrs = rustc_hash::FxHashMap::default();
@@ -984,7 +1279,10 @@ impl<'t> Interp<'t> {
                 for (v, _) in &args.positional {
                     self.flatten(v, &mut flat, &mut seen);
                 }
-                children = flat.into_iter().filter(|v| matches!(self.heap[*v as usize], Obj::Module(_))).collect();
+                children = flat
+                    .into_iter()
+                    .filter(|v| matches!(self.heap[*v as usize], Obj::Module(_)))
+                    .collect();
             }
             "ModuleDict" | "ParameterList" | "ParameterDict" => {
                 let mut flat = Vals::new();
@@ -1015,7 +1313,14 @@ impl<'t> Interp<'t> {
                 }
             }
         }
-        self.alloc(Obj::Module(ModuleObj { class: class.into(), local: None, inplace, attrs, children, origin }))
+        self.alloc(Obj::Module(ModuleObj {
+            class: class.into(),
+            local: None,
+            inplace,
+            attrs,
+            children,
+            origin,
+        }))
     }
 
     pub fn call_module(&mut self, m: ObjId, args: &Args<'t>, node: Node<'t>) -> Vals {
@@ -1024,12 +1329,23 @@ impl<'t> Interp<'t> {
 
     /// Call a module; `site` is where its saves are reported (its constructor inside a
     /// `Sequential`, else the call).
-    fn call_module_at(&mut self, m: ObjId, args: &Args<'t>, node: Node<'t>, site: Option<TextRange>) -> Vals {
+    fn call_module_at(
+        &mut self,
+        m: ObjId,
+        args: &Args<'t>,
+        node: Node<'t>,
+        site: Option<TextRange>,
+    ) -> Vals {
         let call = TextRange::of(node);
         let save_at = site.unwrap_or(call);
-        let Obj::Module(module) = self.heap[m as usize].clone() else { return smallvec![self.unknown] };
+        let Obj::Module(module) = self.heap[m as usize].clone() else {
+            return smallvec![self.unknown];
+        };
         if let Some(c) = &module.local {
-            return match self.find_method(c, "forward").or_else(|| self.find_method(c, "__call__")) {
+            return match self
+                .find_method(c, "forward")
+                .or_else(|| self.find_method(c, "__call__"))
+            {
                 Some(def) => self.inline(def, Some(m), args, call),
                 None => self.opaque_call(args, call),
             };
@@ -1057,9 +1373,22 @@ impl<'t> Interp<'t> {
         let spec = ops::table().module(&module.class);
         if let Some(kw) = module.inplace {
             let tensors = self.as_tensors(&input);
-            let through = args.positional.first().and_then(|(_, n)| *n).and_then(|n| obj_name(self, n));
+            let through = args
+                .positional
+                .first()
+                .and_then(|(_, n)| *n)
+                .and_then(|n| obj_name(self, n));
             let keep = self.keep_name(node, through.clone());
-            self.write(&tensors, WriteKind::InplaceModule { call }, kw, call, through, keep, None, true);
+            self.write(
+                &tensors,
+                WriteKind::InplaceModule { call },
+                kw,
+                call,
+                through,
+                keep,
+                None,
+                true,
+            );
             if spec.is_some_and(|s| s.result) && self.grad_enabled {
                 let mut saves = smallvec::SmallVec::<[SaveId; 2]>::new();
                 for t in tensors.clone() {
@@ -1086,11 +1415,22 @@ impl<'t> Interp<'t> {
         if inputs.is_empty() {
             inputs.push(Vals::new());
         }
-        let grad_params: Vals = if self.grad_enabled { params.clone() } else { Vals::new() };
-        let out = self.derive(&[inputs.concat().into_iter().collect(), grad_params], call, Saves::default(), &display, true);
+        let grad_params: Vals = if self.grad_enabled {
+            params.clone()
+        } else {
+            Vals::new()
+        };
+        let out = self.derive(
+            &[inputs.concat().into_iter().collect(), grad_params],
+            call,
+            Saves::default(),
+            &display,
+            true,
+        );
         // Record the saves against the real inputs and parameters.
         if self.grad_enabled {
-            let out_grad = matches!(&self.heap[out as usize], Obj::Tensor(t) if t.grad.is_possible());
+            let out_grad =
+                matches!(&self.heap[out as usize], Obj::Tensor(t) if t.grad.is_possible());
             if out_grad {
                 let mut new_saves = smallvec::SmallVec::<[SaveId; 2]>::new();
                 if saves.result {
@@ -1177,7 +1517,10 @@ impl<'t> Interp<'t> {
             "parameters" | "named_parameters" => {
                 let mut ps = Vals::new();
                 self.module_params(m, &mut ps, &mut FxHashSet::default());
-                let params = self.alloc(Obj::Params { owners: smallvec![m], tensors: ps.clone() });
+                let params = self.alloc(Obj::Params {
+                    owners: smallvec![m],
+                    tensors: ps.clone(),
+                });
                 if meth == "named_parameters" {
                     let pair = self.alloc(Obj::Seq(vec![smallvec![self.other], ps]));
                     let seq = self.alloc(Obj::Seq(vec![smallvec![pair]]));
@@ -1191,7 +1534,11 @@ impl<'t> Interp<'t> {
                     Obj::Module(module) => {
                         let mut v: Vals = module.children.iter().copied().collect();
                         for vals in module.attrs.values() {
-                            v.extend(vals.iter().copied().filter(|x| matches!(self.heap[*x as usize], Obj::Module(_))));
+                            v.extend(
+                                vals.iter()
+                                    .copied()
+                                    .filter(|x| matches!(self.heap[*x as usize], Obj::Module(_))),
+                            );
                         }
                         v
                     }
@@ -1200,9 +1547,14 @@ impl<'t> Interp<'t> {
                 smallvec![self.alloc(Obj::Seq(vec![ch]))]
             }
             "add_module" | "register_module" => {
-                if let (Some((n, Some(nn))), Some((v, _))) = (args.positional.first(), args.positional.get(1)) {
+                if let (Some((n, Some(nn))), Some((v, _))) =
+                    (args.positional.first(), args.positional.get(1))
+                {
                     let _ = n;
-                    let key: Name = self.text(*nn).trim_matches(|c| c == '"' || c == '\'').into();
+                    let key: Name = self
+                        .text(*nn)
+                        .trim_matches(|c| c == '"' || c == '\'')
+                        .into();
                     if let Obj::Module(module) = &mut self.heap[m as usize] {
                         module.attrs.insert(key, v.clone());
                     }
@@ -1220,7 +1572,11 @@ impl<'t> Interp<'t> {
                 smallvec![self.other]
             }
             _ if ops::MODULE_RETURNS_SELF.contains(&meth) => smallvec![m],
-            "zero_grad" | "state_dict" | "load_state_dict" | "register_forward_hook" | "register_full_backward_hook" => {
+            "zero_grad"
+            | "state_dict"
+            | "load_state_dict"
+            | "register_forward_hook"
+            | "register_full_backward_hook" => {
                 smallvec![self.other]
             }
             _ => self.opaque_call(args, call),
@@ -1250,7 +1606,10 @@ impl<'t> Interp<'t> {
                 tensors.push(v);
             }
         }
-        let opt = self.alloc(Obj::Optimizer { params: tensors.clone(), origin });
+        let opt = self.alloc(Obj::Optimizer {
+            params: tensors.clone(),
+            origin,
+        });
         for t in tensors {
             self.state.held.insert(t, opt);
         }
@@ -1262,14 +1621,30 @@ impl<'t> Interp<'t> {
         opt
     }
 
-    fn optimizer_method(&mut self, opt: ObjId, params: &Vals, meth: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+    fn optimizer_method(
+        &mut self,
+        opt: ObjId,
+        params: &Vals,
+        meth: &str,
+        args: &Args<'t>,
+        node: Node<'t>,
+    ) -> Vals {
         let call = TextRange::of(node);
         match meth {
             "step" => {
                 // Every held parameter is written in place (under no_grad, so no form ①).
                 let tensors: Vals = params.clone();
                 if !tensors.is_empty() {
-                    self.write(&tensors, WriteKind::Step, call, call, None, None, None, false);
+                    self.write(
+                        &tensors,
+                        WriteKind::Step,
+                        call,
+                        call,
+                        None,
+                        None,
+                        None,
+                        false,
+                    );
                 }
                 let _ = opt;
                 smallvec![self.other]
@@ -1342,7 +1717,10 @@ fn mentions_grad_of(it: &Interp<'_>, expr: Node<'_>, name: &str) -> bool {
     let mut stack = vec![expr];
     while let Some(n) = stack.pop() {
         if n.kind() == "attribute" {
-            if let (Some(o), Some(a)) = (n.child_by_field_name("object"), n.child_by_field_name("attribute")) {
+            if let (Some(o), Some(a)) = (
+                n.child_by_field_name("object"),
+                n.child_by_field_name("attribute"),
+            ) {
                 if it.text(a) == "grad" && it.text(o) == name {
                     return true;
                 }

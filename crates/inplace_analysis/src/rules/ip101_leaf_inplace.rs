@@ -34,7 +34,13 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write) -> Finding {
     let stmt = fix::enclosing_statement(ctx, w.site);
     let fix = stmt.and_then(|s| {
         let text = ctx.text(s).to_string();
-        fix::wrap_no_grad(ctx, s, &text, "Update under `torch.no_grad()`", Applicability::Unsafe)
+        fix::wrap_no_grad(
+            ctx,
+            s,
+            &text,
+            "Update under `torch.no_grad()`",
+            Applicability::Unsafe,
+        )
     });
     Finding {
         rule: Rule::LeafInplace,

@@ -33,7 +33,10 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, view: Option<TextRange>) -> Find
     write_related(ctx, w, &mut related);
     if related.is_empty() {
         if let Some(v) = view {
-            related.push(Related { range: v, message: "the view of the leaf is taken here".into() });
+            related.push(Related {
+                range: v,
+                message: "the view of the leaf is taken here".into(),
+            });
         }
     }
     Finding {

@@ -38,7 +38,11 @@ use crate::fix;
 use crate::Rule;
 
 pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
-    let applicability = if w.view_origin.is_none() { Applicability::Safe } else { Applicability::Unsafe };
+    let applicability = if w.view_origin.is_none() {
+        Applicability::Safe
+    } else {
+        Applicability::Unsafe
+    };
     Finding {
         rule: Rule::SavedOutputInplace,
         severity: Severity::Error,

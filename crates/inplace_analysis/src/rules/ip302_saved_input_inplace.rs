@@ -34,7 +34,11 @@ use crate::fix;
 use crate::Rule;
 
 pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
-    let applicability = if w.view_origin.is_none() { Applicability::Safe } else { Applicability::Unsafe };
+    let applicability = if w.view_origin.is_none() {
+        Applicability::Safe
+    } else {
+        Applicability::Unsafe
+    };
     Finding {
         rule: Rule::SavedInputInplace,
         severity: Severity::Error,

@@ -38,9 +38,19 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Fin
         _ => w.site,
     };
     if !call.contains(w.range) {
-        related.insert(1, Related { range: call, message: "the in-place activation runs here".into() });
+        related.insert(
+            1,
+            Related {
+                range: call,
+                message: "the in-place activation runs here".into(),
+            },
+        );
     }
-    let what = if save.output { "the output of" } else { "an input saved by" };
+    let what = if save.output {
+        "the output of"
+    } else {
+        "an input saved by"
+    };
     // The activation as written: its constructor (`nn.ReLU(inplace=True)`) or the functional call.
     let activation = ctx
         .node(w.range)

@@ -36,13 +36,25 @@ pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
     let (severity, why) = if in_graph {
-        (Severity::Warning, "autograd will not notice, and gradients through it come out silently wrong")
+        (
+            Severity::Warning,
+            "autograd will not notice, and gradients through it come out silently wrong",
+        )
     } else {
-        (Severity::Information, "prefer writing the tensor itself under `torch.no_grad()`, which autograd can check")
+        (
+            Severity::Information,
+            "prefer writing the tensor itself under `torch.no_grad()`, which autograd can check",
+        )
     };
     let fix = fix::enclosing_statement(ctx, w.site).and_then(|s| {
         let text = without_data(ctx, s)?;
-        fix::wrap_no_grad(ctx, s, &text, "Write under `torch.no_grad()` without `.data`", Applicability::Unsafe)
+        fix::wrap_no_grad(
+            ctx,
+            s,
+            &text,
+            "Write under `torch.no_grad()` without `.data`",
+            Applicability::Unsafe,
+        )
     });
     Finding {
         rule: Rule::DataBypass,
@@ -80,12 +92,23 @@ fn without_data(ctx: &Ctx<'_>, stmt: TextRange) -> Option<String> {
 
 pub(crate) fn read_finding(ctx: &Ctx<'_>, range: TextRange) -> Finding {
     let node = ctx.node(range);
-    let kept = node.and_then(|n| n.parent()).is_some_and(|p| p.kind() == "assignment");
-    let obj_end = node.and_then(|n| n.child_by_field_name("object")).map(|o| o.end_byte());
+    let kept = node
+        .and_then(|n| n.parent())
+        .is_some_and(|p| p.kind() == "assignment");
+    let obj_end = node
+        .and_then(|n| n.child_by_field_name("object"))
+        .map(|o| o.end_byte());
     let fix = obj_end.map(|end| Fix {
         title: "Use `.detach()` instead of `.data`".into(),
-        applicability: if kept { Applicability::Unsafe } else { Applicability::Safe },
-        edits: vec![Edit { range: TextRange::new(end, range.end), content: ".detach()".into() }],
+        applicability: if kept {
+            Applicability::Unsafe
+        } else {
+            Applicability::Safe
+        },
+        edits: vec![Edit {
+            range: TextRange::new(end, range.end),
+            content: ".detach()".into(),
+        }],
     });
     Finding {
         rule: Rule::DataBypass,

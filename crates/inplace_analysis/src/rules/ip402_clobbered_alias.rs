@@ -34,7 +34,13 @@ use crate::Rule;
 
 /// `bindings`: where the written-through name and the stale name were last bound; the alias
 /// was made by the later one that assigns a plain name (`y = x`).
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, name: &str, read: TextRange, bindings: &[TextRange]) -> Finding {
+pub(crate) fn finding(
+    ctx: &Ctx<'_>,
+    w: &Write,
+    name: &str,
+    read: TextRange,
+    bindings: &[TextRange],
+) -> Finding {
     let mut related = vec![Related {
         range: read,
         message: format!("`{name}` is read here and sees the value written in place"),
@@ -45,25 +51,34 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, name: &str, read: TextRange, bin
         .filter(|b| fix::insert_clone(ctx, *b, Applicability::Unsafe).is_some())
         .max();
     if let Some(b) = bound {
-        related.push(Related { range: b, message: "the alias is made here: both names share one tensor".into() });
+        related.push(Related {
+            range: b,
+            message: "the alias is made here: both names share one tensor".into(),
+        });
     }
     write_related(ctx, w, &mut related);
     let fix = bound
         .and_then(|b| fix::insert_clone(ctx, b, Applicability::Unsafe))
         .or_else(|| match w.kind {
-            WriteKind::Method(_) | WriteKind::TorchFn(_) | WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
-                fix::out_of_place(ctx, w, Applicability::Unsafe)
-            }
+            WriteKind::Method(_)
+            | WriteKind::TorchFn(_)
+            | WriteKind::InplaceModule { .. }
+            | WriteKind::InplaceFunctional => fix::out_of_place(ctx, w, Applicability::Unsafe),
             _ => None,
         });
     let through = match w.kind {
         WriteKind::InplaceModule { call } => ctx.snippet(call),
         _ => ctx.snippet(w.site),
     };
+    // A module built with `inplace=True` clobbers where it is called.
+    let range = match w.kind {
+        WriteKind::InplaceModule { call } => call,
+        _ => w.range,
+    };
     Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
-        range: w.range,
+        range,
         message: format!(
             "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later (line {}) and silently sees the new values",
             ctx.line(read)

@@ -30,11 +30,21 @@ use crate::fix;
 use crate::Rule;
 use tree_sitter::Node;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, stmt: Node<'_>, target: Node<'_>, name: &str, optimizer: Option<TextRange>, update: bool) -> Finding {
+pub(crate) fn finding(
+    ctx: &Ctx<'_>,
+    stmt: Node<'_>,
+    target: Node<'_>,
+    name: &str,
+    optimizer: Option<TextRange>,
+    update: bool,
+) -> Finding {
     let range = TextRange::of(stmt);
     let mut related = Vec::new();
     if let Some(o) = optimizer {
-        related.push(Related { range: o, message: format!("this optimizer holds the old `{name}` and keeps updating it") });
+        related.push(Related {
+            range: o,
+            message: format!("this optimizer holds the old `{name}` and keeps updating it"),
+        });
     }
     let message = match (optimizer, update) {
         (Some(o), _) => format!(
@@ -48,11 +58,22 @@ pub(crate) fn finding(ctx: &Ctx<'_>, stmt: Node<'_>, target: Node<'_>, name: &st
         ),
     };
     let fix = augmented_update(ctx, stmt, target);
-    Finding { rule: Rule::ParamRebind, severity: Severity::Warning, range, message, related, fix }
+    Finding {
+        rule: Rule::ParamRebind,
+        severity: Severity::Warning,
+        range,
+        message,
+        related,
+        fix,
+    }
 }
 
 /// `w = w - lr * w.grad` -> `with torch.no_grad(): w -= lr * w.grad`.
-fn augmented_update(ctx: &Ctx<'_>, stmt: Node<'_>, target: Node<'_>) -> Option<crate::finding::Fix> {
+fn augmented_update(
+    ctx: &Ctx<'_>,
+    stmt: Node<'_>,
+    target: Node<'_>,
+) -> Option<crate::finding::Fix> {
     let right = stmt.child_by_field_name("right")?;
     if right.kind() != "binary_operator" {
         return None;
@@ -70,5 +91,11 @@ fn augmented_update(ctx: &Ctx<'_>, stmt: Node<'_>, target: Node<'_>) -> Option<c
     }
     let new = format!("{t} {op}= {}", ctx.text(TextRange::of(operand)));
     let stmt_range = fix::enclosing_statement(ctx, TextRange::of(stmt))?;
-    fix::wrap_no_grad(ctx, stmt_range, &new, "Update in place under `torch.no_grad()`", Applicability::Unsafe)
+    fix::wrap_no_grad(
+        ctx,
+        stmt_range,
+        &new,
+        "Update in place under `torch.no_grad()`",
+        Applicability::Unsafe,
+    )
 }

@@ -64,7 +64,10 @@ impl<'t> Ctx<'t> {
             return None;
         }
         while let Some(p) = n.parent() {
-            if p.start_byte() == r.start && p.end_byte() == r.end && p.kind() != "expression_statement" {
+            if p.start_byte() == r.start
+                && p.end_byte() == r.end
+                && p.kind() != "expression_statement"
+            {
                 n = p;
             } else {
                 break;
@@ -85,13 +88,19 @@ pub(crate) fn write_related(ctx: &Ctx<'_>, w: &Write, out: &mut Vec<Related>) {
         if v != w.site && !w.site.contains(v) {
             out.push(Related {
                 range: v,
-                message: format!("`{}` is a view: it shares the storage and version counter it writes", ctx.snippet(v)),
+                message: format!(
+                    "`{}` is a view: it shares the storage and version counter it writes",
+                    ctx.snippet(v)
+                ),
             });
         }
     }
     if let Some(c) = w.call_site {
         if !c.contains(w.range) {
-            out.push(Related { range: c, message: format!("the write runs inside this call: `{}`", ctx.snippet(c)) });
+            out.push(Related {
+                range: c,
+                message: format!("the write runs inside this call: `{}`", ctx.snippet(c)),
+            });
         }
     }
 }
@@ -101,7 +110,9 @@ pub(crate) fn form3_rule(w: &Write, save: &Save) -> crate::Rule {
     use crate::Rule::*;
     match w.kind {
         WriteKind::Step => StepBeforeBackward,
-        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => InplaceActivationAfterSavingOp,
+        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
+            InplaceActivationAfterSavingOp
+        }
         _ if save.output => SavedOutputInplace,
         _ => SavedInputInplace,
     }
@@ -109,11 +120,22 @@ pub(crate) fn form3_rule(w: &Write, save: &Save) -> crate::Rule {
 
 /// A form ③ finding: `w` clobbered `save`, and `trigger` (a `backward()` or a return of the
 /// graph) needs it.
-pub(crate) fn form3_finding(ctx: &Ctx<'_>, w: &Write, save: &Save, trigger: TextRange, is_backward: bool) -> Finding {
-    let t = Trigger { range: trigger, is_backward };
+pub(crate) fn form3_finding(
+    ctx: &Ctx<'_>,
+    w: &Write,
+    save: &Save,
+    trigger: TextRange,
+    is_backward: bool,
+) -> Finding {
+    let t = Trigger {
+        range: trigger,
+        is_backward,
+    };
     match form3_rule(w, save) {
         crate::Rule::StepBeforeBackward => ip304_step_before_backward::finding(ctx, w, save, &t),
-        crate::Rule::InplaceActivationAfterSavingOp => ip303_inplace_activation_after_saving_op::finding(ctx, w, save, &t),
+        crate::Rule::InplaceActivationAfterSavingOp => {
+            ip303_inplace_activation_after_saving_op::finding(ctx, w, save, &t)
+        }
         crate::Rule::SavedOutputInplace => ip301_saved_output_inplace::finding(ctx, w, save, &t),
         _ => ip302_saved_input_inplace::finding(ctx, w, save, &t),
     }
@@ -129,7 +151,12 @@ impl Trigger {
     /// "`loss.backward()` (line 9) will raise" / "it is returned (line 9); a `backward()` through it will raise"
     pub fn clause(&self, ctx: &Ctx<'_>) -> String {
         if self.is_backward {
-            format!("`{}` (line {}) will raise: {}", ctx.snippet(self.range), ctx.line(self.range), FORM3_MESSAGE)
+            format!(
+                "`{}` (line {}) will raise: {}",
+                ctx.snippet(self.range),
+                ctx.line(self.range),
+                FORM3_MESSAGE
+            )
         } else {
             format!(
                 "the graph is returned (line {}), and a `backward()` through it will raise: {}",
@@ -153,8 +180,15 @@ impl Trigger {
 
 /// Related entries for a form ③ finding: the saving op, the trigger, the view and call.
 pub(crate) fn form3_related(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Vec<Related> {
-    let what = if save.output { "its output" } else { "this input" };
-    let mut related = vec![Related { range: save.range, message: format!("`{}` saved {what} for backward here", save.op) }];
+    let what = if save.output {
+        "its output"
+    } else {
+        "this input"
+    };
+    let mut related = vec![Related {
+        range: save.range,
+        message: format!("`{}` saved {what} for backward here", save.op),
+    }];
     related.push(t.related());
     write_related(ctx, w, &mut related);
     related
