@@ -39,6 +39,10 @@ dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_c
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
 xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu""".split()
 
+# Reductions whose `dim=` overload returns (values, indices) and saves only the indices.
+UNARY_DIM = "max min median mode kthvalue sort topk cummax cummin amax amin logsumexp std var norm prod".split()
+DIM_ARGS = {"kthvalue": (1, 0), "topk": (1, 0), "norm": (2, 0)}
+
 MODULES = """Sigmoid Tanh ReLU Softmax LogSoftmax GELU SiLU ELU SELU CELU LeakyReLU Hardtanh ReLU6
 Softplus Mish Hardsigmoid Hardswish LogSigmoid Softsign Tanhshrink Softshrink Hardshrink Threshold
 PReLU Linear Conv1d Conv2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Dropout Identity Flatten
@@ -232,6 +236,13 @@ def main(argv):
         flags = measure_unary(f, EXTRA.get(name, ()))
         if flags is not None:
             ops[name] = {"forms": forms(name), "unary": flags}
+    for name in UNARY_DIM:
+        f = resolve(name)
+        if f is None:
+            continue
+        flags = measure_unary(f, DIM_ARGS.get(name, (0,)))
+        if flags is not None:
+            ops[name + ".dim"] = {"forms": forms(name), "unary": flags}
     for name in BINARY:
         f = resolve(name)
         if f is None:

@@ -16,6 +16,8 @@ const MAX_INLINE: usize = 6;
 /// Loop bodies run this many times (enough for a write in one iteration to meet a backward in
 /// the next; saves are fresh each iteration, so more runs find nothing new).
 const LOOP_RUNS: usize = 2;
+/// Most values a container slot keeps.
+const MAX_SEQ: usize = 32;
 
 pub(crate) struct Frame {
     /// A function analysed on its own (its arguments unknown): a returned graph flows out.
@@ -67,11 +69,12 @@ pub(crate) struct Interp<'t> {
     /// The values of the literals `True` and `False`.
     pub true_obj: ObjId,
     pub false_obj: ObjId,
+    pub none_obj: ObjId,
 }
 
 impl<'t> Interp<'t> {
     pub fn new(ctx: Ctx<'t>) -> Self {
-        let budget = 20_000 + 40 * ctx.lines.line_count() as u64;
+        let budget = budget_for(ctx.lines.line_count());
         let mut it = Interp {
             ctx,
             heap: Vec::new(),
@@ -97,11 +100,13 @@ impl<'t> Interp<'t> {
             other: 1,
             true_obj: 2,
             false_obj: 3,
+            none_obj: 4,
         };
         it.unknown = it.alloc(Obj::Unknown);
         it.other = it.alloc(Obj::Other);
         it.true_obj = it.alloc(Obj::Other);
         it.false_obj = it.alloc(Obj::Other);
+        it.none_obj = it.alloc(Obj::Other);
         it
     }
 
@@ -116,6 +121,46 @@ impl<'t> Interp<'t> {
 
     pub fn exhausted(&self) -> bool {
         self.steps > self.budget
+    }
+
+    /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
+    /// parameters, containers) is kept, and at most `MAX_SEQ` values per slot.
+    pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
+        let keep: Vals = vals
+            .iter()
+            .copied()
+            .filter(|v| {
+                matches!(
+                    self.heap[*v as usize],
+                    Obj::Tensor(_)
+                        | Obj::Module(_)
+                        | Obj::Params { .. }
+                        | Obj::Seq(_)
+                        | Obj::Optimizer { .. }
+                )
+            })
+            .collect();
+        if let Obj::Seq(items) = &mut self.heap[seq as usize] {
+            while items.len() <= slot {
+                items.push(Vals::new());
+            }
+            for v in keep {
+                if items[slot].len() >= MAX_SEQ {
+                    break;
+                }
+                if !items[slot].contains(&v) {
+                    items[slot].push(v);
+                }
+            }
+        }
+    }
+
+    /// A copy of the state for another path, charged to the budget by its size.
+    pub fn fork(&mut self) -> State {
+        self.steps += 1
+            + (self.state.env.len() + self.state.live.len() + self.state.clobbered.len()) as u64
+                / 16;
+        self.state.clone()
     }
 
     pub fn report(&mut self, finding: Finding) {
@@ -138,12 +183,15 @@ impl<'t> Interp<'t> {
     }
 
     fn analyse_standalone(&mut self, def: Node<'t>) {
+        // Each function gets a budget of its own, in proportion to its size.
+        self.steps = 0;
+        self.budget = budget_for(def.end_position().row - def.start_position().row + 1);
         self.state = State::default();
         self.outer_envs.clear();
         self.frames = vec![Frame::new(true)];
         self.inlining = vec![def.id()];
         self.call_site = None;
-        self.grad_enabled = !has_no_grad_decorator(self, def);
+        self.grad_enabled = !runs_without_grad(self, def);
         let class = enclosing_class(def);
         let name = def
             .child_by_field_name("name")
@@ -168,7 +216,14 @@ impl<'t> Interp<'t> {
                 {
                     self.alloc(Obj::Unknown)
                 } else {
-                    self.param_tensor(p, is_forward || annotated_tensor(self, p))
+                    let t = self.param_tensor(p, is_forward || annotated_tensor(self, p));
+                    // Arguments of plain functions carry no grad unless a caller passes it.
+                    if !self_obj.is_some_and(|o| self.is_module(o)) {
+                        if let Obj::Tensor(tt) = &mut self.heap[t as usize] {
+                            tt.grad = Tri::No;
+                        }
+                    }
+                    t
                 };
                 self.state.env.insert(pname, smallvec![obj]);
             }
@@ -345,10 +400,26 @@ impl<'t> Interp<'t> {
     }
 
     fn exec_if(&mut self, stmt: Node<'t>) {
-        if let Some(cond) = stmt.child_by_field_name("condition") {
-            self.eval(cond);
+        let cond = stmt
+            .child_by_field_name("condition")
+            .map(|c| self.eval(c))
+            .unwrap_or_default();
+        // A condition known to be true or false takes one branch only.
+        if cond.as_slice() == [self.true_obj] {
+            if let Some(cons) = stmt.child_by_field_name("consequence") {
+                self.exec_block(cons);
+            }
+            return;
         }
-        let before = self.state.clone();
+        if cond.as_slice() == [self.false_obj] {
+            let mut cursor = stmt.walk();
+            let alts: Vec<Node<'t>> = stmt
+                .children_by_field_name("alternative", &mut cursor)
+                .collect();
+            self.exec_alternatives(&alts);
+            return;
+        }
+        let before = self.fork();
         if let Some(cons) = stmt.child_by_field_name("consequence") {
             self.exec_block(cons);
         }
@@ -357,6 +428,7 @@ impl<'t> Interp<'t> {
         let mut cursor = stmt.walk();
         let mut running = before;
         for alt in stmt.children_by_field_name("alternative", &mut cursor) {
+            self.steps += 1;
             self.state = running.clone();
             match alt.kind() {
                 "elif_clause" => {
@@ -383,8 +455,38 @@ impl<'t> Interp<'t> {
         self.state = out;
     }
 
+    /// The `elif`/`else` clauses of an `if` whose own condition is false.
+    fn exec_alternatives(&mut self, alts: &[Node<'t>]) {
+        let Some((first, rest)) = alts.split_first() else {
+            return;
+        };
+        if first.kind() != "elif_clause" {
+            if let Some(b) = first.child_by_field_name("body") {
+                self.exec_block(b);
+            }
+            return;
+        }
+        let cond = first
+            .child_by_field_name("condition")
+            .map(|c| self.eval(c))
+            .unwrap_or_default();
+        if cond.as_slice() == [self.false_obj] {
+            return self.exec_alternatives(rest);
+        }
+        let before = self.fork();
+        if let Some(cons) = first.child_by_field_name("consequence") {
+            self.exec_block(cons);
+        }
+        if cond.as_slice() == [self.true_obj] {
+            return;
+        }
+        let taken = std::mem::replace(&mut self.state, before);
+        self.exec_alternatives(rest);
+        self.state.join(&taken);
+    }
+
     fn run_loop(&mut self, mut body: impl FnMut(&mut Self)) {
-        let entry = self.state.clone();
+        let entry = self.fork();
         let mut exit = entry.clone();
         let runs = if self.exhausted() { 1 } else { LOOP_RUNS };
         for _ in 0..runs {
@@ -398,9 +500,10 @@ impl<'t> Interp<'t> {
             self.state.join(&conts);
             exit.join(&self.state);
             exit.join(&breaks);
-            let mut next = entry.clone();
-            next.join(&self.state);
-            self.state = next;
+            // The next iteration runs after this one (not after zero iterations).
+            if self.state.dead {
+                break;
+            }
         }
         self.state = exit;
     }
@@ -410,9 +513,38 @@ impl<'t> Interp<'t> {
             Some(r) => self.eval(r),
             None => smallvec![self.unknown],
         };
-        let elems = self.elements(&iter);
         let left = stmt.child_by_field_name("left");
         let body = stmt.child_by_field_name("body");
+        if let Some(children) = self.unrollable(&iter) {
+            // `for layer in self.layers:` runs each child in order.
+            let mut exit = self.fork();
+            self.frames
+                .last_mut()
+                .unwrap()
+                .loops
+                .push((State::dead(), State::dead()));
+            for child in children {
+                if self.state.dead {
+                    break;
+                }
+                if let Some(l) = left {
+                    self.bind_target(l, smallvec![child], None);
+                }
+                if let Some(b) = body {
+                    self.exec_block(b);
+                }
+                let frame = self.frames.last_mut().unwrap();
+                let conts =
+                    std::mem::replace(&mut frame.loops.last_mut().unwrap().1, State::dead());
+                self.state.join(&conts);
+            }
+            let (breaks, _) = self.frames.last_mut().unwrap().loops.pop().unwrap();
+            exit.join(&self.state);
+            exit.join(&breaks);
+            self.state = exit;
+            return;
+        }
+        let elems = self.elements(&iter);
         self.run_loop(|it| {
             if let Some(l) = left {
                 it.bind_target(l, elems.clone(), None);
@@ -447,11 +579,11 @@ impl<'t> Interp<'t> {
     }
 
     fn exec_try(&mut self, stmt: Node<'t>) {
-        let before = self.state.clone();
+        let before = self.fork();
         if let Some(body) = stmt.child_by_field_name("body") {
             self.exec_block(body);
         }
-        let after_body = self.state.clone();
+        let after_body = self.fork();
         let mut out = State::dead();
         let mut finally = None;
         for clause in named_children(stmt) {
@@ -640,25 +772,29 @@ impl<'t> Interp<'t> {
                     return;
                 };
                 let base = self.eval(obj);
-                let mut cursor = target.walk();
-                for idx in target.children_by_field_name("subscript", &mut cursor) {
-                    self.eval(idx);
-                }
+                let index = self.index_of(target);
                 let mut tensors = Vals::new();
+                let mut seq_add = Vals::new();
                 for b in base {
                     match &mut self.heap[b as usize] {
-                        Obj::Tensor(_) => tensors.push(b),
-                        Obj::Seq(items) => {
-                            if items.is_empty() {
-                                items.push(Vals::new());
-                            }
-                            for v in &vals {
-                                if !items[0].contains(v) {
-                                    items[0].push(*v);
-                                }
-                            }
-                        }
+                        Obj::Tensor(_) if index != Index::Key => tensors.push(b),
+                        Obj::Seq(_) => seq_add.push(b),
                         _ => {}
+                    }
+                }
+                for s in seq_add {
+                    // `xs[2] = v` replaces that position; other keys add a position.
+                    let Obj::Seq(items) = &mut self.heap[s as usize] else {
+                        continue;
+                    };
+                    match index {
+                        Index::At(i) if i >= 0 && (i as usize) < items.len() => {
+                            items[i as usize] = vals.clone()
+                        }
+                        _ => {
+                            let slot = items.len().min(63);
+                            self.seq_insert(s, slot, &vals);
+                        }
                     }
                 }
                 if !tensors.is_empty() {
@@ -871,7 +1007,7 @@ impl<'t> Interp<'t> {
         let saved_stale = std::mem::take(&mut self.state.stale);
         self.outer_envs.push(saved_env);
         let saved_mode = self.grad_enabled;
-        if !is_lambda && has_no_grad_decorator(self, def) {
+        if !is_lambda && runs_without_grad(self, def) {
             self.grad_enabled = false;
         }
         let saved_site = self.call_site;
@@ -1056,7 +1192,7 @@ impl<'t> Interp<'t> {
                     None => return smallvec![self.other],
                 };
                 if a.iter().any(|v| self.maybe_tensor(*v)) {
-                    let t = self.apply_op("neg", "-", &[a], node, None);
+                    let t = self.apply_op("neg", "-", &[a], node, false);
                     smallvec![t]
                 } else {
                     smallvec![self.other]
@@ -1111,17 +1247,50 @@ impl<'t> Interp<'t> {
                 out
             }
             "boolean_operator" => {
-                let mut out = Vals::new();
-                for p in named_children(node) {
-                    out.extend(self.eval(p));
+                let (Some(l), Some(r)) = (
+                    node.child_by_field_name("left"),
+                    node.child_by_field_name("right"),
+                ) else {
+                    return smallvec![self.other];
+                };
+                let is_and = node
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| o.kind() == "and");
+                let a = self.eval(l);
+                let b = self.eval(r);
+                let (t, f) = ([self.true_obj], [self.false_obj]);
+                // Known truth values decide; else either operand may be the result.
+                match (is_and, a.as_slice(), b.as_slice()) {
+                    (true, x, _) if x == f => a,
+                    (true, x, _) if x == t => b,
+                    (true, _, y) if y == f => b,
+                    (false, x, _) if x == t => a,
+                    (false, x, _) if x == f => b,
+                    (false, _, y) if y == t => b,
+                    _ => {
+                        let mut out = a;
+                        out.extend(b);
+                        out.retain(|v| *v != self.true_obj && *v != self.false_obj);
+                        if out.is_empty() {
+                            out.push(self.other);
+                        }
+                        out
+                    }
                 }
-                out
             }
-            "comparison_operator" | "not_operator" => {
-                for p in named_children(node) {
-                    self.eval(p);
+            "comparison_operator" => self.eval_comparison(node),
+            "not_operator" => {
+                let v = node
+                    .child_by_field_name("argument")
+                    .map(|a| self.eval(a))
+                    .unwrap_or_default();
+                if v.as_slice() == [self.true_obj] {
+                    smallvec![self.false_obj]
+                } else if v.as_slice() == [self.false_obj] {
+                    smallvec![self.true_obj]
+                } else {
+                    smallvec![self.other]
                 }
-                smallvec![self.other]
             }
             "named_expression" => {
                 let v = node
@@ -1139,7 +1308,8 @@ impl<'t> Interp<'t> {
             }
             "true" => smallvec![self.true_obj],
             "false" => smallvec![self.false_obj],
-            "string" | "concatenated_string" | "integer" | "float" | "none" | "ellipsis" => {
+            "none" => smallvec![self.none_obj],
+            "string" | "concatenated_string" | "integer" | "float" | "ellipsis" => {
                 smallvec![self.other]
             }
             "keyword_argument" => node
@@ -1155,7 +1325,48 @@ impl<'t> Interp<'t> {
         }
     }
 
+    /// `x is None` / `x is not None` on values we know; other comparisons are unknown.
+    fn eval_comparison(&mut self, node: Node<'t>) -> Vals {
+        let parts: Vec<Vals> = named_children(node)
+            .into_iter()
+            .map(|p| self.eval(p))
+            .collect();
+        let mut cursor = node.walk();
+        let ops: Vec<&str> = node
+            .children(&mut cursor)
+            .filter(|c| !c.is_named())
+            .map(|c| c.kind())
+            .collect();
+        if let ([a, b], [op]) = (parts.as_slice(), ops.as_slice()) {
+            if matches!(*op, "is" | "is not") && b.as_slice() == [self.none_obj] && !a.is_empty() {
+                let known = |v: &ObjId| {
+                    matches!(
+                        self.heap[*v as usize],
+                        Obj::Module(_)
+                            | Obj::Tensor(_)
+                            | Obj::Optimizer { .. }
+                            | Obj::Func(_)
+                            | Obj::Class(_)
+                    )
+                };
+                let is_none = if a.iter().all(|v| *v == self.none_obj) {
+                    Some(true)
+                } else if a.iter().all(known) {
+                    Some(false)
+                } else {
+                    None
+                };
+                if let Some(n) = is_none {
+                    let truth = if *op == "is" { n } else { !n };
+                    return smallvec![if truth { self.true_obj } else { self.false_obj }];
+                }
+            }
+        }
+        smallvec![self.other]
+    }
+
     fn eval_comprehension(&mut self, node: Node<'t>) -> Vals {
+        self.steps += 1 + self.state.env.len() as u64 / 16;
         let saved_env = self.state.env.clone();
         let mut body = None;
         for c in named_children(node) {
@@ -1197,7 +1408,17 @@ impl<'t> Interp<'t> {
             self.report_stale_read(name, &writes, TextRange::of(node));
         }
         if let Some(v) = self.state.env.get(name) {
-            return v.clone();
+            let v = v.clone();
+            if !self.state.orphaned.is_empty() {
+                for o in &v {
+                    if let Some(fs) = self.state.orphaned.remove(o) {
+                        for f in fs {
+                            self.report(f);
+                        }
+                    }
+                }
+            }
+            return v;
         }
         for env in self.outer_envs.iter().take(1) {
             if let Some(v) = env.get(name) {
@@ -1210,7 +1431,7 @@ impl<'t> Interp<'t> {
         match name {
             "True" => smallvec![self.true_obj],
             "False" => smallvec![self.false_obj],
-            "None" => smallvec![self.other],
+            "None" => smallvec![self.none_obj],
             _ => smallvec![self.alloc(Obj::Path(format!("builtins.{name}").into()))],
         }
     }
@@ -1241,28 +1462,48 @@ impl<'t> Interp<'t> {
             return smallvec![self.unknown];
         };
         let base = self.eval(value);
-        let mut cursor = node.walk();
-        let mut index_literal = None;
-        for idx in node.children_by_field_name("subscript", &mut cursor) {
-            if idx.kind() == "integer" {
-                index_literal = self.text(idx).parse::<usize>().ok();
-            }
-            self.eval(idx);
-        }
+        let index = self.index_of(node);
+        let index_literal = match index {
+            Index::At(i) => Some(i),
+            _ => None,
+        };
         let mut out = Vals::new();
         for b in base {
             match &self.heap[b as usize] {
+                // A string key means a dict (or a mapping-like output), never tensor indexing.
+                Obj::Tensor(_) if index == Index::Key => out.push(self.alloc(Obj::Unknown)),
                 Obj::Tensor(_) => out.push(self.view_of(b, TextRange::of(node))),
                 Obj::Seq(items) => {
                     let items = items.clone();
-                    match index_literal.and_then(|i| items.get(i)) {
-                        Some(v) => out.extend(v.iter().copied()),
-                        None => out.extend(items.into_iter().flatten()),
+                    let n = items.len() as i64;
+                    let resolve = |i: i64| {
+                        if i < 0 {
+                            (n + i).max(0) as usize
+                        } else {
+                            i as usize
+                        }
+                    };
+                    match index {
+                        Index::At(i) if items.get(resolve(i)).is_some() => {
+                            out.extend(items[resolve(i)].iter().copied())
+                        }
+                        Index::Range(lo, hi) => {
+                            let lo = lo.map(resolve).unwrap_or(0).min(items.len());
+                            let hi = hi
+                                .map(resolve)
+                                .unwrap_or(items.len())
+                                .clamp(lo, items.len());
+                            out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
+                        }
+                        _ => out.extend(items.into_iter().flatten()),
                     }
                 }
                 Obj::Module(m) if !m.children.is_empty() => {
                     let ch = m.children.clone();
-                    match index_literal.and_then(|i| ch.get(i)) {
+                    match index_literal
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| ch.get(i))
+                    {
                         Some(c) => out.push(*c),
                         None => out.extend(ch),
                     }
@@ -1276,6 +1517,51 @@ impl<'t> Interp<'t> {
             out.push(self.unknown);
         }
         out
+    }
+
+    /// What a subscript indexes with: `[2]`, `[-1]`, `[1:]`, `["key"]`, or anything else.
+    pub fn index_of(&mut self, node: Node<'t>) -> Index {
+        let mut cursor = node.walk();
+        let idx: Vec<Node<'t>> = node
+            .children_by_field_name("subscript", &mut cursor)
+            .collect();
+        for i in &idx {
+            self.eval(*i);
+        }
+        let [one] = idx.as_slice() else {
+            return Index::Other;
+        };
+        let int = |n: Node<'_>| self.text(n).replace(' ', "").parse::<i64>().ok();
+        match one.kind() {
+            "integer" | "unary_operator" => int(*one).map(Index::At).unwrap_or(Index::Other),
+            "string" | "concatenated_string" => Index::Key,
+            "slice" => {
+                let parts = named_children(*one);
+                let text = self.text(*one);
+                let colon = text
+                    .find(':')
+                    .map(|c| one.start_byte() + c)
+                    .unwrap_or(usize::MAX);
+                let mut lo = None;
+                let mut hi = None;
+                for p in &parts {
+                    let v = int(*p);
+                    if v.is_none() {
+                        return Index::Other;
+                    }
+                    if p.end_byte() <= colon {
+                        lo = v;
+                    } else if hi.is_none() {
+                        hi = v;
+                    }
+                }
+                if text.matches(':').count() > 1 {
+                    return Index::Other;
+                }
+                Index::Range(lo, hi)
+            }
+            _ => Index::Other,
+        }
     }
 
     /// The values a `for` loop over `vals` binds.
@@ -1306,6 +1592,23 @@ impl<'t> Interp<'t> {
         out
     }
 
+    /// The children to run a loop over one by one: a single `ModuleList`/`Sequential`, or a
+    /// literal list of modules, of at most 32 entries.
+    fn unrollable(&self, iter: &Vals) -> Option<Vec<ObjId>> {
+        let [one] = iter.as_slice() else { return None };
+        let children: Vec<ObjId> = match &self.heap[*one as usize] {
+            Obj::Module(m) if !m.children.is_empty() => m.children.clone(),
+            Obj::Seq(items) if !items.is_empty() && items.iter().all(|i| i.len() == 1) => {
+                items.iter().map(|i| i[0]).collect()
+            }
+            _ => return None,
+        };
+        let modules = children
+            .iter()
+            .all(|c| matches!(self.heap[*c as usize], Obj::Module(_)));
+        (modules && children.len() <= 32).then_some(children)
+    }
+
     /// Split values for `a, b = vals` into `n` parts.
     fn unpack(&mut self, vals: &Vals, n: usize) -> Vec<Vals> {
         let mut parts = vec![Vals::new(); n];
@@ -1317,9 +1620,19 @@ impl<'t> Interp<'t> {
                     }
                 }
                 Obj::Seq(items) => {
+                    // `a, b, c = x.unbind()`: each target is its own object (same storage for
+                    // views), not one shared object.
                     let all: Vals = items.into_iter().flatten().collect();
                     for p in parts.iter_mut() {
-                        p.extend(all.iter().copied());
+                        for v in &all {
+                            match self.heap[*v as usize].clone() {
+                                Obj::Tensor(mut t) => {
+                                    t.grad_tensor = None;
+                                    p.push(self.alloc(Obj::Tensor(t)));
+                                }
+                                _ => p.push(*v),
+                            }
+                        }
                     }
                 }
                 Obj::Tensor(t) => {
@@ -1384,6 +1697,15 @@ impl<'t> Interp<'t> {
     }
 }
 
+/// The index of a subscript, as far as it is a literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Index {
+    At(i64),
+    Range(Option<i64>, Option<i64>),
+    Key,
+    Other,
+}
+
 // ------------------------------------------------------------------------------ call arguments
 
 #[derive(Default)]
@@ -1411,6 +1733,12 @@ impl<'t> Args<'t> {
 }
 
 // ------------------------------------------------------------------------------ syntax helpers
+
+/// Steps allowed for a scope of `lines` lines: enough to inline and unroll ordinary code,
+/// bounded so that a file's analysis stays linear in its size.
+fn budget_for(lines: usize) -> u64 {
+    2_000 + 30 * lines as u64
+}
 
 pub(crate) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     let mut cursor = node.walk();
@@ -1499,6 +1827,22 @@ fn has_decorator(it: &Interp<'_>, def: Node<'_>, needle: &str) -> bool {
 
 fn has_no_grad_decorator(it: &Interp<'_>, def: Node<'_>) -> bool {
     has_decorator(it, def, "no_grad") || has_decorator(it, def, "inference_mode")
+}
+
+/// Functions whose body runs with grad disabled: `@torch.no_grad()` / `@torch.inference_mode()`
+/// decorated ones, and `forward`/`backward` of a `torch.autograd.Function`.
+fn runs_without_grad(it: &Interp<'_>, def: Node<'_>) -> bool {
+    if has_no_grad_decorator(it, def) {
+        return true;
+    }
+    enclosing_class(def)
+        .and_then(|c| c.child_by_field_name("superclasses"))
+        .is_some_and(|s| {
+            named_children(s).iter().any(|b| {
+                let t = it.text(*b);
+                t == "Function" || t.ends_with("autograd.Function") || t.ends_with(".Function")
+            })
+        })
 }
 
 fn enclosing_class(def: Node<'_>) -> Option<Node<'_>> {

@@ -182,6 +182,8 @@ pub(crate) struct State {
     pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
     /// Parameter (or module) object -> optimizer object holding it.
     pub held: FxHashMap<ObjId, ObjId>,
+    /// IP403 findings waiting for the optimizer that holds the orphan to be used again.
+    pub orphaned: FxHashMap<ObjId, SmallVec<[crate::finding::Finding; 1]>>,
     /// Control never reaches here (after return, raise, break, continue).
     pub dead: bool,
 }
@@ -221,6 +223,14 @@ impl State {
         }
         for (k, v) in &other.held {
             self.held.entry(*k).or_insert(*v);
+        }
+        for (k, v) in &other.orphaned {
+            let e = self.orphaned.entry(*k).or_default();
+            for f in v {
+                if !e.contains(f) {
+                    e.push(f.clone());
+                }
+            }
         }
     }
 

@@ -5,6 +5,9 @@ use super::model::*;
 use crate::finding::TextRange;
 use crate::ops::{self, ArgKind, Saves};
 use crate::rules;
+
+/// Most positions a list keeps apart; later appends share the last one.
+const MAX_SLOTS: usize = 64;
 use rustc_hash::FxHashSet;
 use smallvec::smallvec;
 use tree_sitter::Node;
@@ -107,8 +110,24 @@ impl<'t> Interp<'t> {
                     if let Some(inner) = a.named_child(0) {
                         let v = self.eval(inner);
                         if a.kind() == "list_splat" {
-                            let e = self.elements(&v);
-                            args.positional.push((e, None));
+                            // `f(*layers)`: one argument per position of the list, in order
+                            // (of the longest list when the name may hold several).
+                            let longest = v
+                                .iter()
+                                .filter_map(|x| match &self.heap[*x as usize] {
+                                    Obj::Seq(items) => Some(items.clone()),
+                                    _ => None,
+                                })
+                                .max_by_key(|items| items.len());
+                            match longest {
+                                Some(items) if v.len() == 1 || !items.is_empty() => {
+                                    args.positional.extend(items.into_iter().map(|i| (i, None)));
+                                }
+                                _ => {
+                                    let e = self.elements(&v);
+                                    args.positional.push((e, None));
+                                }
+                            }
                         }
                     }
                 }
@@ -294,9 +313,10 @@ impl<'t> Interp<'t> {
     fn call_builtin(&mut self, name: &str, args: &Args<'t>, call: TextRange) -> Vals {
         let first = args.first().cloned().unwrap_or_default();
         match name {
-            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "isinstance"
-            | "hasattr" | "round" | "type" | "repr" | "format" | "id" | "hash" | "open"
-            | "input" | "issubclass" | "callable" | "setattr" | "vars" | "dir" => {
+            "isinstance" => self.eval_isinstance(args),
+            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
+            | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
+            | "callable" | "setattr" | "vars" | "dir" => {
                 smallvec![self.other]
             }
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
@@ -337,19 +357,76 @@ impl<'t> Interp<'t> {
         }
     }
 
+    /// `max(x, dim)` saves other tensors than `max(x)`: the table has a `.dim` entry for such
+    /// reductions. `dim_pos` is the position of `dim` among the positional arguments.
+    fn dim_variant(&self, name: &str, args: &Args<'t>, dim_pos: usize) -> String {
+        let variant = format!("{name}.dim");
+        if ops::table().op(&variant).is_none() {
+            return name.to_string();
+        }
+        let positional_dim = args
+            .positional
+            .get(dim_pos)
+            .is_some_and(|(v, _)| !v.is_empty() && v.iter().all(|x| !self.maybe_tensor(*x)));
+        if args.keyword("dim").is_some() || positional_dim {
+            variant
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// `isinstance(m, nn.Conv2d)` on a module we know.
+    fn eval_isinstance(&mut self, args: &Args<'t>) -> Vals {
+        let (Some((objs, _)), Some((classes, _))) =
+            (args.positional.first(), args.positional.get(1))
+        else {
+            return smallvec![self.other];
+        };
+        let mut names = Vec::new();
+        let mut flat = Vals::new();
+        self.flatten(classes, &mut flat, &mut FxHashSet::default());
+        for c in &flat {
+            match &self.heap[*c as usize] {
+                Obj::Path(p) if p.starts_with("torch.nn.") => {
+                    names.push(p.rsplit('.').next().unwrap_or("").to_string())
+                }
+                _ => return smallvec![self.other],
+            }
+        }
+        let mut answer = None;
+        for o in objs {
+            let this = match &self.heap[*o as usize] {
+                Obj::Module(m) if m.local.is_none() => names.iter().any(|n| **n == *m.class),
+                _ => return smallvec![self.other],
+            };
+            if answer.is_some_and(|a| a != this) {
+                return smallvec![self.other];
+            }
+            answer = Some(this);
+        }
+        match answer {
+            Some(true) => smallvec![self.true_obj],
+            Some(false) => smallvec![self.false_obj],
+            None => smallvec![self.other],
+        }
+    }
+
     fn call_torch_fn(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
         let call = TextRange::of(node);
         let first = args.first().cloned().unwrap_or_default();
         if let Some((out, kw)) = args.keyword("out") {
             let out = out.clone();
             let tensors = self.as_tensors(&out);
+            let through = kw
+                .child_by_field_name("value")
+                .and_then(|v| obj_name(self, v));
             self.write(
                 &tensors,
                 WriteKind::OutArg,
                 TextRange::of(kw),
                 call,
-                None,
-                None,
+                through.clone(),
+                through,
                 None,
                 true,
             );
@@ -429,7 +506,8 @@ impl<'t> Interp<'t> {
             return first;
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
-        smallvec![self.apply_op(f, &format!("torch.{f}"), &inputs, node, None)]
+        let name = self.dim_variant(f, args, 1);
+        smallvec![self.apply_op(&name, &format!("torch.{f}"), &inputs, node, true)]
     }
 
     fn call_functional(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
@@ -480,7 +558,7 @@ impl<'t> Interp<'t> {
         if let (1, Some((w, _))) = (inputs.len(), args.keyword("weight")) {
             inputs.push(w.clone());
         }
-        smallvec![self.apply_op(f, &display, &inputs, node, None)]
+        smallvec![self.apply_op(f, &display, &inputs, node, true)]
     }
 
     /// The name that keeps its meaning after an in-place call: the assignment target when the
@@ -510,6 +588,17 @@ impl<'t> Interp<'t> {
                 return smallvec![self.other];
             }
             "detach" => return recv.iter().map(|v| self.detach_of(*v, call)).collect(),
+            "detach_" => {
+                // Cuts the history in place; the data and its version stay as they are.
+                for v in recv {
+                    if let Obj::Tensor(t) = &mut self.heap[*v as usize] {
+                        t.grad = Tri::No;
+                        t.leaf = false;
+                        t.node = None;
+                    }
+                }
+                return recv.clone();
+            }
             "requires_grad_" => {
                 let on = args.first().is_none()
                     || args
@@ -572,7 +661,8 @@ impl<'t> Interp<'t> {
         inputs.extend(args.positional.iter().map(|(v, _)| v.clone()));
         if ops::table().op(meth).is_some() || binary_op_name_rev(meth) {
             let display = format!(".{meth}()");
-            return smallvec![self.apply_op(meth, &display, &inputs, node, None)];
+            let name = self.dim_variant(meth, args, 0);
+            return smallvec![self.apply_op(&name, &display, &inputs, node, false)];
         }
         smallvec![self.derive(&inputs, call, Saves::default(), "", false)]
     }
@@ -651,7 +741,7 @@ impl<'t> Interp<'t> {
                 false
             )];
         };
-        smallvec![self.apply_op(name, op, &[a.clone(), b.clone()], node, None)]
+        smallvec![self.apply_op(name, op, &[a.clone(), b.clone()], node, false)]
     }
 
     fn arg_kind(&self, vals: &Vals) -> ArgKind {
@@ -673,7 +763,7 @@ impl<'t> Interp<'t> {
         display: &str,
         inputs: &[Vals],
         node: Node<'t>,
-        _extra: Option<()>,
+        known: bool,
     ) -> ObjId {
         let a = inputs
             .first()
@@ -690,7 +780,7 @@ impl<'t> Interp<'t> {
         } else {
             display.to_string()
         };
-        self.derive(inputs, TextRange::of(node), saves, &display, true)
+        self.derive(inputs, TextRange::of(node), saves, &display, known)
     }
 
     /// A new tensor computed from `inputs`; `saves` says which of them (and itself) its backward reads.
@@ -704,11 +794,12 @@ impl<'t> Interp<'t> {
     ) -> ObjId {
         let mut grad = Tri::No;
         let mut parents = smallvec::SmallVec::<[NodeId; 2]>::new();
-        let mut any_tensor = false;
+        // The result is known to be a tensor when a torch function made it or an input is one.
+        let mut known = known;
         for vals in inputs {
             for v in vals {
                 if let Obj::Tensor(t) = &self.heap[*v as usize] {
-                    any_tensor = true;
+                    known |= t.known;
                     grad = grad.max(t.grad);
                     if let Some(n) = t.node {
                         if !parents.contains(&n) {
@@ -750,7 +841,6 @@ impl<'t> Interp<'t> {
         } else {
             None
         };
-        let _ = any_tensor;
         self.alloc(Obj::Tensor(TensorObj {
             storage: id,
             counter: true,
@@ -759,7 +849,7 @@ impl<'t> Interp<'t> {
             view_of_leaf: false,
             view_origin: None,
             node,
-            known: known || true,
+            known,
             origin,
             grad_tensor: None,
         }))
@@ -1046,12 +1136,30 @@ impl<'t> Interp<'t> {
                     _ => g,
                 })
         });
+        // A write through a name that may point to several tensors counts only where every
+        // possibility agrees: all are leaves (forms ①②), all carry a live save (form ③), or
+        // there is just one (IP402).
+        let tensors: Vec<TensorObj> = targets
+            .iter()
+            .filter_map(|t| match &self.heap[*t as usize] {
+                Obj::Tensor(tt) => Some(tt.clone()),
+                _ => None,
+            })
+            .collect();
+        let single = tensors.len() == 1;
+        let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
+        let all_saved = tensors.iter().all(|t| {
+            self.state
+                .live
+                .get(&t.storage)
+                .is_some_and(|s| !s.is_empty())
+        });
         for t in targets {
             let Obj::Tensor(tt) = self.heap[*t as usize].clone() else {
                 continue;
             };
             // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
-            if !no_grad && tt.counter {
+            if !no_grad && tt.counter && all_leaf {
                 let leaf_view = tt.view_of_leaf || (tt.leaf && kind == WriteKind::Subscript);
                 if leaf_view {
                     let f = rules::ip201_leaf_view_inplace::finding(
@@ -1075,8 +1183,7 @@ impl<'t> Interp<'t> {
                     .state
                     .live
                     .get(&tt.storage)
-                    .is_some_and(|s| !s.is_empty())
-                    || tt.grad == Tri::Yes;
+                    .is_some_and(|s| !s.is_empty());
                 let f = rules::ip401_data_bypass::write_finding(
                     &self.ctx,
                     &self.writes[wid as usize],
@@ -1085,7 +1192,8 @@ impl<'t> Interp<'t> {
                 self.report(f);
                 continue;
             }
-            if let Some(saves) = self.state.live.get(&tt.storage).cloned() {
+            let must = single || all_saved;
+            if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {
                     let entry = self.state.clobbered.entry(s).or_default();
                     if !entry.contains(&wid) {
@@ -1093,8 +1201,9 @@ impl<'t> Interp<'t> {
                     }
                 }
             }
-            // IP402: other names bound to this very object now see the new value.
-            if tt.known {
+            // IP402: other names bound to this very object now see the new value (an
+            // optimizer step is meant to be seen).
+            if tt.known && single && kind != WriteKind::Step {
                 let stale: Vec<Name> = self
                     .state
                     .env
@@ -1219,7 +1328,8 @@ impl<'t> Interp<'t> {
                     let f = rules::ip403_param_rebind::finding(
                         &self.ctx, stmt, target, name, origin, false,
                     );
-                    self.report(f);
+                    // Reported once the optimizer is used again (a new one may replace it).
+                    self.state.orphaned.entry(opt).or_default().push(f);
                     return;
                 }
                 (Obj::Tensor(_), Some(opt)) => {
@@ -1227,7 +1337,7 @@ impl<'t> Interp<'t> {
                     let f = rules::ip403_param_rebind::finding(
                         &self.ctx, stmt, target, name, origin, reads_grad,
                     );
-                    self.report(f);
+                    self.state.orphaned.entry(opt).or_default().push(f);
                     return;
                 }
                 (Obj::Tensor(t), None) if t.leaf && reads_grad => {
@@ -1629,6 +1739,11 @@ impl<'t> Interp<'t> {
         args: &Args<'t>,
         node: Node<'t>,
     ) -> Vals {
+        if let Some(fs) = self.state.orphaned.remove(&opt) {
+            for f in fs {
+                self.report(f);
+            }
+        }
         let call = TextRange::of(node);
         match meth {
             "step" => {
@@ -1678,17 +1793,11 @@ impl<'t> Interp<'t> {
                         add.extend(v.iter().copied());
                     }
                 }
-                if let Obj::Seq(items) = &mut self.heap[s as usize] {
-                    if items.is_empty() {
-                        items.push(Vals::new());
-                    }
-                    let last = items.len() - 1;
-                    for v in add {
-                        if !items[last].contains(&v) {
-                            items[last].push(v);
-                        }
-                    }
-                }
+                let slot = match &self.heap[s as usize] {
+                    Obj::Seq(items) => items.len().min(MAX_SLOTS - 1),
+                    _ => 0,
+                };
+                self.seq_insert(s, slot, &add);
                 smallvec![self.other]
             }
             "pop" | "get" | "values" | "copy" => {
