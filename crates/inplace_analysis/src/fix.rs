@@ -115,6 +115,14 @@ fn assign_rhs(call: Node<'_>) -> bool {
 /// `inplace=True` -> `inplace=False`.
 pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicability) -> Option<Fix> {
     let node = ctx.node(w.site)?;
+    let rebinds = matches!(
+        w.kind,
+        WriteKind::AugAssign | WriteKind::Method(_) | WriteKind::TorchFn(_)
+    );
+    if rebinds && w.under_no_grad {
+        // Rebinding under `no_grad` would leave a tensor without history.
+        return None;
+    }
     let (title, edit) = match &w.kind {
         WriteKind::AugAssign => {
             let left = node.child_by_field_name("left")?;

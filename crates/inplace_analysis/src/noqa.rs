@@ -63,7 +63,6 @@ fn parse(comment: &str) -> Option<Option<Vec<String>>> {
     let codes: Vec<String> = list
         .split(|c: char| c == ',' || c.is_whitespace())
         .map(str::trim)
-        .take_while(|c| !c.is_empty() || true)
         .filter(|c| !c.is_empty() && c.chars().next().is_some_and(|ch| ch.is_ascii_alphabetic()))
         .map(str::to_string)
         .collect();

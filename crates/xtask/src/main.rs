@@ -1,1 +1,119 @@
-fn main() {}
+//! Developer tasks: `cargo xtask test | venv | oracle | gen-ops [--check]`.
+//!
+//! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
+//! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
+//! `tests/oracle/requirements.txt`), and a check that the committed op table still matches torch.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// The venv's python, created and filled from requirements.txt when missing or stale.
+fn venv() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("INPLACE_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    let root = root();
+    let dir = root.join("target/venv");
+    let python = dir.join("bin/python");
+    let reqs = root.join("tests/oracle/requirements.txt");
+    let wanted = std::fs::read_to_string(&reqs).context("reading tests/oracle/requirements.txt")?;
+    let marker = dir.join(".inplace-requirements");
+    if python.exists() && std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str())
+    {
+        return Ok(python);
+    }
+    let system = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    run(Command::new(&system).args(["-m", "venv"]).arg(&dir))?;
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            "-r",
+        ])
+        .arg(&reqs))?;
+    std::fs::write(&marker, wanted)?;
+    Ok(python)
+}
+
+fn oracle() -> Result<()> {
+    let python = venv()?;
+    run(Command::new(&python)
+        .arg("tests/oracle/run_fixtures.py")
+        .arg("tests/fixtures"))
+}
+
+fn gen_ops(check: bool) -> Result<()> {
+    let python = venv()?;
+    let mut cmd = Command::new(&python);
+    cmd.arg("tests/oracle/gen_op_table.py");
+    if check {
+        cmd.arg("--check");
+    }
+    run(cmd.arg("crates/inplace_analysis/data/ops.json"))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn test() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo()
+        .args(["test", "--workspace"])
+        .env("INSTA_UPDATE", "no"))?;
+    oracle()?;
+    gen_ops(true)?;
+    eprintln!("xtask: the whole suite passed");
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["test"] => test(),
+        ["venv"] => venv().map(|p| println!("{}", p.display())),
+        ["oracle"] => oracle(),
+        ["gen-ops"] => gen_ops(false),
+        ["gen-ops", "--check"] => gen_ops(true),
+        _ => {
+            eprintln!("usage: cargo xtask <test | venv | oracle | gen-ops [--check]>");
+            std::process::exit(2);
+        }
+    }
+}

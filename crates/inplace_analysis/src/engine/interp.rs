@@ -207,9 +207,9 @@ impl<'t> Interp<'t> {
                 let Some((pname, default)) = param_name(self, p) else {
                     continue;
                 };
-                let obj = if !bound_self && self_obj.is_some() && !is_static {
+                let obj = if let Some(s) = self_obj.filter(|_| !bound_self && !is_static) {
                     bound_self = true;
-                    self_obj.unwrap()
+                    s
                 } else if default.is_some_and(is_literal) {
                     self.other
                 } else if p.kind() == "list_splat_pattern" || p.kind() == "dictionary_splat_pattern"

@@ -24,6 +24,6 @@ pub(crate) fn run(ctx: Ctx<'_>, root: tree_sitter::Node<'_>) -> Vec<Finding> {
         it.report(f);
     }
     let mut out: Vec<Finding> = it.findings.into_values().collect();
-    out.sort_by(|a, b| (a.range, a.rule).cmp(&(b.range, b.rule)));
+    out.sort_by_key(|f| (f.range, f.rule));
     out
 }

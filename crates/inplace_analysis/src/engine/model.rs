@@ -170,6 +170,8 @@ pub(crate) struct Write {
     pub call_site: Option<TextRange>,
     /// Where the name written through was bound, at the time of the write.
     pub through_bound: Option<TextRange>,
+    /// Grad mode was off at the write (an out-of-place rewrite would drop the history).
+    pub under_no_grad: bool,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -617,7 +617,13 @@ impl<'t> Interp<'t> {
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![self.other],
             "clone" | "to" | "cuda" | "cpu" | "float" | "double" | "half" | "bfloat16" | "type"
             | "type_as" | "contiguous" | "long" | "int" | "bool" => {
-                return smallvec![self.derive(&[recv.clone()], call, Saves::default(), "", false)];
+                return smallvec![self.derive(
+                    std::slice::from_ref(recv),
+                    call,
+                    Saves::default(),
+                    "",
+                    false
+                )];
             }
             _ => {}
         }
@@ -713,16 +719,8 @@ impl<'t> Interp<'t> {
             }
             return self.tensor_method(&smallvec![recv], meth, args, node, recv_node);
         }
-        if ops::table().op(meth).is_some() && !args.positional.is_empty() {
-            return self.opaque_call(args, call);
-        }
-        let mut all = Args::default();
-        all.positional = args
-            .positional
-            .iter()
-            .map(|(v, n)| (v.clone(), *n))
-            .collect();
-        self.opaque_call(&all, call)
+        // The receiver's own history is not known; the arguments' is.
+        self.opaque_call(args, call)
     }
 
     // ------------------------------------------------------------------ ops and their saves
@@ -1127,6 +1125,7 @@ impl<'t> Interp<'t> {
             view_origin,
             call_site: self.call_site,
             through_bound,
+            under_no_grad: !self.grad_enabled,
         });
         let wid = (self.writes.len() - 1) as WriteId;
         let value_grad = value.map(|v| {
