@@ -76,6 +76,7 @@
 //!
 //! `cargo xtask gen-ops --check` fails when the committed table differs from a real torch.
 
+pub mod config;
 mod engine;
 pub mod finding;
 mod fix;
@@ -112,10 +113,26 @@ pub fn mentions_torch(text: &str) -> bool {
     text.contains("torch")
 }
 
-/// All findings for a parsed file, `# noqa` applied, sorted by position.
-pub fn analyze(text: &str, tree: &Tree) -> Vec<Finding> {
+/// An in-place write the analysis saw, with the names that share its version counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InplaceSite {
+    pub range: TextRange,
+    pub names: Vec<String>,
+}
+
+/// Everything the analysis of one file produces.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Findings, `# noqa` applied, sorted by position.
+    pub findings: Vec<Finding>,
+    /// Every in-place write, sorted by position.
+    pub sites: Vec<InplaceSite>,
+}
+
+/// Analyse a parsed file.
+pub fn analyze_file(text: &str, tree: &Tree) -> Analysis {
     if !mentions_torch(text) {
-        return Vec::new();
+        return Analysis::default();
     }
     let lines = LineIndex::new(text);
     let root = tree.root_node();
@@ -125,9 +142,14 @@ pub fn analyze(text: &str, tree: &Tree) -> Vec<Finding> {
         root,
         torch: torch_alias(text, root),
     };
-    let mut findings = engine::run(ctx, root);
+    let (mut findings, sites) = engine::run(ctx, root);
     NoqaMap::from_tree(text, root, &lines).filter(&lines, &mut findings);
-    findings
+    Analysis { findings, sites }
+}
+
+/// All findings for a parsed file, `# noqa` applied, sorted by position.
+pub fn analyze(text: &str, tree: &Tree) -> Vec<Finding> {
+    analyze_file(text, tree).findings
 }
 
 /// Parse and analyse in one step.

@@ -1,6 +1,6 @@
 //! `inplace-lsp check`.
 
-use crate::config::{self, Settings};
+use crate::config::{self, RunSettings};
 use crate::output::{self, FileReport, Format};
 use inplace_analysis::{Applicability, Finding};
 use rayon::prelude::*;
@@ -247,7 +247,7 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
 /// Findings for one file after selection (and the fixed text when fixing).
 fn analyse(
     text: &str,
-    settings: &Settings,
+    settings: &RunSettings,
     path: &Path,
     fixing: bool,
     min: Applicability,

@@ -23,6 +23,12 @@ struct Cli {
 enum Command {
     /// Check Python files and folders for in-place hazards.
     Check(check::CheckArgs),
+    /// Speak LSP over standard input and output (for editors).
+    Server {
+        /// Accepted and ignored (editors pass it).
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Print the documentation of a rule (e.g. `IP301` or `saved-output-inplace`).
     Explain { rule: String },
     /// List every rule.
@@ -49,6 +55,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Server { .. } => ExitCode::from(inplace_server::run_stdio() as u8),
         Command::Explain { rule } => match inplace_analysis::Rule::from_code_or_name(&rule) {
             Some(r) => {
                 print!("{}", r.doc());

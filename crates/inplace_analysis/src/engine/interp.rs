@@ -57,6 +57,8 @@ pub(crate) struct Interp<'t> {
     pub steps: u64,
     pub budget: u64,
     pub depth: usize,
+    /// Every in-place write: its range and the names sharing the written version counter.
+    pub sites: FxHashMap<TextRange, std::collections::BTreeSet<String>>,
     /// `.data` reads: range -> whether the alias was written through.
     pub data_reads: FxHashMap<TextRange, bool>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
@@ -93,6 +95,7 @@ impl<'t> Interp<'t> {
             budget,
             depth: 0,
             data_reads: FxHashMap::default(),
+            sites: FxHashMap::default(),
             loose_attrs: FxHashMap::default(),
             instances: FxHashMap::default(),
             assign_rhs: None,

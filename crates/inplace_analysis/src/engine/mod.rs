@@ -9,7 +9,10 @@ use crate::rules::{self, Ctx};
 
 /// Analyse a parsed module: the module body in order, then every function and method on its
 /// own with unknown arguments.
-pub(crate) fn run(ctx: Ctx<'_>, root: tree_sitter::Node<'_>) -> Vec<Finding> {
+pub(crate) fn run(
+    ctx: Ctx<'_>,
+    root: tree_sitter::Node<'_>,
+) -> (Vec<Finding>, Vec<crate::InplaceSite>) {
     let mut it = interp::Interp::new(ctx);
     it.run_module(root);
     let mut reads: Vec<_> = it
@@ -25,5 +28,14 @@ pub(crate) fn run(ctx: Ctx<'_>, root: tree_sitter::Node<'_>) -> Vec<Finding> {
     }
     let mut out: Vec<Finding> = it.findings.into_values().collect();
     out.sort_by_key(|f| (f.range, f.rule));
-    out
+    let mut sites: Vec<crate::InplaceSite> = it
+        .sites
+        .into_iter()
+        .map(|(range, names)| crate::InplaceSite {
+            range,
+            names: names.into_iter().collect(),
+        })
+        .collect();
+    sites.sort_by_key(|s| s.range);
+    (out, sites)
 }

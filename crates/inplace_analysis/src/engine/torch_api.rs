@@ -1128,6 +1128,7 @@ impl<'t> Interp<'t> {
             under_no_grad: !self.grad_enabled,
         });
         let wid = (self.writes.len() - 1) as WriteId;
+        self.record_site(range, targets);
         let value_grad = value.map(|v| {
             v.iter()
                 .fold(Tri::No, |g, x| match &self.heap[*x as usize] {
@@ -1224,6 +1225,24 @@ impl<'t> Interp<'t> {
             }
         }
         wid
+    }
+
+    /// Remember which names share the version counter a write bumps (for hover).
+    fn record_site(&mut self, range: TextRange, targets: &Vals) {
+        let storages: Vec<ObjId> = targets
+            .iter()
+            .filter_map(|t| match &self.heap[*t as usize] {
+                Obj::Tensor(tt) if tt.counter => Some(tt.storage),
+                _ => None,
+            })
+            .collect();
+        let names = self.sites.entry(range).or_default();
+        for (name, vals) in &self.state.env {
+            let shares = vals.iter().any(|v| matches!(&self.heap[*v as usize], Obj::Tensor(t) if t.counter && storages.contains(&t.storage)));
+            if shares {
+                names.insert(name.to_string());
+            }
+        }
     }
 
     // ------------------------------------------------------------- backward and liveness

@@ -1,0 +1,268 @@
+//! Findings -> LSP diagnostics, code actions and hover text.
+
+use crate::document::Document;
+use inplace_analysis::{Applicability, Encoding, Finding, Fix, InplaceSite, Rule, Severity};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use tower_lsp::lsp_types::*;
+
+pub const SOURCE: &str = "inplace-lsp";
+pub const FIX_ALL_KIND: &str = "source.fixAll.inplace-lsp";
+
+/// What a diagnostic carries in `data`, so a code action needs no new analysis.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DiagnosticData {
+    pub version: i32,
+    pub fix: Option<FixData>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FixData {
+    pub title: String,
+    pub applicability: String,
+    pub edits: Vec<TextEdit>,
+}
+
+fn severity(s: Severity) -> DiagnosticSeverity {
+    match s {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Information => DiagnosticSeverity::INFORMATION,
+        Severity::Hint => DiagnosticSeverity::HINT,
+    }
+}
+
+pub fn fix_data(doc: &Document, fix: &Fix, enc: Encoding) -> FixData {
+    FixData {
+        title: fix.title.clone(),
+        applicability: fix.applicability.as_str().to_string(),
+        edits: fix
+            .edits
+            .iter()
+            .map(|e| TextEdit {
+                range: doc.range(e.range, enc),
+                new_text: e.content.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub fn diagnostic(doc: &Document, uri: &Url, f: &Finding, enc: Encoding) -> Diagnostic {
+    let related = f
+        .related
+        .iter()
+        .map(|r| DiagnosticRelatedInformation {
+            location: Location {
+                uri: uri.clone(),
+                range: doc.range(r.range, enc),
+            },
+            message: r.message.clone(),
+        })
+        .collect::<Vec<_>>();
+    let data = DiagnosticData {
+        version: doc.version,
+        fix: f.fix.as_ref().map(|x| fix_data(doc, x, enc)),
+    };
+    Diagnostic {
+        range: doc.range(f.range, enc),
+        severity: Some(severity(f.severity)),
+        code: Some(NumberOrString::String(f.rule.code().to_string())),
+        code_description: Url::parse(&f.rule.url())
+            .ok()
+            .map(|href| CodeDescription { href }),
+        source: Some(SOURCE.to_string()),
+        message: f.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: serde_json::to_value(data).ok(),
+    }
+}
+
+/// The quick fixes and the suppression action for one of our diagnostics.
+pub fn actions_for(
+    doc: &Document,
+    uri: &Url,
+    d: &Diagnostic,
+    enc: Encoding,
+    first: bool,
+) -> Vec<CodeActionOrCommand> {
+    let mut out = Vec::new();
+    let Some(NumberOrString::String(code)) = &d.code else {
+        return out;
+    };
+    let Some(rule) = Rule::from_code_or_name(code) else {
+        return out;
+    };
+    let data: Option<DiagnosticData> = d.data.clone().and_then(|v| serde_json::from_value(v).ok());
+    if let Some(fix) = data.and_then(|d| d.fix) {
+        if fix.applicability != Applicability::DisplayOnly.as_str() {
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("{} ({})", fix.title, rule.code()),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![d.clone()]),
+                edit: Some(WorkspaceEdit {
+                    changes: Some(HashMap::from([(uri.clone(), fix.edits)])),
+                    ..Default::default()
+                }),
+                is_preferred: Some(first && fix.applicability == Applicability::Safe.as_str()),
+                ..Default::default()
+            }));
+        }
+    }
+    if let Some(edit) = noqa_edit(doc, d.range.start.line as usize, rule, enc) {
+        out.push(CodeActionOrCommand::CodeAction(CodeAction {
+            title: format!("Suppress {} on this line", rule.code()),
+            kind: Some(CodeActionKind::QUICKFIX),
+            diagnostics: Some(vec![d.clone()]),
+            edit: Some(WorkspaceEdit {
+                changes: Some(HashMap::from([(uri.clone(), vec![edit])])),
+                ..Default::default()
+            }),
+            is_preferred: Some(false),
+            ..Default::default()
+        }));
+    }
+    out
+}
+
+/// `# noqa: IPxxx` at the end of a line, or the code added to a `# noqa:` already there.
+fn noqa_edit(doc: &Document, line: usize, rule: Rule, enc: Encoding) -> Option<TextEdit> {
+    if line >= doc.lines.line_count() {
+        return None;
+    }
+    let (start, end) = doc.lines.line_range(&doc.text, line);
+    let text = &doc.text[start..end];
+    if let Some(at) = text.find("# noqa:") {
+        let insert = start + at + "# noqa:".len();
+        let pos = doc.position(insert, enc);
+        return Some(TextEdit {
+            range: Range {
+                start: pos,
+                end: pos,
+            },
+            new_text: format!(" {},", rule.code()),
+        });
+    }
+    let pos = doc.position(end, enc);
+    Some(TextEdit {
+        range: Range {
+            start: pos,
+            end: pos,
+        },
+        new_text: format!("  # noqa: {}", rule.code()),
+    })
+}
+
+/// How a form ③ message reads for an op: `torch.sigmoid` -> `Sigmoid`.
+fn node_name(op: &str) -> String {
+    let base = op
+        .trim_start_matches("torch.")
+        .trim_start_matches("F.")
+        .trim_start_matches('.')
+        .trim_end_matches("()");
+    let base = base
+        .split('(')
+        .next()
+        .unwrap_or(base)
+        .trim_start_matches("nn.");
+    let mut out = String::new();
+    for part in base.split('_').filter(|p| !p.is_empty()) {
+        let mut c = part.chars();
+        if let Some(f) = c.next() {
+            out.extend(f.to_uppercase());
+            out.push_str(c.as_str());
+        }
+    }
+    if out.is_empty() {
+        "Op".into()
+    } else {
+        out
+    }
+}
+
+fn form(rule: Rule) -> &'static str {
+    match rule.code() {
+        "IP101" => "form ① — raises at the write",
+        "IP201" => "form ② — raises at the write",
+        c if c.starts_with("IP3") => "form ③ — raises at `backward()`",
+        c if c.starts_with("IP4") => "form ④ — never raises; silently wrong",
+        _ => "cost",
+    }
+}
+
+/// Markdown for a finding: form, the runtime message it will produce, why, the fix.
+pub fn hover_finding(doc: &Document, f: &Finding) -> String {
+    let line = |r: inplace_analysis::TextRange| doc.lines.line_of(r.start) + 1;
+    let mut md = format!(
+        "**{} {}** ({})\n\n{}\n\n",
+        f.rule.code(),
+        f.rule.name(),
+        form(f.rule),
+        f.message
+    );
+    let runtime = match f.rule.code() {
+        "IP101" => Some(format!("RuntimeError: {}", inplace_analysis::FORM1_MESSAGE)),
+        "IP201" => Some(format!("RuntimeError: {}", inplace_analysis::FORM2_MESSAGE)),
+        c if c.starts_with("IP3") => {
+            let op = f
+                .related
+                .first()
+                .and_then(|r| r.message.split('`').nth(1))
+                .unwrap_or("the op");
+            Some(format!(
+                "RuntimeError: {}: [torch.FloatTensor [...]], which is output 0 of {}, is at version N; expected version N-1 instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).",
+                inplace_analysis::FORM3_MESSAGE,
+                node_name(op)
+            ))
+        }
+        _ => None,
+    };
+    if let Some(r) = runtime {
+        let at = f
+            .related
+            .iter()
+            .find(|r| r.message.contains("raises here"))
+            .map(|r| line(r.range));
+        let place = match at {
+            Some(l) => format!(" (raised at line {l})"),
+            None => String::new(),
+        };
+        md.push_str(&format!(
+            "The runtime will raise{place}:\n\n```text\n{r}\n```\n\n"
+        ));
+        if f.rule.code().starts_with("IP3") {
+            md.push_str(
+                "Torch before 2.x names the backward node instead (e.g. `SigmoidBackward0`).\n\n",
+            );
+        }
+    }
+    md.push_str(&format!("Why: {}.\n\n", f.rule.summary()));
+    if let Some(fix) = &f.fix {
+        md.push_str(&format!(
+            "Fix: {} ({} fix).\n\n",
+            fix.title,
+            fix.applicability.as_str()
+        ));
+    }
+    md.push_str(&format!("[Rule documentation]({})", f.rule.url()));
+    md
+}
+
+/// Markdown for an in-place write without a finding.
+pub fn hover_site(site: &InplaceSite, text: &str) -> String {
+    let what = &text[site.range.start..site.range.end];
+    let first = what.lines().next().unwrap_or(what);
+    let names = if site.names.is_empty() {
+        "no other name".to_string()
+    } else {
+        site.names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "**In-place write** `{first}`\n\nIt writes the tensor's storage and bumps its version counter, shared by: {names}. \
+         No op that a later `backward()` needs saved this storage, so autograd will not raise here."
+    )
+}
