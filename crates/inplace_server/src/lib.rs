@@ -74,6 +74,8 @@ struct Project {
 struct Shared {
     docs: DashMap<Url, DocState>,
     encoding: RwLock<Encoding>,
+    /// The client can register file watchers (for pyproject.toml).
+    watch: AtomicBool,
     /// The client pulls diagnostics (so they are not pushed too).
     pull: AtomicBool,
     client_settings: RwLock<ClientSettings>,
@@ -108,6 +110,7 @@ impl Backend {
         let shared = Shared {
             docs: DashMap::new(),
             encoding: RwLock::new(Encoding::Utf16),
+            watch: AtomicBool::new(false),
             pull: AtomicBool::new(false),
             client_settings: RwLock::new(ClientSettings::default()),
             projects: RwLock::new(Vec::new()),
@@ -377,6 +380,14 @@ impl LanguageServer for Backend {
             .and_then(|t| t.diagnostic.as_ref())
             .is_some();
         self.shared.pull.store(pull, Ordering::Relaxed);
+        let watch = params
+            .capabilities
+            .workspace
+            .as_ref()
+            .and_then(|w| w.did_change_watched_files.as_ref())
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false);
+        self.shared.watch.store(watch, Ordering::Relaxed);
         if let Some(s) = params
             .initialization_options
             .as_ref()
@@ -448,7 +459,9 @@ impl LanguageServer for Backend {
             })
             .ok(),
         };
-        let _ = self.client.register_capability(vec![watcher]).await;
+        if self.shared.watch.load(Ordering::Relaxed) {
+            let _ = self.client.register_capability(vec![watcher]).await;
+        }
         self.client
             .log_message(
                 MessageType::INFO,

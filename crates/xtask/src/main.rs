@@ -1,4 +1,4 @@
-//! Developer tasks: `cargo xtask test | venv | oracle | gen-ops [--check]`.
+//! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check]`.
 //!
 //! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
 //! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
@@ -65,6 +65,23 @@ fn oracle() -> Result<()> {
         .arg("tests/fixtures"))
 }
 
+/// The language server driven by a real LSP client library (pygls) on the chapter's examples.
+fn lsp_client() -> Result<()> {
+    let python = venv()?;
+    run(cargo().args(["build", "-q", "-p", "inplace_lsp"]))?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/fixtures/chapter"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .collect();
+    files.sort();
+    files.push(root().join("tests/fixtures/ip401/data_read.py"));
+    files.push(root().join("tests/fixtures/ip402/alias_then_add.py"));
+    run(Command::new(&python)
+        .arg("tests/lsp/chapter_client.py")
+        .arg(root().join("target/debug/inplace-lsp"))
+        .args(files))
+}
+
 fn gen_ops(check: bool) -> Result<()> {
     let python = venv()?;
     let mut cmd = Command::new(&python);
@@ -93,6 +110,7 @@ fn test() -> Result<()> {
         .args(["test", "--workspace"])
         .env("INSTA_UPDATE", "no"))?;
     oracle()?;
+    lsp_client()?;
     gen_ops(true)?;
     eprintln!("xtask: the whole suite passed");
     Ok(())
@@ -109,10 +127,11 @@ fn main() -> Result<()> {
         ["test"] => test(),
         ["venv"] => venv().map(|p| println!("{}", p.display())),
         ["oracle"] => oracle(),
+        ["lsp-client"] => lsp_client(),
         ["gen-ops"] => gen_ops(false),
         ["gen-ops", "--check"] => gen_ops(true),
         _ => {
-            eprintln!("usage: cargo xtask <test | venv | oracle | gen-ops [--check]>");
+            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check]>");
             std::process::exit(2);
         }
     }
