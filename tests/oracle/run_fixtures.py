@@ -10,8 +10,15 @@ Outcome of a fixture, from what the runtime printed (stdout + stderr, including 
 
 Agreement: form1 <=> an IP101 expectation, form2 <=> IP201, form3 <=> an IP30x expectation,
 silent => an IP40x expectation; clean => no error-level (IP1xx-IP3xx) expectation.
-Usage: run_fixtures.py FIXTURE_DIR [--json OUT]   (exit 1 on any disagreement)
+Fix verification (with --binary PATH): every fixture with a fix is copied, all its fixes are
+applied (`check --fix --unsafe-fixes`), the fixed script runs, and it must agree with the
+analyzer's findings on the fixed file by the same rule; errors or silent harm that a fix was
+meant to remove must be gone. (A fix that turns a silent `.data` write into a loud form ③ stays
+in agreement: the analyzer then reports IP301 on the fixed file.)
+Usage: run_fixtures.py FIXTURE_DIR [--binary PATH] [--json OUT]   (exit 1 on any disagreement)
 """
+import shutil
+import tempfile
 import json
 import os
 import re
@@ -68,8 +75,41 @@ def judge(codes, forms):
     return problems
 
 
+def findings(binary, path):
+    out = subprocess.run([binary, "check", "--output-format", "json", "--isolated", path],
+                         capture_output=True, text=True)
+    return json.loads(out.stdout or "[]")
+
+
+def verify_fix(binary, path):
+    """(fixed?, problems) for one fixture."""
+    before = findings(binary, path)
+    if not any(f["fix"] for f in before):
+        return False, []
+    work = tempfile.mkdtemp(prefix="inplace-fix-")
+    try:
+        fixed = os.path.join(work, os.path.basename(path))
+        shutil.copy(path, fixed)
+        subprocess.run([binary, "check", "--fix", "--unsafe-fixes", "--isolated", fixed], capture_output=True)
+        after = findings(binary, fixed)
+        forms, crashed, tail = outcome(fixed)
+        codes = {f["code"] for f in after}
+        problems = judge(codes, forms)
+        if crashed:
+            problems.append("fixed script crashed:\n" + tail)
+        if "silent" in forms and not any(c.startswith("IP40") for c in codes):
+            problems.append("silent harm remains after the fixes")
+        fixed_count = sum(1 for f in before if f["fix"]) - sum(1 for f in after if f["fix"])
+        if fixed_count <= 0 and len(after) >= len(before):
+            problems.append("the fixes changed nothing")
+        return True, [f"after fix: {p}" for p in problems]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv):
     root = argv[0]
+    binary = argv[argv.index("--binary") + 1] if "--binary" in argv else None
     files = []
     for d, _, names in os.walk(root):
         files += [os.path.join(d, n) for n in names if n.endswith(".py")]
@@ -77,13 +117,20 @@ def main(argv):
     rows, bad = [], 0
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(outcome, files))
-    for f, (forms, crashed, tail) in zip(files, results):
+    fix_results = [(False, [])] * len(files)
+    if binary:
+        with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            fix_results = list(pool.map(lambda f: verify_fix(binary, f), files))
+    verified = 0
+    for f, (forms, crashed, tail), (fixed, fix_problems) in zip(files, results, fix_results):
         codes = expectations(f)
-        problems = judge(codes, forms)
+        problems = judge(codes, forms) + fix_problems
         if crashed:
             problems.append("script crashed:\n" + tail)
+        verified += fixed and not fix_problems
         rel = os.path.relpath(f, root)
-        rows.append({"fixture": rel, "runtime": forms or ["clean"], "expected": sorted(codes), "problems": problems})
+        rows.append({"fixture": rel, "runtime": forms or ["clean"], "expected": sorted(codes), "fixed": fixed,
+                     "problems": problems})
         bad += bool(problems)
     for r in rows:
         if r["problems"]:
@@ -93,6 +140,14 @@ def main(argv):
         for form in r["runtime"]:
             counts[form] = counts.get(form, 0) + 1
     print(f"oracle: {len(rows)} fixtures, runtime outcomes {json.dumps(counts, sort_keys=True)}")
+    if binary:
+        print(f"oracle: fixes verified by running the fixed scripts: {verified} fixtures")
+    if bad:
+        width = max(len(r["fixture"]) for r in rows)
+        print(f"{'fixture':<{width}}  runtime            expected")
+        for r in rows:
+            if r["problems"]:
+                print(f"{r['fixture']:<{width}}  {','.join(r['runtime']):<18} {','.join(r['expected']) or '-'}")
     print(f"{len(rows) - bad} passed, {bad} failed")
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as fh:

@@ -1148,6 +1148,7 @@ impl<'t> Interp<'t> {
             attrs: FxHashMap::default(),
             children: Vec::new(),
             origin: call,
+            hooks: Vec::new(),
         };
         let obj = self.alloc(Obj::Module(module));
         if let Some(init) = self.find_method(&class, "__init__") {

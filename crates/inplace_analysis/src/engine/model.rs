@@ -71,6 +71,8 @@ pub(crate) struct ModuleObj<'t> {
     /// Positional children (`Sequential`, `ModuleList`), in order.
     pub children: Vec<ObjId>,
     pub origin: TextRange,
+    /// Functions registered with `register_forward_hook`, run after each call.
+    pub hooks: Vec<ObjId>,
 }
 
 #[derive(Debug, Clone)]

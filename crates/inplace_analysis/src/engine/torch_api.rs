@@ -1448,6 +1448,7 @@ impl<'t> Interp<'t> {
             attrs,
             children,
             origin,
+            hooks: Vec::new(),
         }))
     }
 
@@ -1458,6 +1459,41 @@ impl<'t> Interp<'t> {
     /// Call a module; `site` is where its saves are reported (its constructor inside a
     /// `Sequential`, else the call).
     fn call_module_at(
+        &mut self,
+        m: ObjId,
+        args: &Args<'t>,
+        node: Node<'t>,
+        site: Option<TextRange>,
+    ) -> Vals {
+        let out = self.call_module_body(m, args, node, site);
+        let hooks = match &self.heap[m as usize] {
+            Obj::Module(module) => module.hooks.clone(),
+            _ => Vec::new(),
+        };
+        if hooks.is_empty() {
+            return out;
+        }
+        // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
+        // replaces the output.
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let input_tuple = self.alloc(Obj::Seq(inputs));
+        let mut result = out;
+        for hook in hooks {
+            let mut hook_args = Args::default();
+            hook_args.positional = vec![
+                (smallvec![m], None),
+                (smallvec![input_tuple], None),
+                (result.clone(), None),
+            ];
+            let returned = self.call_value(hook, &hook_args, node);
+            if returned.iter().any(|v| self.maybe_tensor(*v)) {
+                result = returned;
+            }
+        }
+        result
+    }
+
+    fn call_module_body(
         &mut self,
         m: ObjId,
         args: &Args<'t>,
@@ -1700,11 +1736,16 @@ impl<'t> Interp<'t> {
                 smallvec![self.other]
             }
             _ if ops::MODULE_RETURNS_SELF.contains(&meth) => smallvec![m],
-            "zero_grad"
-            | "state_dict"
-            | "load_state_dict"
-            | "register_forward_hook"
-            | "register_full_backward_hook" => {
+            "register_forward_hook" => {
+                if let Some(hook) = args.first() {
+                    let hook = hook.clone();
+                    if let Obj::Module(module) = &mut self.heap[m as usize] {
+                        module.hooks.extend(hook);
+                    }
+                }
+                smallvec![self.alloc(Obj::Unknown)]
+            }
+            "zero_grad" | "state_dict" | "load_state_dict" | "register_full_backward_hook" => {
                 smallvec![self.other]
             }
             _ => self.opaque_call(args, call),
