@@ -28,6 +28,22 @@ pub(crate) fn run(
     }
     let mut out: Vec<Finding> = it.findings.into_values().collect();
     out.sort_by_key(|f| (f.range, f.rule));
+    // One form ③ finding per write: the most specific rule (IP303/IP304 name the kind of
+    // write; IP301 over IP302 when it clobbered both an output and an input).
+    let form3 = |r: crate::Rule| matches!(r.code(), "IP301" | "IP302" | "IP303" | "IP304");
+    let rank = |r: crate::Rule| match r.code() {
+        "IP303" | "IP304" => 0,
+        "IP301" => 1,
+        _ => 2,
+    };
+    let mut best: rustc_hash::FxHashMap<crate::TextRange, crate::Rule> = Default::default();
+    for f in out.iter().filter(|f| form3(f.rule)) {
+        let e = best.entry(f.range).or_insert(f.rule);
+        if rank(f.rule) < rank(*e) {
+            *e = f.rule;
+        }
+    }
+    out.retain(|f| !form3(f.rule) || best.get(&f.range) == Some(&f.rule));
     let mut sites: Vec<crate::InplaceSite> = it
         .sites
         .into_iter()
