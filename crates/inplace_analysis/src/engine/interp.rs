@@ -213,7 +213,8 @@ impl<'t> Interp<'t> {
                 let obj = if let Some(s) = self_obj.filter(|_| !bound_self && !is_static) {
                     bound_self = true;
                     s
-                } else if default.is_some_and(is_literal) {
+                } else if default.is_some_and(is_literal) || annotated_non_tensor(self, p) {
+                    // `n=3`, `n: int`, `config: BertConfig`: not a tensor.
                     self.other
                 } else if p.kind() == "list_splat_pattern" || p.kind() == "dictionary_splat_pattern"
                 {
@@ -780,7 +781,9 @@ impl<'t> Interp<'t> {
                 let mut seq_add = Vals::new();
                 for b in base {
                     match &mut self.heap[b as usize] {
-                        Obj::Tensor(_) if index != Index::Key => tensors.push(b),
+                        // `xs[i] = v` is a tensor write only on what is known to be a tensor
+                        // (lists and dicts are written the same way).
+                        Obj::Tensor(t) if index != Index::Key && t.known => tensors.push(b),
                         Obj::Seq(_) => seq_add.push(b),
                         _ => {}
                     }
@@ -1777,6 +1780,32 @@ fn param_name<'t>(it: &Interp<'t>, p: Node<'t>) -> Option<(Name, Option<Node<'t>
 fn annotated_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
     p.child_by_field_name("type")
         .is_some_and(|t| it.text(t).contains("Tensor"))
+}
+
+/// A parameter annotated with a type that is no tensor (`int`, `float`, `bool`, `str`, a config
+/// class, ...). Annotations that mention tensors, modules or `Any` keep it a maybe-tensor.
+fn annotated_non_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
+    let Some(t) = p.child_by_field_name("type") else {
+        return false;
+    };
+    let text = it.text(t);
+    const TENSORISH: &[&str] = &[
+        "Tensor",
+        "Module",
+        "Any",
+        "Parameter",
+        "torch",
+        "Variable",
+        "Sequence",
+        "Iterable",
+        "list",
+        "List",
+        "tuple",
+        "Tuple",
+        "dict",
+        "Dict",
+    ];
+    !TENSORISH.iter().any(|k| text.contains(k))
 }
 
 fn is_literal(n: Node<'_>) -> bool {

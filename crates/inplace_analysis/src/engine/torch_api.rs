@@ -177,7 +177,12 @@ impl<'t> Interp<'t> {
             }
             return smallvec![self.alloc(Obj::Unknown)];
         }
-        smallvec![self.derive(&[tensors], call, Saves::default(), "", false)]
+        // The result carries their history but may be anything (a list, a dict, a tensor).
+        let out = self.derive(&[tensors], call, Saves::default(), "", false);
+        if let Obj::Tensor(t) = &mut self.heap[out as usize] {
+            t.known = false;
+        }
+        smallvec![out]
     }
 
     // ------------------------------------------------------------------------ torch by path
@@ -314,6 +319,15 @@ impl<'t> Interp<'t> {
         let first = args.first().cloned().unwrap_or_default();
         match name {
             "isinstance" => self.eval_isinstance(args),
+            // Over numbers these give numbers; over tensors, a tensor with their history.
+            "min" | "max" | "abs" | "pow" | "divmod" => {
+                let any_tensor = args.all_values().flatten().any(|v| self.maybe_tensor(*v));
+                if any_tensor {
+                    self.opaque_call(args, call)
+                } else {
+                    smallvec![self.other]
+                }
+            }
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
             | "callable" | "setattr" | "vars" | "dir" => {
@@ -1147,6 +1161,11 @@ impl<'t> Interp<'t> {
             })
             .collect();
         let single = tensors.len() == 1;
+        // A buffer without grad (`torch.zeros(...)`) that is filled with tensors that have history.
+        let plain_buffer = !tensors.is_empty()
+            && tensors
+                .iter()
+                .all(|t| t.grad == Tri::No && t.node.is_none() && t.counter);
         let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
         let all_saved = tensors.iter().all(|t| {
             self.state
@@ -1179,11 +1198,13 @@ impl<'t> Interp<'t> {
                 if let Some(r) = self.data_reads.get_mut(&tt.origin) {
                     *r = true;
                 }
-                let live = self
-                    .state
-                    .live
-                    .get(&tt.storage)
-                    .is_some_and(|s| !s.is_empty());
+                // `x.data = v` swaps the storage; what autograd saved keeps the old one.
+                let live = kind != WriteKind::DataAssign
+                    && self
+                        .state
+                        .live
+                        .get(&tt.storage)
+                        .is_some_and(|s| !s.is_empty());
                 let f = rules::ip401_data_bypass::write_finding(
                     &self.ctx,
                     &self.writes[wid as usize],
@@ -1222,6 +1243,21 @@ impl<'t> Interp<'t> {
                 if g.is_possible() && self.grad_enabled && tm.grad == Tri::No {
                     tm.grad = g;
                 }
+            }
+        }
+        // Copying a tensor with history into a plain buffer (`buf[t] = h`, `buf.copy_(h)`) makes
+        // that history part of the buffer's (autograd's CopySlices).
+        if let Some(v) = value {
+            let carries = v
+                .iter()
+                .any(|x| matches!(&self.heap[*x as usize], Obj::Tensor(t) if t.node.is_some()));
+            if carries && plain_buffer && self.grad_enabled {
+                let tensors: Vals = targets
+                    .iter()
+                    .copied()
+                    .filter(|t| self.maybe_tensor(*t))
+                    .collect();
+                self.extend_history(&tensors, smallvec::SmallVec::new(), Some(v));
             }
         }
         wid

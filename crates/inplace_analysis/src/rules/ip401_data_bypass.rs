@@ -1,8 +1,9 @@
 //! # IP401 data-bypass
 //!
 //! **What it finds.** Use of `.data` on a tensor. A write through `.data`
-//! (`y.data.mul_(0)`, `p.data -= lr * p.grad`, `x.data = v`) is a warning when the tensor is
-//! part of a graph (it requires grad or something saved it); otherwise, and for reads
+//! (`y.data.mul_(0)`, `p.data -= lr * p.grad`) is a warning when something saved the tensor for a
+//! backward that may still run; otherwise, for `x.data = v` (which swaps the storage while
+//! autograd keeps what it saved: measured, the gradient is unchanged), and for reads
 //! (`x.data.numpy()`), it is information.
 //!
 //! **Why it breaks.** `.data` shares the memory but *not* the version counter. A write through
@@ -46,16 +47,20 @@ pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding
             "prefer writing the tensor itself under `torch.no_grad()`, which autograd can check",
         )
     };
-    let fix = fix::enclosing_statement(ctx, w.site).and_then(|s| {
-        let text = without_data(ctx, s)?;
-        fix::wrap_no_grad(
-            ctx,
-            s,
-            &text,
-            "Write under `torch.no_grad()` without `.data`",
-            Applicability::Unsafe,
-        )
-    });
+    // `x.data = v` swaps the storage: no statement without `.data` does the same.
+    let mechanical = w.kind != crate::engine::model::WriteKind::DataAssign;
+    let fix = fix::enclosing_statement(ctx, w.site)
+        .filter(|_| mechanical)
+        .and_then(|s| {
+            let text = without_data(ctx, s)?;
+            fix::wrap_no_grad(
+                ctx,
+                s,
+                &text,
+                "Write under `torch.no_grad()` without `.data`",
+                Applicability::Unsafe,
+            )
+        });
     Finding {
         rule: Rule::DataBypass,
         severity,
