@@ -1515,12 +1515,14 @@ impl<'t> Interp<'t> {
         let input_tuple = self.alloc(Obj::Seq(inputs));
         let mut result = out;
         for hook in hooks {
-            let mut hook_args = Args::default();
-            hook_args.positional = vec![
-                (smallvec![m], None),
-                (smallvec![input_tuple], None),
-                (result.clone(), None),
-            ];
+            let hook_args = Args {
+                positional: vec![
+                    (smallvec![m], None),
+                    (smallvec![input_tuple], None),
+                    (result.clone(), None),
+                ],
+                keywords: Vec::new(),
+            };
             let returned = self.call_value(hook, &hook_args, node);
             if returned.iter().any(|v| self.maybe_tensor(*v)) {
                 result = returned;
