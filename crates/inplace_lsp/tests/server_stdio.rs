@@ -58,3 +58,74 @@ async fn exit_without_shutdown_is_status_one() {
     c.notify("exit", json!(null)).await;
     assert_eq!(status(&mut child).await, Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_traffic_gets_errors_and_the_server_keeps_serving() {
+    let (mut c, mut child) = spawn().await;
+    // A request before `initialize`.
+    let early = c
+        .request_with_id(
+            900,
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}),
+        )
+        .await;
+    assert!(early["error"]["code"].is_i64(), "{early}");
+    // Malformed JSON with a right Content-Length: a parse error, then business as usual.
+    c.send_raw(b"Content-Length: 12\r\n\r\n{not json!!}").await;
+    // A Content-Length shorter than the body, then a header line that is no header.
+    c.send_raw(b"Content-Length: 5\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"x\"}")
+        .await;
+    c.send_raw(b"\r\nnot a header\r\n\r\n").await;
+    c.initialize(json!({}), json!(null)).await;
+    let unknown = c.request_raw("inplace/doesNotExist", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    // Changes and requests for documents that are not open.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": "file:///closed.py", "version": 3}, "contentChanges": [{"text": "x"}]}),
+    )
+    .await;
+    let hover = c.request_raw("textDocument/hover", json!({"textDocument": {"uri": "file:///closed.py"}, "position": {"line": 0, "character": 0}})).await;
+    assert!(hover["error"].is_object(), "{hover}");
+    let bad_params = c
+        .request_raw("textDocument/hover", json!({"nope": 1}))
+        .await;
+    assert!(bad_params["error"].is_object(), "{bad_params}");
+    // Open, then positions out of range, a stale version, and rapid open/close cycles.
+    c.open(URI, SIGMOID).await;
+    assert_eq!(c.diagnostics_for(URI, 1).await.len(), 1);
+    let far = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 9999, "character": 9999}}),
+        )
+        .await;
+    assert!(far.is_null());
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 5},
+               "contentChanges": [{"range": {"start": {"line": 900, "character": 3}, "end": {"line": 901, "character": 0}}, "text": "# end\n"}]}),
+    )
+    .await;
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 4}, "contentChanges": [{"text": "stale"}]}),
+    )
+    .await;
+    assert_eq!(c.diagnostics_for(URI, 5).await.len(), 1);
+    for i in 0..20 {
+        let uri = format!("file:///cycle{i}.py");
+        c.open(&uri, SIGMOID).await;
+        c.notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    }
+    let r = c.request("textDocument/codeAction", json!({"textDocument": {"uri": URI}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "context": {"diagnostics": []}})).await;
+    assert!(r.is_array());
+    c.request("shutdown", json!(null)).await;
+    c.notify("exit", json!(null)).await;
+    assert_eq!(status(&mut child).await, Some(0));
+}

@@ -12,6 +12,9 @@
 
 mod convert;
 mod document;
+mod guard;
+
+pub use guard::serve_guarded;
 
 use convert::{DiagnosticData, FIX_ALL_KIND, SOURCE};
 use dashmap::DashMap;
@@ -766,7 +769,7 @@ pub fn run_stdio() -> i32 {
             return 2;
         }
     };
-    let clean = rt.block_on(serve(tokio::io::stdin(), tokio::io::stdout()));
+    let clean = rt.block_on(serve_guarded(tokio::io::stdin(), tokio::io::stdout()));
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     if clean {
         0

@@ -81,6 +81,25 @@ impl Client {
         }
     }
 
+    /// Send raw bytes (for malformed traffic).
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        let mut w = self.writer.lock().await;
+        w.write_all(bytes).await.unwrap();
+        w.flush().await.unwrap();
+    }
+
+    /// Send a request with a given id and wait for the response.
+    pub async fn request_with_id(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().await.insert(id, tx);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        write_message(&mut **self.writer.lock().await, &msg).await;
+        tokio::time::timeout(Duration::from_secs(20), rx)
+            .await
+            .expect("response in time")
+            .unwrap()
+    }
+
     /// Send a request and wait for its whole response message.
     pub async fn request_raw(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;

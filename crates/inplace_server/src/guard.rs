@@ -1,0 +1,163 @@
+//! Framing between the editor and tower-lsp. tower-lsp's reader ends the session on the first
+//! message it cannot decode; this layer frames stdin itself, passes well-formed JSON-RPC
+//! through, answers anything else with a `-32700 Parse error` (id null) and resynchronises on
+//! the next `Content-Length` header. One task writes whole frames to stdout, so replies never
+//! interleave.
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Largest message accepted (a bigger Content-Length is answered as a parse error).
+const MAX_MESSAGE: usize = 256 << 20;
+
+/// One frame from a byte stream: `Ok(Some(body))`, `Ok(None)` at the end, `Err(reason)` for a
+/// frame whose header was unusable (the stream has been advanced past it).
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+) -> Result<Option<Vec<u8>>, String> {
+    let mut length: Option<usize> = None;
+    let mut saw_header = false;
+    loop {
+        let mut line = Vec::new();
+        if r.read_until(b'\n', &mut line)
+            .await
+            .map_err(|e| e.to_string())?
+            == 0
+        {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\r', '\n']);
+        if text.is_empty() {
+            if !saw_header {
+                continue;
+            }
+            let Some(n) = length else {
+                return Err("no Content-Length header".into());
+            };
+            if n > MAX_MESSAGE {
+                return Err(format!("message of {n} bytes is too large"));
+            }
+            let mut body = vec![0; n];
+            r.read_exact(&mut body).await.map_err(|e| e.to_string())?;
+            return Ok(Some(body));
+        }
+        saw_header = true;
+        if let Some((name, value)) = text.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().ok();
+                if length.is_none() {
+                    return Err(format!("bad Content-Length `{}`", value.trim()));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a body is a JSON-RPC 2.0 message tower-lsp can decode.
+fn well_formed(body: &[u8]) -> bool {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let id_ok = m
+        .get("id")
+        .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
+    let shape = m.contains_key("method") && m.get("method").is_some_and(Value::is_string)
+        || m.contains_key("result")
+        || m.contains_key("error");
+    m.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && id_ok && shape
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Serve on `input`/`output` with the guard in between. Returns whether `shutdown` came before `exit`.
+pub async fn serve_guarded<I, O>(input: I, mut output: O) -> bool
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut to_server, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, from_server) = tokio::io::duplex(1 << 20);
+    let (errors_tx, mut errors_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+
+    let reader = tokio::spawn(async move {
+        let mut input = BufReader::new(input);
+        loop {
+            match read_frame(&mut input).await {
+                Ok(None) => break,
+                Ok(Some(body)) if well_formed(&body) => {
+                    if to_server.write_all(&frame(&body)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Some(_)) | Err(_) => {
+                    let reply = br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
+                    if errors_tx.send(reply.to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        // End of input: the server sees it and stops.
+        let _ = to_server.shutdown().await;
+    });
+
+    let writer = tokio::spawn(async move {
+        let mut from_server = BufReader::new(from_server);
+        let mut server_open = true;
+        loop {
+            tokio::select! {
+                frame_in = read_frame(&mut from_server), if server_open => match frame_in {
+                    Ok(Some(body)) => {
+                        if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
+                            break;
+                        }
+                    }
+                    _ => server_open = false,
+                },
+                reply = errors_rx.recv() => match reply {
+                    Some(body) => {
+                        if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
+                            break;
+                        }
+                    }
+                    None if !server_open => break,
+                    None => {}
+                },
+                else => break,
+            }
+            if !server_open && errors_rx.is_empty() {
+                break;
+            }
+        }
+        let _ = output.flush().await;
+    });
+
+    let clean = crate::serve(server_in, server_out).await;
+    reader.abort();
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
+    clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_and_resynchronises() {
+        let input: &[u8] = b"Content-Length: 2\r\n\r\n{}garbage\r\nContent-Length: 3\r\n\r\n[1]Content-Length: x\r\n\r\n";
+        let mut r = BufReader::new(input);
+        assert_eq!(read_frame(&mut r).await, Ok(Some(b"{}".to_vec())));
+        // "garbage" is read as a header line without a value; the next header is found.
+        assert_eq!(read_frame(&mut r).await, Ok(Some(b"[1]".to_vec())));
+        assert!(read_frame(&mut r).await.is_err());
+        assert!(!well_formed(b"{not json}"));
+        assert!(!well_formed(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#));
+        assert!(well_formed(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#));
+    }
+}
