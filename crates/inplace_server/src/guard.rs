@@ -69,6 +69,10 @@ fn well_formed(body: &[u8]) -> bool {
     m.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && id_ok && shape
 }
 
+async fn write_frame<O: AsyncWrite + Unpin>(output: &mut O, body: &[u8]) -> bool {
+    output.write_all(&frame(body)).await.is_ok() && output.flush().await.is_ok()
+}
+
 fn frame(body: &[u8]) -> Vec<u8> {
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body);
@@ -109,33 +113,34 @@ where
 
     let writer = tokio::spawn(async move {
         let mut from_server = BufReader::new(from_server);
-        let mut server_open = true;
-        loop {
-            tokio::select! {
-                frame_in = read_frame(&mut from_server), if server_open => match frame_in {
-                    Ok(Some(body)) => {
-                        if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
-                            break;
-                        }
+        let (mut server_open, mut errors_open) = (true, true);
+        while server_open || errors_open {
+            let body = tokio::select! {
+                f = read_frame(&mut from_server), if server_open => match f {
+                    Ok(Some(body)) => Some(body),
+                    _ => {
+                        server_open = false;
+                        None
                     }
-                    _ => server_open = false,
                 },
-                reply = errors_rx.recv() => match reply {
-                    Some(body) => {
-                        if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
-                            break;
-                        }
-                    }
-                    None if !server_open => break,
-                    None => {}
-                },
-                else => break,
+                r = errors_rx.recv(), if errors_open => {
+                    errors_open = r.is_some();
+                    r
+                }
+            };
+            if let Some(body) = body {
+                if !write_frame(&mut output, &body).await {
+                    break;
+                }
             }
-            if !server_open && errors_rx.is_empty() {
+            if !server_open {
+                // The server is done: send what is queued and stop.
+                while let Ok(body) = errors_rx.try_recv() {
+                    write_frame(&mut output, &body).await;
+                }
                 break;
             }
         }
-        let _ = output.flush().await;
     });
 
     let clean = crate::serve(server_in, server_out).await;
