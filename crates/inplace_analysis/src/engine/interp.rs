@@ -1491,7 +1491,7 @@ impl<'t> Interp<'t> {
                         }
                     };
                     match index {
-                        Index::At(i) if items.get(resolve(i)).is_some() => {
+                        Index::At(i) if items.len() > 1 && items.get(resolve(i)).is_some() => {
                             out.extend(items[resolve(i)].iter().copied())
                         }
                         Index::Range(lo, hi) => {
@@ -1502,7 +1502,25 @@ impl<'t> Interp<'t> {
                                 .clamp(lo, items.len());
                             out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
                         }
-                        _ => out.extend(items.into_iter().flatten()),
+                        _ => {
+                            // An element we cannot pin down (a comprehension's one slot stands for
+                            // all its elements): a stand-in with the history but its own storage,
+                            // so different elements never look like aliases.
+                            for v in items.into_iter().flatten() {
+                                match self.heap[v as usize].clone() {
+                                    Obj::Tensor(mut t) => {
+                                        let id = self.heap.len() as ObjId;
+                                        t.storage = id;
+                                        t.leaf = false;
+                                        t.view_of_leaf = false;
+                                        t.view_origin = None;
+                                        t.grad_tensor = None;
+                                        out.push(self.alloc(Obj::Tensor(t)));
+                                    }
+                                    _ => out.push(v),
+                                }
+                            }
+                        }
                     }
                 }
                 Obj::Module(m) if !m.children.is_empty() => {

@@ -165,6 +165,15 @@ impl<'t> Interp<'t> {
             .copied()
             .filter(|v| self.maybe_tensor(*v))
             .collect();
+        // `itertools.chain(a.parameters(), b.parameters())`, `filter(..., m.parameters())`: the
+        // parameters themselves, not a new tensor.
+        let from_params = args
+            .all_values()
+            .flatten()
+            .any(|v| matches!(self.heap[*v as usize], Obj::Params { .. }));
+        if from_params {
+            return smallvec![self.alloc(Obj::Seq(vec![tensors]))];
+        }
         if tensors.is_empty() {
             // Modules passed through wrappers (`torch.compile(model)`) stay themselves.
             let modules: Vals = inputs
@@ -709,6 +718,21 @@ impl<'t> Interp<'t> {
                 self.check_graph(&smallvec![recv], call, retain, true);
                 return smallvec![self.other];
             }
+            // `scaler.step(optimizer)` (AMP) steps that optimizer.
+            "step"
+                if args.first().is_some_and(|v| {
+                    v.iter()
+                        .any(|o| matches!(self.heap[*o as usize], Obj::Optimizer { .. }))
+                }) =>
+            {
+                let opts = args.first().cloned().unwrap_or_default();
+                for o in opts {
+                    if let Obj::Optimizer { params, .. } = self.heap[o as usize].clone() {
+                        self.optimizer_method(o, &params, "step", &Args::default(), node);
+                    }
+                }
+                return smallvec![self.other];
+            }
             "step" | "zero_grad" | "update" | "append" | "extend" | "items" | "keys" | "values"
             | "get" | "pop" => {
                 return self.opaque_call(args, call);
@@ -742,6 +766,24 @@ impl<'t> Interp<'t> {
     pub fn binary(&mut self, op: &str, a: &Vals, b: &Vals, node: Node<'t>) -> Vals {
         let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
         if !any_tensor {
+            // `list(a.parameters()) + list(b.parameters())`: the items of both lists.
+            let seqs: Vec<Vec<Vals>> = a
+                .iter()
+                .chain(b.iter())
+                .filter_map(|v| match &self.heap[*v as usize] {
+                    Obj::Seq(items) => Some(items.clone()),
+                    _ => None,
+                })
+                .collect();
+            if op == "+" && !seqs.is_empty() {
+                let mut items = seqs.concat();
+                if items.len() > MAX_SLOTS {
+                    // Keep lists bounded (`x = x + x` in a loop): the rest share the last slot.
+                    let rest: Vals = items.drain(MAX_SLOTS - 1..).flatten().take(32).collect();
+                    items.push(rest);
+                }
+                return smallvec![self.alloc(Obj::Seq(items))];
+            }
             return smallvec![self.alloc(Obj::Unknown)];
         }
         let Some(name) = binary_op_name(op) else {
@@ -1213,7 +1255,8 @@ impl<'t> Interp<'t> {
                 self.report(f);
                 continue;
             }
-            let must = single || all_saved;
+            // A step writes every parameter for certain (they are not alternatives).
+            let must = single || all_saved || kind == WriteKind::Step;
             if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {
                     let entry = self.state.clobbered.entry(s).or_default();
