@@ -240,18 +240,12 @@ impl<'t> Interp<'t> {
     /// A function argument: a tensor that may require grad (a `forward` argument is one).
     pub fn param_tensor(&mut self, p: Node<'_>, known: bool) -> ObjId {
         let id = self.heap.len() as ObjId;
-        self.alloc(Obj::Tensor(TensorObj {
-            storage: id,
-            counter: true,
-            grad: Tri::Maybe,
-            leaf: false,
-            view_of_leaf: false,
-            view_origin: None,
-            node: None,
+        self.alloc(Obj::Tensor(TensorObj::fresh(
+            id,
+            Tri::Maybe,
             known,
-            origin: TextRange::of(p),
-            grad_tensor: None,
-        }))
+            TextRange::of(p),
+        )))
     }
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).

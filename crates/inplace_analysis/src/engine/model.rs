@@ -60,6 +60,24 @@ pub(crate) struct TensorObj {
     pub grad_tensor: Option<ObjId>,
 }
 
+impl TensorObj {
+    /// A tensor with a storage of its own (`id` is its object id) and no history.
+    pub fn fresh(id: ObjId, grad: Tri, known: bool, origin: TextRange) -> TensorObj {
+        TensorObj {
+            storage: id,
+            counter: true,
+            grad,
+            leaf: false,
+            view_of_leaf: false,
+            view_origin: None,
+            node: None,
+            known,
+            origin,
+            grad_tensor: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct ModuleObj<'t> {
     /// `ReLU`, `Sequential`, or the local class name.

@@ -502,35 +502,37 @@ impl<'t> Interp<'t> {
                 .collect();
         }
         if let Some(base) = strip_inplace(f) {
-            let tensors = self.as_tensors(&first);
-            let through = args
-                .positional
-                .first()
-                .and_then(|(_, n)| *n)
-                .and_then(|n| obj_name(self, n));
-            let keep = self.keep_name(node, through.clone());
-            self.write(
-                &tensors,
-                WriteKind::TorchFn(f.into()),
-                call,
-                call,
-                through,
-                keep,
-                None,
-                true,
-            );
-            let rest: Vec<Vals> = args
-                .positional
-                .iter()
-                .skip(1)
-                .map(|(v, _)| v.clone())
-                .collect();
-            self.inplace_saves_by_name(&tensors, base, rest.first(), node);
-            return first;
+            return self.inplace_call(f, base, args, node);
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let name = self.dim_variant(f, args, 1);
         smallvec![self.apply_op(&name, &format!("torch.{f}"), &inputs, node, true)]
+    }
+
+    /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
+    fn inplace_call(&mut self, f: &str, base: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
+        let call = TextRange::of(node);
+        let first = args.first().cloned().unwrap_or_default();
+        let tensors = self.as_tensors(&first);
+        let through = args
+            .positional
+            .first()
+            .and_then(|(_, n)| *n)
+            .and_then(|n| obj_name(self, n));
+        let keep = self.keep_name(node, through.clone());
+        self.write(
+            &tensors,
+            WriteKind::TorchFn(f.into()),
+            call,
+            call,
+            through,
+            keep,
+            None,
+            true,
+        );
+        let other = args.positional.get(1).map(|(v, _)| v.clone());
+        self.inplace_saves_by_name(&tensors, base, other.as_ref(), node);
+        first
     }
 
     fn call_functional(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
@@ -561,19 +563,7 @@ impl<'t> Interp<'t> {
             return first;
         }
         if let Some(base) = strip_inplace(f) {
-            let tensors = self.as_tensors(&first);
-            self.write(
-                &tensors,
-                WriteKind::TorchFn(f.into()),
-                call,
-                call,
-                through,
-                keep,
-                None,
-                true,
-            );
-            self.inplace_saves_by_name(&tensors, base, None, node);
-            return first;
+            return self.inplace_call(f, base, args, node);
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let display = format!("F.{f}");
@@ -742,18 +732,12 @@ impl<'t> Interp<'t> {
         if strip_inplace(meth).is_some() && !meth.starts_with('_') {
             // Only tensors have `add_`-style methods: this value is one.
             if let Obj::Unknown = self.heap[recv as usize] {
-                self.heap[recv as usize] = Obj::Tensor(TensorObj {
-                    storage: recv,
-                    counter: true,
-                    grad: Tri::Maybe,
-                    leaf: false,
-                    view_of_leaf: false,
-                    view_origin: None,
-                    node: None,
-                    known: false,
-                    origin: TextRange::of(recv_node),
-                    grad_tensor: None,
-                });
+                self.heap[recv as usize] = Obj::Tensor(TensorObj::fresh(
+                    recv,
+                    Tri::Maybe,
+                    false,
+                    TextRange::of(recv_node),
+                ));
             }
             return self.tensor_method(&smallvec![recv], meth, args, node, recv_node);
         }
@@ -895,18 +879,9 @@ impl<'t> Interp<'t> {
         } else {
             None
         };
-        self.alloc(Obj::Tensor(TensorObj {
-            storage: id,
-            counter: true,
-            grad,
-            leaf: false,
-            view_of_leaf: false,
-            view_origin: None,
-            node,
-            known,
-            origin,
-            grad_tensor: None,
-        }))
+        let mut t = TensorObj::fresh(id, grad, known, origin);
+        t.node = node;
+        self.alloc(Obj::Tensor(t))
     }
 
     fn record_save(&mut self, storage: ObjId, output: bool, op: &str, range: TextRange) -> SaveId {
@@ -1039,18 +1014,9 @@ impl<'t> Interp<'t> {
 
     pub fn new_leaf(&mut self, grad: bool, origin: TextRange) -> ObjId {
         let id = self.heap.len() as ObjId;
-        self.alloc(Obj::Tensor(TensorObj {
-            storage: id,
-            counter: true,
-            grad: if grad { Tri::Yes } else { Tri::No },
-            leaf: grad,
-            view_of_leaf: false,
-            view_origin: None,
-            node: None,
-            known: true,
-            origin,
-            grad_tensor: None,
-        }))
+        let mut t = TensorObj::fresh(id, if grad { Tri::Yes } else { Tri::No }, true, origin);
+        t.leaf = grad;
+        self.alloc(Obj::Tensor(t))
     }
 
     /// The tensors among `vals`; unknown values written in place are taken for tensors.
@@ -1061,18 +1027,8 @@ impl<'t> Interp<'t> {
                 Obj::Tensor(_) => out.push(*v),
                 Obj::Unknown if *v != self.unknown => {
                     let origin = TextRange::default();
-                    self.heap[*v as usize] = Obj::Tensor(TensorObj {
-                        storage: *v,
-                        counter: true,
-                        grad: Tri::Maybe,
-                        leaf: false,
-                        view_of_leaf: false,
-                        view_origin: None,
-                        node: None,
-                        known: false,
-                        origin,
-                        grad_tensor: None,
-                    });
+                    self.heap[*v as usize] =
+                        Obj::Tensor(TensorObj::fresh(*v, Tri::Maybe, false, origin));
                     out.push(*v);
                 }
                 _ => {}

@@ -92,7 +92,11 @@ impl Client {
     pub async fn request_with_id(&mut self, id: i64, method: &str, params: Value) -> Value {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().await.insert(id, tx);
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if msg["params"].is_null() {
+            // `shutdown` and friends take no params; most clients leave the field out.
+            msg.as_object_mut().unwrap().remove("params");
+        }
         write_message(&mut **self.writer.lock().await, &msg).await;
         tokio::time::timeout(Duration::from_secs(20), rx)
             .await
@@ -104,17 +108,7 @@ impl Client {
     pub async fn request_raw(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().await.insert(id, tx);
-        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if msg["params"].is_null() {
-            msg.as_object_mut().unwrap().remove("params");
-        }
-        write_message(&mut **self.writer.lock().await, &msg).await;
-        tokio::time::timeout(Duration::from_secs(20), rx)
-            .await
-            .expect("response in time")
-            .unwrap()
+        self.request_with_id(id, method, params).await
     }
 
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
