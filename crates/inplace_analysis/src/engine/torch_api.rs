@@ -514,12 +514,7 @@ impl<'t> Interp<'t> {
         let call = TextRange::of(node);
         let first = args.first().cloned().unwrap_or_default();
         let tensors = self.as_tensors(&first);
-        let through = args
-            .positional
-            .first()
-            .and_then(|(_, n)| *n)
-            .and_then(|n| obj_name(self, n));
-        let keep = self.keep_name(node, through.clone());
+        let (through, keep) = self.first_arg_names(args, node);
         self.write(
             &tensors,
             WriteKind::TorchFn(f.into()),
@@ -538,12 +533,7 @@ impl<'t> Interp<'t> {
     fn call_functional(&mut self, f: &str, args: &Args<'t>, node: Node<'t>) -> Vals {
         let call = TextRange::of(node);
         let first = args.first().cloned().unwrap_or_default();
-        let through = args
-            .positional
-            .first()
-            .and_then(|(_, n)| *n)
-            .and_then(|n| obj_name(self, n));
-        let keep = self.keep_name(node, through.clone());
+        let (through, keep) = self.first_arg_names(args, node);
         let inplace_kw = args
             .keyword("inplace")
             .filter(|(v, _)| v.contains(&self.true_obj));
@@ -572,6 +562,17 @@ impl<'t> Interp<'t> {
             inputs.push(w.clone());
         }
         smallvec![self.apply_op(f, &display, &inputs, node, true)]
+    }
+
+    /// The name the first argument is written through, and the name that keeps its meaning.
+    fn first_arg_names(&self, args: &Args<'t>, node: Node<'t>) -> (Option<Name>, Option<Name>) {
+        let through = args
+            .positional
+            .first()
+            .and_then(|(_, n)| *n)
+            .and_then(|n| obj_name(self, n));
+        let keep = self.keep_name(node, through.clone());
+        (through, keep)
     }
 
     /// The name that keeps its meaning after an in-place call: the assignment target when the
@@ -1574,12 +1575,7 @@ impl<'t> Interp<'t> {
         let spec = ops::table().module(&module.class);
         if let Some(kw) = module.inplace {
             let tensors = self.as_tensors(&input);
-            let through = args
-                .positional
-                .first()
-                .and_then(|(_, n)| *n)
-                .and_then(|n| obj_name(self, n));
-            let keep = self.keep_name(node, through.clone());
+            let (through, keep) = self.first_arg_names(args, node);
             self.write(
                 &tensors,
                 WriteKind::InplaceModule { call },
