@@ -266,30 +266,42 @@ pub const MODULE_RETURNS_SELF: &[&str] = &[
     "mps",
 ];
 
-/// Activation functions with an `inplace=` argument in `torch.nn.functional`.
-pub fn functional_has_inplace_kw(name: &str) -> bool {
-    matches!(
-        name,
-        "relu"
-            | "relu6"
-            | "leaky_relu"
-            | "elu"
-            | "selu"
-            | "celu"
-            | "hardtanh"
-            | "silu"
-            | "mish"
-            | "hardsigmoid"
-            | "hardswish"
-            | "dropout"
-            | "dropout1d"
-            | "dropout2d"
-            | "dropout3d"
-            | "alpha_dropout"
-            | "feature_alpha_dropout"
-            | "threshold"
-            | "rrelu"
-    )
+/// Where `inplace` stands among the positional parameters of a `torch.nn.functional` function
+/// (`F.leaky_relu(x, 0.2, True)`), for the functions that have one.
+pub fn functional_inplace_position(name: &str) -> Option<usize> {
+    Some(match name {
+        "relu" | "relu6" | "selu" | "silu" | "mish" | "hardsigmoid" | "hardswish" => 1,
+        "leaky_relu" | "elu" | "celu" => 2,
+        "hardtanh"
+        | "threshold"
+        | "dropout"
+        | "dropout1d"
+        | "dropout2d"
+        | "dropout3d"
+        | "alpha_dropout"
+        | "feature_alpha_dropout" => 3,
+        "rrelu" => 4,
+        _ => return None,
+    })
+}
+
+/// Where `inplace` stands among the positional parameters of an `nn` module's constructor
+/// (`nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`).
+pub fn module_inplace_position(class: &str) -> Option<usize> {
+    Some(match class {
+        "ReLU" | "ReLU6" | "SELU" | "SiLU" | "Mish" | "Hardsigmoid" | "Hardswish" => 0,
+        "LeakyReLU"
+        | "ELU"
+        | "CELU"
+        | "Dropout"
+        | "Dropout1d"
+        | "Dropout2d"
+        | "Dropout3d"
+        | "AlphaDropout"
+        | "FeatureAlphaDropout" => 1,
+        "Hardtanh" | "Threshold" | "RReLU" => 2,
+        _ => return None,
+    })
 }
 
 /// `nn` modules that hold parameters although the table has no entry for them.

@@ -534,10 +534,17 @@ impl<'t> Interp<'t> {
         let call = TextRange::of(node);
         let first = args.first().cloned().unwrap_or_default();
         let (through, keep) = self.first_arg_names(args, node);
+        // `inplace=True`, or `True` at the position of `inplace` (`F.leaky_relu(x, 0.2, True)`).
+        let by_position = ops::functional_inplace_position(f)
+            .and_then(|i| args.positional.get(i))
+            .filter(|(v, _)| v.contains(&self.true_obj))
+            .and_then(|(_, n)| *n);
         let inplace_kw = args
             .keyword("inplace")
-            .filter(|(v, _)| v.contains(&self.true_obj));
-        if let (Some((_, kw)), true) = (inplace_kw, ops::functional_has_inplace_kw(f)) {
+            .filter(|(v, _)| v.contains(&self.true_obj))
+            .map(|(_, n)| n)
+            .or(by_position);
+        if let (Some(kw), true) = (inplace_kw, ops::functional_inplace_position(f).is_some()) {
             let tensors = self.as_tensors(&first);
             self.write(
                 &tensors,
@@ -1422,17 +1429,11 @@ impl<'t> Interp<'t> {
             .filter(|(v, _)| v.contains(&self.true_obj))
             .map(|(_, n)| TextRange::of(n))
             .or_else(|| {
-                // `nn.ReLU(True)`: the first positional argument of activations is `inplace`.
-                let spec = ops::table().module(class)?;
-                let (_, n) = args.positional.first()?;
-                let n = (*n)?;
-                (spec.inplace_kw
-                    && self.text(n) == "True"
-                    && matches!(
-                        class,
-                        "ReLU" | "ReLU6" | "SELU" | "SiLU" | "Mish" | "Hardsigmoid" | "Hardswish"
-                    ))
-                .then(|| TextRange::of(n))
+                // `nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`: `inplace` given by position.
+                let (v, n) = args.positional.get(ops::module_inplace_position(class)?)?;
+                v.contains(&self.true_obj)
+                    .then(|| n.map(TextRange::of))
+                    .flatten()
             });
         let mut children = Vec::new();
         let mut attrs = rustc_hash::FxHashMap::default();
