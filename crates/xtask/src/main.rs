@@ -58,11 +58,18 @@ fn venv() -> Result<PathBuf> {
     Ok(python)
 }
 
+/// Every fixture under real torch, with its fixes applied and re-run; and the harness's own
+/// test (a wrong expectation must fail it).
 fn oracle() -> Result<()> {
     let python = venv()?;
+    run(cargo().args(["build", "-q", "-p", "inplace_lsp"]))?;
+    let binary = root().join("target/debug/inplace-lsp");
     run(Command::new(&python)
-        .arg("tests/oracle/run_fixtures.py")
-        .arg("tests/fixtures"))
+        .arg("tests/oracle/test_harness.py")
+        .arg(&binary))?;
+    run(Command::new(&python)
+        .args(["tests/oracle/run_fixtures.py", "tests/fixtures", "--binary"])
+        .arg(&binary))
 }
 
 /// The language server driven by a real LSP client library (pygls) on the chapter's examples.
