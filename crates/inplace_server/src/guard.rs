@@ -55,6 +55,19 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     }
 }
 
+/// A well-formed message as bytes to forward: `"params": null` (sent by some clients on
+/// `shutdown`/`exit`) is dropped, as tower-lsp rejects it.
+fn normalise(body: &[u8]) -> Option<Vec<u8>> {
+    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if m.get("params").is_some_and(Value::is_null) {
+        m.remove("params");
+        return serde_json::to_vec(&m).ok();
+    }
+    Some(body.to_vec())
+}
+
 /// Whether a body is a JSON-RPC 2.0 message tower-lsp can decode.
 fn well_formed(body: &[u8]) -> bool {
     let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) else {
@@ -95,6 +108,7 @@ where
             match read_frame(&mut input).await {
                 Ok(None) => break,
                 Ok(Some(body)) if well_formed(&body) => {
+                    let body = normalise(&body).unwrap_or(body);
                     if to_server.write_all(&frame(&body)).await.is_err() {
                         break;
                     }
@@ -164,5 +178,11 @@ mod tests {
         assert!(!well_formed(b"{not json}"));
         assert!(!well_formed(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#));
         assert!(well_formed(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#));
+        let n =
+            normalise(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown","params":null}"#).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&n).unwrap(),
+            serde_json::json!({"jsonrpc":"2.0","id":2,"method":"shutdown"})
+        );
     }
 }
