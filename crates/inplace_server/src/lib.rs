@@ -25,7 +25,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 use tower_lsp::{Client, LanguageServer, LspService, Server};
@@ -132,7 +132,11 @@ impl Backend {
 
     /// (Re)read `[tool.inplace-lsp]` of every workspace folder's pyproject.toml.
     async fn load_projects(&self) {
-        let folders = self.folders.read().unwrap().clone();
+        let folders = self
+            .folders
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut projects = Vec::new();
         let mut problems = Vec::new();
         for root in folders {
@@ -148,7 +152,11 @@ impl Backend {
             }
         }
         projects.sort_by_key(|p| std::cmp::Reverse(p.root.as_os_str().len()));
-        *self.shared.projects.write().unwrap() = projects;
+        *self
+            .shared
+            .projects
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = projects;
         for p in problems {
             self.client
                 .show_message(MessageType::WARNING, format!("inplace-lsp: {p}"))
@@ -215,13 +223,17 @@ impl Backend {
 
 impl Shared {
     fn enc(&self) -> Encoding {
-        *self.encoding.read().unwrap()
+        *self.encoding.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Findings of a document after project and client selection and severity overrides.
     fn select(&self, uri: &Url, findings: &[Finding]) -> Vec<Finding> {
-        let client = self.client_settings.read().unwrap().clone();
-        let projects = self.projects.read().unwrap();
+        let client = self
+            .client_settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let projects = self.projects.read().unwrap_or_else(PoisonError::into_inner);
         let path = uri_path(uri);
         let project = path
             .as_ref()
@@ -375,7 +387,11 @@ impl LanguageServer for Backend {
         } else {
             (Encoding::Utf16, PositionEncodingKind::UTF16)
         };
-        *self.shared.encoding.write().unwrap() = enc;
+        *self
+            .shared
+            .encoding
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = enc;
         let pull = params
             .capabilities
             .text_document
@@ -396,7 +412,11 @@ impl LanguageServer for Backend {
             .as_ref()
             .and_then(ClientSettings::from_value)
         {
-            *self.shared.client_settings.write().unwrap() = s;
+            *self
+                .shared
+                .client_settings
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = s;
         }
         let mut folders: Vec<PathBuf> = params
             .workspace_folders
@@ -410,7 +430,7 @@ impl LanguageServer for Backend {
                 folders.push(root);
             }
         }
-        *self.folders.write().unwrap() = folders;
+        *self.folders.write().unwrap_or_else(PoisonError::into_inner) = folders;
         self.load_projects().await;
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
@@ -541,7 +561,11 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         if let Some(s) = ClientSettings::from_value(&params.settings) {
-            *self.shared.client_settings.write().unwrap() = s;
+            *self
+                .shared
+                .client_settings
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = s;
             self.reanalyse_all().await;
         }
     }
