@@ -1371,6 +1371,9 @@ impl<'t> Interp<'t> {
                 continue;
             }
             let held_by = self.state.held.get(o).copied();
+            let new_is_leaf = new
+                .iter()
+                .any(|n| matches!(&self.heap[*n as usize], Obj::Tensor(t) if t.leaf));
             let rhs = stmt.child_by_field_name("right");
             let reads_grad = rhs.is_some_and(|r| mentions_grad_of(self, r, name));
             match (&self.heap[*o as usize], held_by) {
@@ -1401,7 +1404,9 @@ impl<'t> Interp<'t> {
                     self.state.orphaned.entry(opt).or_default().push(f);
                     return;
                 }
-                (Obj::Tensor(t), None) if t.leaf && reads_grad => {
+                // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the
+                // right way to restart from an update.
+                (Obj::Tensor(t), None) if t.leaf && reads_grad && !new_is_leaf => {
                     let f = rules::ip403_param_rebind::finding(
                         &self.ctx, stmt, target, name, None, true,
                     );
