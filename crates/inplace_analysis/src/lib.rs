@@ -103,11 +103,6 @@ pub fn python_parser() -> Parser {
     parser
 }
 
-/// Parse Python source (reusing `old` for an incremental parse when given).
-pub fn parse(parser: &mut Parser, text: &str, old: Option<&Tree>) -> Option<Tree> {
-    parser.parse(text, old)
-}
-
 /// Whether the text can contain anything this analyzer looks at (a cheap scan).
 pub fn mentions_torch(text: &str) -> bool {
     text.contains("torch")

@@ -54,6 +54,34 @@ impl ClientSettings {
     }
 }
 
+/// Client settings ready to apply: compiled once per change, not on every publish.
+#[derive(Debug, Clone, Default)]
+struct ClientConfig {
+    selection: Settings,
+    severities: BTreeMap<String, Severity>,
+}
+
+impl ClientSettings {
+    fn compile(&self) -> std::result::Result<ClientConfig, String> {
+        let selection = Settings::new(
+            Options::default(),
+            &self.select,
+            &self.ignore,
+            "client settings",
+        )?;
+        let mut severities = BTreeMap::new();
+        for (code, s) in &self.severities {
+            let s =
+                parse_severity(s).ok_or_else(|| format!("unknown severity `{s}` for {code}"))?;
+            severities.insert(code.to_ascii_uppercase(), s);
+        }
+        Ok(ClientConfig {
+            selection,
+            severities,
+        })
+    }
+}
+
 /// The result of analysing one version of a document.
 struct Analysed {
     version: i32,
@@ -81,7 +109,7 @@ struct Shared {
     watch: AtomicBool,
     /// The client pulls diagnostics (so they are not pushed too).
     pull: AtomicBool,
-    client_settings: RwLock<ClientSettings>,
+    client: RwLock<ClientConfig>,
     projects: RwLock<Vec<Project>>,
 }
 
@@ -115,7 +143,7 @@ impl Backend {
             encoding: RwLock::new(Encoding::Utf16),
             watch: AtomicBool::new(false),
             pull: AtomicBool::new(false),
-            client_settings: RwLock::new(ClientSettings::default()),
+            client: RwLock::new(ClientConfig::default()),
             projects: RwLock::new(Vec::new()),
         };
         Backend {
@@ -207,6 +235,24 @@ impl Backend {
         Some(result)
     }
 
+    /// Apply settings from the editor; invalid ones are reported and leave the old ones.
+    async fn set_client_settings(&self, s: &ClientSettings) {
+        match s.compile() {
+            Ok(config) => {
+                *self
+                    .shared
+                    .client
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) = config
+            }
+            Err(e) => {
+                self.client
+                    .show_message(MessageType::WARNING, format!("inplace-lsp: {e}"))
+                    .await
+            }
+        }
+    }
+
     async fn reanalyse_all(&self) {
         let uris: Vec<Url> = self.shared.docs.iter().map(|e| e.key().clone()).collect();
         for uri in uris {
@@ -228,23 +274,12 @@ impl Shared {
 
     /// Findings of a document after project and client selection and severity overrides.
     fn select(&self, uri: &Url, findings: &[Finding]) -> Vec<Finding> {
-        let client = self
-            .client_settings
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let client = self.client.read().unwrap_or_else(PoisonError::into_inner);
         let projects = self.projects.read().unwrap_or_else(PoisonError::into_inner);
         let path = uri_path(uri);
         let project = path
             .as_ref()
             .and_then(|p| projects.iter().find(|pr| p.starts_with(&pr.root)));
-        let client_sel = Settings::new(
-            Options::default(),
-            &client.select,
-            &client.ignore,
-            "client settings",
-        )
-        .unwrap_or_default();
         findings
             .iter()
             .filter(|f| {
@@ -254,16 +289,12 @@ impl Shared {
                         .enabled(f.rule, p.strip_prefix(&pr.root).unwrap_or(p)),
                     _ => true,
                 };
-                by_project && client_sel.selection.enabled(f.rule)
+                by_project && client.selection.selection.enabled(f.rule)
             })
             .map(|f| {
                 let mut f = f.clone();
-                if let Some(s) = client
-                    .severities
-                    .get(f.rule.code())
-                    .and_then(|s| parse_severity(s))
-                {
-                    f.severity = s;
+                if let Some(s) = client.severities.get(f.rule.code()) {
+                    f.severity = *s;
                 }
                 f
             })
@@ -412,11 +443,7 @@ impl LanguageServer for Backend {
             .as_ref()
             .and_then(ClientSettings::from_value)
         {
-            *self
-                .shared
-                .client_settings
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = s;
+            self.set_client_settings(&s).await;
         }
         let mut folders: Vec<PathBuf> = params
             .workspace_folders
@@ -561,11 +588,7 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         if let Some(s) = ClientSettings::from_value(&params.settings) {
-            *self
-                .shared
-                .client_settings
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = s;
+            self.set_client_settings(&s).await;
             self.reanalyse_all().await;
         }
     }

@@ -954,7 +954,7 @@ impl<'t> Interp<'t> {
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         let name = binary_op_name(op.trim_end_matches('='));
         if let Some(name) = name {
-            self.inplace_op_saves(&tensors, name, &value, stmt);
+            self.inplace_saves_by_name(&tensors, name, Some(&value), stmt);
         }
     }
 

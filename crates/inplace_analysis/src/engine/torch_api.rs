@@ -906,7 +906,7 @@ impl<'t> Interp<'t> {
 
     /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
     /// saves `w`), recorded after the write so they carry the new version.
-    fn inplace_saves_by_name(
+    pub fn inplace_saves_by_name(
         &mut self,
         targets: &Vals,
         base: &str,
@@ -943,10 +943,6 @@ impl<'t> Interp<'t> {
             }
         }
         self.extend_history(targets, saves, other);
-    }
-
-    pub fn inplace_op_saves(&mut self, targets: &Vals, name: &str, value: &Vals, node: Node<'t>) {
-        self.inplace_saves_by_name(targets, name, Some(value), node);
     }
 
     /// After an in-place op, the written tensors' history includes the op.
