@@ -1,8 +1,12 @@
-//! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check]`.
+//! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check] | vsix |
+//! editors`.
 //!
 //! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
 //! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
-//! `tests/oracle/requirements.txt`), and a check that the committed op table still matches torch.
+//! `tests/oracle/requirements.txt`), a check that the committed op table still matches torch, and
+//! the end-to-end tests in a real Neovim and a real VS Code (`editors.rs`).
+
+mod editors;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -17,8 +21,10 @@ fn root() -> PathBuf {
 
 fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("xtask: running {cmd:?}");
+    if cmd.get_current_dir().is_none() {
+        cmd.current_dir(root());
+    }
     let status = cmd
-        .current_dir(root())
         .status()
         .with_context(|| format!("cannot start {cmd:?}"))?;
     if !status.success() {
@@ -32,11 +38,17 @@ fn venv() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("INPLACE_PYTHON") {
         return Ok(PathBuf::from(p));
     }
+    venv_at("target/venv", "tests/oracle/requirements.txt")
+}
+
+/// A venv under `dir` holding `requirements` (both relative to the root), made or refreshed when
+/// the requirements changed since it was filled. Returns its python.
+fn venv_at(dir: &str, requirements: &str) -> Result<PathBuf> {
     let root = root();
-    let dir = root.join("target/venv");
+    let dir = root.join(dir);
     let python = dir.join("bin/python");
-    let reqs = root.join("tests/oracle/requirements.txt");
-    let wanted = std::fs::read_to_string(&reqs).context("reading tests/oracle/requirements.txt")?;
+    let wanted = std::fs::read_to_string(root.join(requirements))
+        .with_context(|| format!("reading {requirements}"))?;
     let marker = dir.join(".inplace-requirements");
     if python.exists() && std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str())
     {
@@ -53,7 +65,7 @@ fn venv() -> Result<PathBuf> {
             "-q",
             "-r",
         ])
-        .arg(&reqs))?;
+        .arg(root.join(requirements)))?;
     std::fs::write(&marker, wanted)?;
     Ok(python)
 }
@@ -119,6 +131,7 @@ fn test() -> Result<()> {
     oracle()?;
     lsp_client()?;
     gen_ops(true)?;
+    editors::editors()?;
     eprintln!("xtask: the whole suite passed");
     Ok(())
 }
@@ -137,8 +150,10 @@ fn main() -> Result<()> {
         ["lsp-client"] => lsp_client(),
         ["gen-ops"] => gen_ops(false),
         ["gen-ops", "--check"] => gen_ops(true),
+        ["vsix"] => editors::vsix(),
+        ["editors"] => editors::editors(),
         _ => {
-            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check]>");
+            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors>");
             std::process::exit(2);
         }
     }
