@@ -52,9 +52,10 @@ impl LineIndex {
         let bytes = text.as_bytes();
         if end > start && bytes.get(end - 1) == Some(&b'\n') {
             end -= 1;
-        }
-        if end > start && bytes.get(end - 1) == Some(&b'\r') {
-            end -= 1;
+            // A `\r` belongs to the line ending only before a `\n`.
+            if end > start && bytes.get(end - 1) == Some(&b'\r') {
+                end -= 1;
+            }
         }
         (start, end)
     }
@@ -132,5 +133,25 @@ mod tests {
         assert_eq!(idx.line_range(text, 1), (6, x + 1));
         assert_eq!(idx.offset(text, 9, 0, Encoding::Utf16), text.len());
         assert_eq!(idx.offset(text, 2, 99, Encoding::Utf16), text.len());
+    }
+
+    /// Found by the `positions` fuzz target: a `\r` not followed by `\n` (here at the end of
+    /// the text) is part of its line, so every offset round-trips through a position.
+    #[test]
+    fn lone_carriage_return_round_trips() {
+        for text in [">\r", "a\rb\n", "\r\r\n"] {
+            let idx = LineIndex::new(text);
+            for off in 0..=text.len() {
+                let (l, c) = idx.position(text, off, Encoding::Utf16);
+                let back = idx.offset(text, l, c, Encoding::Utf16);
+                // The `\r` of a `\r\n` is inside the line ending: it maps to the line's end.
+                let crlf = text.as_bytes().get(off.wrapping_sub(1)) == Some(&b'\r')
+                    && text.as_bytes().get(off) == Some(&b'\n');
+                assert!(
+                    back == off || crlf && back == off - 1,
+                    "{text:?} {off} -> ({l}, {c}) -> {back}"
+                );
+            }
+        }
     }
 }

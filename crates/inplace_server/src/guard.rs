@@ -8,6 +8,9 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+/// How long the server may go on after its input ended (see [`crate::serve_until`]).
+const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Largest message accepted (a bigger Content-Length is answered as a parse error).
 const MAX_MESSAGE: usize = 256 << 20;
 
@@ -82,6 +85,29 @@ fn well_formed(body: &[u8]) -> bool {
     m.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && id_ok && shape
 }
 
+/// The messages of a byte stream as the guard sees them: each well-formed one as it is forwarded
+/// to the server (`Some`), `None` for each that is answered with a parse error. For fuzzing and
+/// tests; the server itself reads the stream as it arrives.
+pub fn decode_stream(bytes: &[u8]) -> Vec<Option<Vec<u8>>> {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+        return Vec::new();
+    };
+    rt.block_on(async {
+        let mut r = BufReader::new(bytes);
+        let mut out = Vec::new();
+        loop {
+            match read_frame(&mut r).await {
+                Ok(None) => break,
+                Ok(Some(body)) if well_formed(&body) => {
+                    out.push(Some(normalise(&body).unwrap_or(body)))
+                }
+                Ok(Some(_)) | Err(_) => out.push(None),
+            }
+        }
+        out
+    })
+}
+
 async fn write_frame<O: AsyncWrite + Unpin>(output: &mut O, body: &[u8]) -> bool {
     output.write_all(&frame(body)).await.is_ok() && output.flush().await.is_ok()
 }
@@ -101,6 +127,8 @@ where
     let (mut to_server, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, from_server) = tokio::io::duplex(1 << 20);
     let (errors_tx, mut errors_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let input_ended = std::sync::Arc::new(tokio::sync::Notify::new());
+    let ended = input_ended.clone();
 
     let reader = tokio::spawn(async move {
         let mut input = BufReader::new(input);
@@ -123,6 +151,7 @@ where
         }
         // End of input: the server sees it and stops.
         let _ = to_server.shutdown().await;
+        ended.notify_one();
     });
 
     let writer = tokio::spawn(async move {
@@ -157,7 +186,12 @@ where
         }
     });
 
-    let clean = crate::serve(server_in, server_out).await;
+    // Once the editor is gone, handlers still running get a moment to finish, no more.
+    let grace = async move {
+        input_ended.notified().await;
+        tokio::time::sleep(END_OF_INPUT_GRACE).await;
+    };
+    let clean = crate::serve_until(server_in, server_out, grace).await;
     reader.abort();
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
     clean

@@ -11,10 +11,10 @@
 //! versions that moved on are dropped. A panic inside analysis is caught and logged.
 
 mod convert;
-mod document;
+pub mod document;
 mod guard;
 
-pub use guard::serve_guarded;
+pub use guard::{decode_stream, serve_guarded};
 
 use convert::{DiagnosticData, FIX_ALL_KIND, SOURCE};
 use dashmap::DashMap;
@@ -790,6 +790,21 @@ where
     I: tokio::io::AsyncRead + Unpin,
     O: tokio::io::AsyncWrite,
 {
+    serve_until(input, output, std::future::pending()).await
+}
+
+/// [`serve`], also stopping when `stop` completes. tower-lsp waits at the end of input for every
+/// handler still running, and a handler sending to a client that is gone waits forever; the
+/// guard uses `stop` to bound that wait.
+pub(crate) async fn serve_until<I, O>(
+    input: I,
+    output: O,
+    stop: impl std::future::Future<Output = ()>,
+) -> bool
+where
+    I: tokio::io::AsyncRead + Unpin,
+    O: tokio::io::AsyncWrite,
+{
     let (service, socket, shut_down) = service();
     let exited = Arc::new(tokio::sync::Notify::new());
     let watched = ExitWatch {
@@ -799,6 +814,7 @@ where
     tokio::select! {
         _ = Server::new(input, output, socket).serve(watched) => {}
         _ = exited.notified() => {}
+        _ = stop => {}
     }
     shut_down.load(Ordering::SeqCst)
 }

@@ -1,12 +1,14 @@
 //! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check] | vsix |
-//! editors`.
+//! editors | fuzz [--time SECONDS] [TARGET ...]`.
 //!
 //! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
 //! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
 //! `tests/oracle/requirements.txt`), a check that the committed op table still matches torch, and
-//! the end-to-end tests in a real Neovim and a real VS Code (`editors.rs`).
+//! the end-to-end tests in a real Neovim and a real VS Code (`editors.rs`), and a short run of
+//! each fuzz target (`fuzz.rs`).
 
 mod editors;
+mod fuzz;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -132,6 +134,8 @@ fn test() -> Result<()> {
     lsp_client()?;
     gen_ops(true)?;
     editors::editors()?;
+    // Short bounded runs; `cargo xtask fuzz --time 1800` is the long one.
+    fuzz::fuzz(20, &[])?;
     eprintln!("xtask: the whole suite passed");
     Ok(())
 }
@@ -151,9 +155,17 @@ fn main() -> Result<()> {
         ["gen-ops"] => gen_ops(false),
         ["gen-ops", "--check"] => gen_ops(true),
         ["vsix"] => editors::vsix(),
+        ["fuzz", rest @ ..] => {
+            let (seconds, targets) = match rest {
+                ["--time", n, targets @ ..] => (n.parse().context("--time SECONDS")?, targets),
+                targets => (60, targets),
+            };
+            let targets: Vec<String> = targets.iter().map(|s| s.to_string()).collect();
+            fuzz::fuzz(seconds, &targets)
+        }
         ["editors"] => editors::editors(),
         _ => {
-            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors>");
+            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors | fuzz [--time SECONDS] [TARGET ...]>");
             std::process::exit(2);
         }
     }
