@@ -122,6 +122,9 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Every in-place write, sorted by position.
     pub sites: Vec<InplaceSite>,
+    /// Work done, in interpreter steps: each scope's steps are capped by a budget linear in its
+    /// size, so this is linear in the size of the file (the pathological tests check it).
+    pub steps: u64,
 }
 
 /// Analyse a parsed file.
@@ -137,9 +140,13 @@ pub fn analyze_file(text: &str, tree: &Tree) -> Analysis {
         root,
         torch: torch_alias(text, root),
     };
-    let (mut findings, sites) = engine::run(ctx, root);
+    let (mut findings, sites, steps) = engine::run(ctx, root);
     NoqaMap::from_tree(text, root, &lines).filter(&lines, &mut findings);
-    Analysis { findings, sites }
+    Analysis {
+        findings,
+        sites,
+        steps,
+    }
 }
 
 /// All findings for a parsed file, `# noqa` applied, sorted by position.

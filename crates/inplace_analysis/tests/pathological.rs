@@ -68,3 +68,140 @@ fn crlf_and_tabs_are_kept_by_fixes() {
         "{fixed:?}"
     );
 }
+
+/// The analysis of `text`, parsed here, on the big stack.
+fn analysis_of(text: String) -> inplace_analysis::Analysis {
+    on_big_stack(move || {
+        let tree = inplace_analysis::python_parser()
+            .parse(&text, None)
+            .unwrap();
+        inplace_analysis::analyze_file(&text, &tree)
+    })
+}
+
+/// The work bound every file keeps: a budget per scope, linear in its lines.
+fn assert_linear_work(text: &str, a: &inplace_analysis::Analysis) {
+    let lines = text.lines().count() as u64;
+    let scopes = 1 + text.matches("def ").count() as u64 + text.matches("lambda").count() as u64;
+    // The module's budget covers every line, each function's its own lines: 30 steps per line
+    // twice over, 2,000 per scope, and what a budget check can overshoot.
+    let bound = 2_100 * scopes + 70 * lines;
+    assert!(
+        a.steps <= bound,
+        "{} steps for {lines} lines in {scopes} scopes (bound {bound})",
+        a.steps
+    );
+}
+
+/// One scope of realistic training code with one IP301 (sigmoid output written in place).
+fn training_function(i: usize) -> String {
+    format!(
+        "def step_{i}(batch, target):\n    w = torch.randn(3, requires_grad=True)\n    h = batch.float() * w\n    y = torch.sigmoid(h)\n    y += 1  # 注释 😀\n    loss = (y - target).pow(2).mean()\n    loss.backward()\n    with torch.no_grad():\n        w -= 0.1 * w.grad\n    return loss.item()\n\n\n"
+    )
+}
+
+#[test]
+#[ignore = "large: run in release by `cargo xtask test`"]
+fn ten_megabyte_file() {
+    let mut text = String::from("import torch\n\n\n");
+    let mut n = 0;
+    while text.len() < 10 << 20 {
+        text.push_str(&training_function(n));
+        n += 1;
+    }
+    let a = analysis_of(text.clone());
+    assert_linear_work(&text, &a);
+    // Every scope's hazard is found: the budget is per scope, so size does not starve any.
+    assert_eq!(a.findings.len(), n, "one IP301 per function");
+    assert!(a.findings.iter().all(|f| f.rule.code() == "IP301"));
+}
+
+#[test]
+#[ignore = "large: run in release by `cargo xtask test`"]
+fn hundred_thousand_line_function() {
+    let mut text = String::from(
+        "import torch\n\ndef long(x):\n    w = torch.ones(3, requires_grad=True)\n    w += 1\n",
+    );
+    for i in 0..100_000 {
+        text.push_str(&format!("    t{i} = x * {i} + w\n"));
+    }
+    let a = analysis_of(text.clone());
+    assert_linear_work(&text, &a);
+    let codes: Vec<_> = a.findings.iter().map(|f| f.rule.code()).collect();
+    assert_eq!(codes, ["IP101"], "the hazard at the top is found");
+}
+
+#[test]
+#[ignore = "large: run in release by `cargo xtask test`"]
+fn one_megabyte_line() {
+    let text = format!(
+        "import torch\nx = [{}]\ny = torch.exp(torch.ones(1, requires_grad=True))\ny += 1\ny.sum().backward()\n",
+        "1, ".repeat(350_000)
+    );
+    assert!(text.len() > 1 << 20);
+    let a = analysis_of(text.clone());
+    assert_linear_work(&text, &a);
+    let codes: Vec<_> = a.findings.iter().map(|f| f.rule.code()).collect();
+    assert_eq!(codes, ["IP301"]);
+}
+
+#[test]
+fn work_stays_linear_on_nested_loops_and_calls() {
+    // Loops inside loops calling each other: unrolling and inlining are what could blow up.
+    let mut text = String::from("import torch\n\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "def f{i}(x):\n    for a in range(3):\n        for b in range(3):\n            for c in range(3):\n                x = f{}(x) * 2\n    return x\n\n",
+            (i + 1) % 40
+        ));
+    }
+    text.push_str("w = torch.ones(2, requires_grad=True)\nout = f0(w)\n");
+    let a = analysis_of(text.clone());
+    assert_linear_work(&text, &a);
+}
+
+#[test]
+fn cjk_identifiers_and_emoji_keep_ranges_and_fixes_on_characters() {
+    let text = "import torch\n\n# 模型 🚀\nx = torch.tensor([1.0, 2.0], requires_grad=True)\n张量 = torch.sigmoid(x)  # 「输出」\n标签 = '😀😀'; 张量 += 1  # ✨\n张量.sum().backward()\n";
+    let findings = analyze_source(text);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let f = &findings[0];
+    assert_eq!(f.rule.code(), "IP301");
+    assert_eq!(&text[f.range.start..f.range.end], "张量 += 1");
+    let (fixed, used) = apply_fixes(text, &findings, Applicability::Safe);
+    assert_eq!(used.len(), 1);
+    assert!(
+        fixed.contains("标签 = '😀😀'; 张量 = 张量 + 1  # ✨\n"),
+        "{fixed}"
+    );
+    assert!(analyze_source(&fixed).is_empty());
+}
+
+#[test]
+fn mixed_line_endings_are_kept_by_fixes() {
+    // CRLF, LF and a lone CR (a line break for Python) in one file.
+    let text = "import torch\r\nx = torch.tensor([1.0], requires_grad=True)\ny = torch.exp(x)\r\ny += 1\r\ny.sum().backward()\n# done\r";
+    let findings = analyze_source(text);
+    let codes: Vec<_> = findings.iter().map(|f| f.rule.code()).collect();
+    assert_eq!(codes, ["IP301"]);
+    let (fixed, _) = apply_fixes(text, &findings, Applicability::Safe);
+    assert_eq!(fixed, text.replace("y += 1\r\n", "y = y + 1\r\n"));
+}
+
+#[test]
+fn a_file_that_is_all_syntax_errors() {
+    let text: String = (0..5_000)
+        .map(|i| match i % 5 {
+            0 => "def )(:\n",
+            1 => "  ]]] else elif\n",
+            2 => "torch.x_( += = \n",
+            3 => "\tclass 1:\n",
+            _ => "'''\n",
+        })
+        .collect();
+    let a = analysis_of(text.clone());
+    assert_linear_work(&text, &a);
+    for f in &a.findings {
+        assert!(text.is_char_boundary(f.range.start) && f.range.end <= text.len());
+    }
+}

@@ -129,3 +129,91 @@ async fn hostile_traffic_gets_errors_and_the_server_keeps_serving() {
     c.notify("exit", json!(null)).await;
     assert_eq!(status(&mut child).await, Some(0));
 }
+
+/// Resident memory of a process, from /proc (Linux), in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// Open a sentinel document and wait for its diagnostics: everything sent before is handled.
+async fn settle(c: &mut Client, n: i64) {
+    let uri = format!("file:///work/sentinel{n}.py");
+    c.open(&uri, SIGMOID).await;
+    assert_eq!(c.diagnostics_for(&uri, 1).await.len(), 1);
+    c.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": uri}}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_returns_to_its_level_after_a_thousand_documents() {
+    let (mut c, mut child) = spawn().await;
+    let pid = child.id().unwrap();
+    c.initialize(json!({}), json!(null)).await;
+    // ~15 KB of torch code per document: leaking the text, tree and analysis of 1,000 of them
+    // would be well over 100 MB.
+    let text = SIGMOID.repeat(100);
+    let cycle = |i: usize| format!("file:///work/doc{i}.py");
+    for i in 0..100 {
+        c.open(&cycle(i), &text).await;
+        c.notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": cycle(i)}}),
+        )
+        .await;
+    }
+    settle(&mut c, 0).await;
+    let before = rss_kib(pid);
+    for i in 0..1000 {
+        c.open(&cycle(i), &text).await;
+        c.notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": cycle(i)}}),
+        )
+        .await;
+    }
+    settle(&mut c, 1).await;
+    let after = rss_kib(pid);
+    assert!(
+        after < before + 24 * 1024,
+        "RSS grew from {before} KiB to {after} KiB over 1,000 open/close cycles"
+    );
+    c.request("shutdown", json!(null)).await;
+    c.notify("exit", json!(null)).await;
+    assert_eq!(status(&mut child).await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_document_does_not_stall_the_others() {
+    let (mut c, mut child) = spawn().await;
+    c.initialize(json!({}), json!(null)).await;
+    // Thousands of functions, each with hazards: seconds of analysis in a debug build.
+    let big: String = (0..6_000)
+        .map(|i| format!("def f{i}(x):\n    w = torch.ones(3, requires_grad=True)\n    y = torch.sigmoid(x * w)\n    y += 1\n    y.sum().backward()\n\n"))
+        .collect();
+    c.open("file:///work/huge.py", &format!("import torch\n{big}"))
+        .await;
+    c.open(URI, SIGMOID).await;
+    // The small document's diagnostics come first: each document is analysed on its own
+    // blocking thread, so the huge one does not hold up the rest.
+    let first = c.wait_for("textDocument/publishDiagnostics").await;
+    assert_eq!(first["uri"], URI, "the huge document was published first");
+    assert_eq!(first["diagnostics"].as_array().unwrap().len(), 1);
+    let hover = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 4, "character": 0}}),
+        )
+        .await;
+    assert!(hover.is_object(), "{hover}");
+    c.notify("exit", json!(null)).await;
+    assert_eq!(status(&mut child).await, Some(1));
+}

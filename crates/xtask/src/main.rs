@@ -130,6 +130,17 @@ fn test() -> Result<()> {
     run(cargo()
         .args(["test", "--workspace"])
         .env("INSTA_UPDATE", "no"))?;
+    // The large pathological inputs (10 MB, 100,000 lines, a 1 MB line) at release speed.
+    run(cargo().args([
+        "test",
+        "--release",
+        "-p",
+        "inplace_analysis",
+        "--test",
+        "pathological",
+        "--",
+        "--include-ignored",
+    ]))?;
     oracle()?;
     lsp_client()?;
     gen_ops(true)?;

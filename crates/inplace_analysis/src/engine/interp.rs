@@ -56,6 +56,8 @@ pub(crate) struct Interp<'t> {
     pub findings: FxHashMap<(Rule, TextRange), Finding>,
     pub steps: u64,
     pub budget: u64,
+    /// Steps of the scopes already finished (`steps` counts the current one).
+    pub total_steps: u64,
     pub depth: usize,
     /// Every in-place write: its range and the names sharing the written version counter.
     pub sites: FxHashMap<TextRange, std::collections::BTreeSet<String>>,
@@ -93,6 +95,7 @@ impl<'t> Interp<'t> {
             findings: FxHashMap::default(),
             steps: 0,
             budget,
+            total_steps: 0,
             depth: 0,
             data_reads: FxHashMap::default(),
             sites: FxHashMap::default(),
@@ -187,6 +190,7 @@ impl<'t> Interp<'t> {
 
     fn analyse_standalone(&mut self, def: Node<'t>) {
         // Each function gets a budget of its own, in proportion to its size.
+        self.total_steps += self.steps;
         self.steps = 0;
         self.budget = budget_for(def.end_position().row - def.start_position().row + 1);
         self.state = State::default();

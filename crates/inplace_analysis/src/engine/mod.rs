@@ -12,9 +12,10 @@ use crate::rules::{self, Ctx};
 pub(crate) fn run(
     ctx: Ctx<'_>,
     root: tree_sitter::Node<'_>,
-) -> (Vec<Finding>, Vec<crate::InplaceSite>) {
+) -> (Vec<Finding>, Vec<crate::InplaceSite>, u64) {
     let mut it = interp::Interp::new(ctx);
     it.run_module(root);
+    let steps = it.total_steps + it.steps;
     let mut reads: Vec<_> = it
         .data_reads
         .iter()
@@ -53,5 +54,5 @@ pub(crate) fn run(
         })
         .collect();
     sites.sort_by_key(|s| s.range);
-    (out, sites)
+    (out, sites, steps)
 }
