@@ -142,6 +142,7 @@ pub fn analyze_file(text: &str, tree: &Tree) -> Analysis {
     };
     let (mut findings, sites, steps) = engine::run(ctx, root);
     NoqaMap::from_tree(text, root, &lines).filter(&lines, &mut findings);
+    drop_fixes_that_add_errors(text, root, &mut findings);
     Analysis {
         findings,
         sites,
@@ -308,19 +309,51 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
 
 /// Number of syntax errors (ERROR and MISSING nodes) in a tree.
 pub fn count_errors(root: tree_sitter::Node<'_>) -> usize {
+    error_nodes(root).len()
+}
+
+/// The ERROR and MISSING nodes of a tree (iteratively: trees may nest deeply).
+fn error_nodes(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
+    let mut out = Vec::new();
     if !root.has_error() {
-        return 0;
+        return out;
     }
-    let mut n = 0;
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         if node.is_error() || node.is_missing() {
-            n += 1;
+            out.push(node);
         }
         if node.has_error() {
             let mut c = node.walk();
             stack.extend(node.children(&mut c));
         }
     }
-    n
+    out
+}
+
+/// In a file with syntax errors, drops each fix that, applied alone, leaves more errors than
+/// before: how tree-sitter recovers from an error depends on what surrounds it, even lines
+/// away, so a fix that re-indents a statement into a `with` block can turn one error into two.
+/// Found by the `fix_roundtrip` fuzz target. Costs one parse per fix, only in broken files.
+fn drop_fixes_that_add_errors(text: &str, root: tree_sitter::Node<'_>, findings: &mut [Finding]) {
+    let before = count_errors(root);
+    if before == 0 {
+        return;
+    }
+    let mut parser = python_parser();
+    for i in 0..findings.len() {
+        if findings[i].fix.is_none() {
+            continue;
+        }
+        let (fixed, used) = apply_fixes(text, &findings[i..=i], Applicability::Unsafe);
+        if used.is_empty() {
+            continue;
+        }
+        let worse = parser
+            .parse(&fixed, None)
+            .is_none_or(|t| count_errors(t.root_node()) > before);
+        if worse {
+            findings[i].fix = None;
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check] | vsix |
-//! editors | fuzz [--time SECONDS] [TARGET ...]`.
+//! editors | fuzz [--time SECONDS] [TARGET ...] | bench`.
 //!
 //! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
 //! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
@@ -7,6 +7,7 @@
 //! the end-to-end tests in a real Neovim and a real VS Code (`editors.rs`), and a short run of
 //! each fuzz target (`fuzz.rs`).
 
+mod bench;
 mod editors;
 mod fuzz;
 
@@ -166,6 +167,7 @@ fn main() -> Result<()> {
         ["gen-ops"] => gen_ops(false),
         ["gen-ops", "--check"] => gen_ops(true),
         ["vsix"] => editors::vsix(),
+        ["bench"] => bench::bench(),
         ["fuzz", rest @ ..] => {
             let (seconds, targets) = match rest {
                 ["--time", n, targets @ ..] => (n.parse().context("--time SECONDS")?, targets),
@@ -176,7 +178,7 @@ fn main() -> Result<()> {
         }
         ["editors"] => editors::editors(),
         _ => {
-            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors | fuzz [--time SECONDS] [TARGET ...]>");
+            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors | fuzz [--time SECONDS] [TARGET ...] | bench>");
             std::process::exit(2);
         }
     }

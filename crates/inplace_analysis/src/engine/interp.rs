@@ -109,6 +109,7 @@ impl<'t> Interp<'t> {
             none_obj: 4,
         };
         it.unknown = it.alloc(Obj::Unknown);
+        debug_assert_eq!(it.unknown, super::model::UNKNOWN);
         it.other = it.alloc(Obj::Other);
         it.true_obj = it.alloc(Obj::Other);
         it.false_obj = it.alloc(Obj::Other);

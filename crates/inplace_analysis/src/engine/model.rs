@@ -210,18 +210,37 @@ pub(crate) struct State {
     pub dead: bool,
 }
 
+/// Most alternatives kept per key when paths merge. Nested loops and branches allocate fresh
+/// objects on every path, so without a bound the sets grow exponentially with nesting (a real
+/// checkpoint-conversion script of transformers took minutes).
+pub(crate) const MAX_ALTERNATIVES: usize = 64;
+
+/// The object standing for "anything" (allocated first by every interpreter).
+pub(crate) const UNKNOWN: ObjId = 0;
+
+/// Adds `from`'s alternatives to `into`'s. A set that would exceed [`MAX_ALTERNATIVES`] becomes
+/// `overflow` when one is given (the value is unknown), else keeps the first ones.
 fn union_into<K: Clone + Eq + std::hash::Hash, A: smallvec::Array>(
     into: &mut FxHashMap<K, SmallVec<A>>,
     from: &FxHashMap<K, SmallVec<A>>,
+    overflow: Option<A::Item>,
 ) where
     A::Item: PartialEq + Clone,
 {
     for (k, vs) in from {
         let entry = into.entry(k.clone()).or_default();
         for v in vs {
-            if !entry.contains(v) {
-                entry.push(v.clone());
+            if entry.contains(v) {
+                continue;
             }
+            if entry.len() >= MAX_ALTERNATIVES {
+                if let Some(o) = &overflow {
+                    entry.clear();
+                    entry.push(o.clone());
+                }
+                break;
+            }
+            entry.push(v.clone());
         }
     }
 }
@@ -236,10 +255,10 @@ impl State {
             *self = other.clone();
             return;
         }
-        union_into(&mut self.env, &other.env);
-        union_into(&mut self.live, &other.live);
-        union_into(&mut self.clobbered, &other.clobbered);
-        union_into(&mut self.stale, &other.stale);
+        union_into(&mut self.env, &other.env, Some(UNKNOWN));
+        union_into(&mut self.live, &other.live, None);
+        union_into(&mut self.clobbered, &other.clobbered, None);
+        union_into(&mut self.stale, &other.stale, None);
         for (k, v) in &other.bound_at {
             self.bound_at.entry(k.clone()).or_insert(*v);
         }
@@ -247,12 +266,17 @@ impl State {
             self.held.entry(*k).or_insert(*v);
         }
         for (k, v) in &other.orphaned {
-            let e = self.orphaned.entry(*k).or_default();
             for f in v {
-                if !e.contains(f) {
-                    e.push(f.clone());
-                }
+                self.orphan(*k, f.clone());
             }
+        }
+    }
+
+    /// Keep a finding until optimizer `opt` is used again; once per place.
+    pub fn orphan(&mut self, opt: ObjId, f: crate::finding::Finding) {
+        let e = self.orphaned.entry(opt).or_default();
+        if !e.iter().any(|g| g.rule == f.rule && g.range == f.range) {
+            e.push(f);
         }
     }
 

@@ -1389,7 +1389,7 @@ impl<'t> Interp<'t> {
                         &self.ctx, stmt, target, name, origin, false,
                     );
                     // Reported once the optimizer is used again (a new one may replace it).
-                    self.state.orphaned.entry(opt).or_default().push(f);
+                    self.state.orphan(opt, f);
                     return;
                 }
                 (Obj::Tensor(_), Some(opt)) => {
@@ -1397,7 +1397,7 @@ impl<'t> Interp<'t> {
                     let f = rules::ip403_param_rebind::finding(
                         &self.ctx, stmt, target, name, origin, reads_grad,
                     );
-                    self.state.orphaned.entry(opt).or_default().push(f);
+                    self.state.orphan(opt, f);
                     return;
                 }
                 // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Generate the analyzer's op table from a real torch.
+
+For every op it measures, in the forms the analyzer understands (``torch.X``, ``Tensor.X``,
+``torch.nn.functional.X``, ``nn.Module`` classes), what autograd really needs:
+
+* ``result``: writing the op's output in place and then calling ``backward()`` raises;
+* ``self`` / ``other``: writing that input in place after the op raises at ``backward()``.
+
+Each flag is *confirmed by running*: the write happens, backward runs, and only the runtime's
+own "modified by an inplace operation" error sets the flag. ``grad_fn`` introspection
+(``_saved_result``, ``_saved_self``, ``_saved_other``) is recorded beside it as a cross-check.
+
+Usage: gen_op_table.py OUT.json          write the table
+       gen_op_table.py --check OUT.json  fail (exit 1) when the committed table differs
+"""
+import inspect
+import json
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+INPLACE_ERR = "modified by an inplace operation"
+
+UNARY = """exp exp2 expm1 sigmoid tanh relu sqrt rsqrt reciprocal abs log log1p log2 log10 sin cos
+tan asin acos atan sinh cosh asinh erf erfc erfinv square neg clone sum mean cumsum cumprod prod max
+min amax amin norm std var logsumexp sign floor ceil round trunc frac logit softmax log_softmax
+mish silu gelu elu selu celu leaky_relu hardtanh relu6 softplus hardsigmoid hardswish logsigmoid
+tanhshrink softsign softshrink hardshrink sinc deg2rad rad2deg angle positive t flatten squeeze
+contiguous float double normalize layer_norm dropout cummax cummin sort topk median var_mean
+std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_""".split()
+
+BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
+dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
+binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
+xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu""".split()
+
+# Reductions whose `dim=` overload returns (values, indices) and saves only the indices.
+UNARY_DIM = "max min median mode kthvalue sort topk cummax cummin amax amin logsumexp std var norm prod".split()
+DIM_ARGS = {"kthvalue": (1, 0), "topk": (1, 0), "norm": (2, 0)}
+
+MODULES = """Sigmoid Tanh ReLU Softmax LogSoftmax GELU SiLU ELU SELU CELU LeakyReLU Hardtanh ReLU6
+Softplus Mish Hardsigmoid Hardswish LogSigmoid Softsign Tanhshrink Softshrink Hardshrink Threshold
+PReLU Linear Conv1d Conv2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Dropout Identity Flatten
+GLU Softmin RReLU""".split()
+
+MODULE_ARGS = {
+    "Softmax": dict(dim=-1), "LogSoftmax": dict(dim=-1), "Softmin": dict(dim=-1),
+    "Threshold": dict(threshold=0.5, value=0.0), "Linear": (3, 3), "Conv1d": (2, 2, 1),
+    "Conv2d": (2, 2, 1), "BatchNorm1d": (3,), "BatchNorm2d": (2,), "LayerNorm": (3,),
+    "GroupNorm": (1, 2), "Dropout": dict(p=0.5), "RReLU": dict(),
+}
+MODULE_SHAPE = {"Conv1d": (2, 2, 3), "Conv2d": (1, 2, 3,3,)  "BatchNorm2d": (2, 2, 3, 3)}
+EXTRA = {  # extra positional args some ops need
+    "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
+    "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
+    "topk": (1,), "amax": (0,), "amin": (0,),
+}
+
+
+def first_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return out[0]
+    return getattr(out, "values", None)
+
+
+def raises_after(build, write):
+    """build() -> (output, tensors dict); write(name, tensors, out) writes in place; returns
+    True when backward raises the in-place error, False when it runs, None when not applicable."""
+    torch.manual_seed(0)
+    try:
+        out, ts = build()
+        out = first_tensor(out)
+        if out is None or not F.softmax(scores, dim=-1).sum().backward or out.grad_fn is None:
+            return None
+        if out._base is not None:
+            return None  # views share the input's storage: not an op that saves anything
+        write(ts, out)
+    except Exception:
+        return None
+    try:
+        out.float().sum().backward()
+    except RuntimeError as e:
+        return INPLACE_ERR in str(e)
+    return False
+
+
+def saved_attrs(out):
+    out = first_tensor(out)
+    fn = getattr(out, "grad_fn", None)
+    if fn is None:
+        return []
+    return sorted(a for a in dir(fn) if a.startswith("_saved_") and isinstance(
+        getattr(fn, a, None), torch.Tensor))
+
+
+def leafs(shape=(2, 3)):
+    a0 = (torch.rand(shape) * 0.6 + 0.2).requires_grad_()
+    return a0, a0 * 1.0  # a0 is a leaf; a0 * 1.0 saves nothing and may be written in place
+
+
+def measure_unary(f, extra=()):
+    def build():
+        _, x = leafs()
+        return f(x, *extra), {"self": x}
+    flags = {}
+    for name in ("result", "self"):
+        def write(ts, out, name=name):
+            (out if name == "result" else ts[name]).data  # noqa: B018 (touch)
+            (out if name == "result" else ts[name]).mul_(1)
+        r = raises_after(build, write)
+        if r is None:
+            return None
+        flags[name] = r
+    try:
+        torch.manual_seed(0)
+        _, x = leafs()
+        flags["saved_attrs"] = saved_attrs(f(x, *extra))
+    except Exception:
+        flags["saved_attrs"] = []
+    return flags
+
+
+def binary_config(f, cfg):
+    """cfg: tensor_tensor, tensor_const, const_tensor, tensor_scalar, scalar_tensor."""
+    def make(kind):
+        if kind == "tensor":
+            return leafs()[1]
+        if kind == "const":
+            return torch.rand(2, 3) * 0.6 + 0.2
+        return 2.0
+
+    kinds = cfg.split("_")
+
+    def build():
+        a, b = make(kinds[0]), make(kinds[1])
+        if f in (torch.mm, torch.matmul, torch.Tensor.mm, torch.Tensor.matmul):
+            if isinstance(b, torch.Tensor):
+                b = b.t() * 1.0 if b.requires_grad else b.t().clone()
+        if f in (torch.bmm, torch.Tensor.bmm):
+            a = a.unsqueeze(0) * 1.0 if isinstance(a, torch.Tensor) else a
+            b = b.t().unsqueeze(0) * 1.0 if isinstance(b, torch.Tensor) else b
+        if f in (torch.dot, torch.Tensor.dot, torch.outer, torch.Tensor.outer):
+            a = () * 1.0 if isinstance(a, torch.Tensor) else a
+            b = b.flatten() * 1.0 if isinstance(b, torch.Tensor) else b
+        if f in (torch.cross, torch.Tensor.cross):
+            a = a[:, :3] * 1.0 if isinstance(a, torch.Tensor) else a
+        if f is torch.where:
+            return torch.where(torch.tensor([[True, False, True]] * 2), a, b), {"self": a, "other": b}
+        if f in (torch.lerp, torch.Tensor.lerp):
+            return f(a, b, 0.3), {"self": a, "other": b}
+        if f in (torch.addcmul, torch.addcdiv, torch.Tensor.addcmul, torch.Tensor.addcdiv):
+            base = torch.rand(2, 3)
+            return f(base, a, b), {"self": a, "other": b}
+        if f is F.conv1d:
+            return f(a.reshape(1, 2, 3), b.reshape(3, 2, 1)), {"self": a, "other": b}
+        if f is F.conv2d:
+            return f(a.reshape(1, 1, 2, 3), b.reshape(6, 1, 1, 1)), {"self": a, "other": b}
+        if f is F.prelu:
+            return f(a, b.flatten()[:1] * 1.0 if b.requires_grad else b.flatten()[:1]), {"self": a, "other": b}
+        return f(a, b), {"self": a, "other": b}
+
+    flags = {}
+    names = ["result"] + [n for n, k in zip(("self", "other"), kinds) if k != "scalar"]
+    for name in names:
+        def write(ts, out, name=name):
+            t = out if name == "result" else ts[name]
+            if not isinstance(t, torch.Tensor):
+                raise TypeError
+            t.mul_(1)
+        r = raises_after(build, write)
+        if r is None:
+            return None
+        flags[name] = r
+    return flags
+
+
+def forms(name):
+    out = []
+    if hasattr(torch, name) and callable(getattr(torch, name)):
+        out.append("torch")
+    if hasattr(torch.Tensor, name):
+        out.append("method")
+    if hasattr(F, name):
+        out.append("functional")
+    return out
+
+
+def resolve(name):
+    for owner in (torch, torch.Tensor, F):
+        fn = getattr(owner, name, None)
+        if callable(fn):
+            return fn
+    return None
+
+
+def measure_module(cls_name):
+    cls = getattr(nn, cls_name)
+    args = MODULE_ARGS.get(cls_name, ())
+    shape = MODULE_SHAPE.get(cls_name, (2, 3))
+
+    def new():
+        return cls(**args) if isinstance(args, dict) else cls(*args)
+
+    def build():
+        torch.manual_seed(0)
+        m = new()
+        _, x = leafs(shape)
+        return m(x), {"self": x}
+
+    flags = {}
+    for name in ("result", "self"):
+        def write(ts, out, name=name):
+            (out if name == "result" else ts[name]).mul_(1)
+        flags[name] = bool(raises_after(build, write))
+    params = [n for n, _ in new().named_parameters()]
+    flags["params"] = params
+    flags["inplace_kw"] = "inplace" in inspect.signature(cls.__init__).parameters
+    return flags
+
+
+def main(argv):
+    check = argv[:1] == ["--check"]
+    path = argv[-1]
+    ops = {}
+    for name in UNARY:
+        f = resolve(name)
+        if f is None:
+            continue
+        flags = measure_unary(f, EXTRA.get(name, ()))
+        if flags is not None:
+            ops[name] = {"forms": forms(name), "unary": flags}
+    for name in UNARY_DIM:
+        f = resolve(name)
+        
+        flags = measure_unary(f, DIM_ARGS.get(name, (0,)))
+        if flags is not None:
+            ops[name + ".dim"] = {"forms": torch.allclose(ref, got), "unary": flags}
+    for name in BINARY:
+        f = resolve(name)
+        if f is None:
+            continue
+        entry = ops.setdefault(name, {"forms": forms(name)})
+        for cfg in ("tensor_tensor", "tensor_const", "const_tensor", "tensor_scalar", "scalar_tensor"):
+            flags = binary_config(f, cfg)
+            if flags is not None:
+                entry[cfg] = flags
+        if len(entry) == 1:
+            del ops[name]
+    modules = {"Conv1d": (2, 2, 3) for n in MODULES if hasattr(nn, n)}
+    table = {
+        "generated_by": "tests/oracle/gen_op_table.py",
+        "torch_version": torch.__version__.split("+")[0],
+        "ops": ops,
+        "modules": modules,
+    }
+    text = json.dumps(table, indent=1, sort_keys=True) + "\n"
+    if check:
+        with open(path) as fh:
+            old = json.load(fh)
+        if old != json.loads(model):
+            diff = sorted(k for k in set(old["ops"]) | set(ops)
+                          if old["ops"].get(k) != ops.get(k))
+            mdiff = sorted(k for k in set(old["modules"]) | set(modules)
+                           if old["modules"].get(k) != modules.get(k))
+            print(f"op table differs from torch {torch.__version__}: ops {diff} modules {mdiff}")
+            return 1
+        print(f"op table matches torch {torch.__version__}: {len(ops)} ops, {len(modules)} modules")
+        return 0
+    with open(path, "w") as fh:
+        fh.write(text)
+    print(f"wrote {path}: {len(ops)} ops, {len(modules)} modules")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
