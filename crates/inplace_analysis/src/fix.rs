@@ -5,6 +5,7 @@ use crate::engine::model::{Write, WriteKind};
 use crate::finding::{Applicability, Edit, Fix, TextRange};
 use crate::ops;
 use crate::rules::Ctx;
+use crate::syntax::NodeExt;
 use tree_sitter::Node;
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
@@ -83,7 +84,7 @@ fn has_out_of_place(base: &str) -> bool {
 /// Expressions that need no parentheses after a binary operator.
 fn is_atomic(n: Node<'_>) -> bool {
     matches!(
-        n.kind(),
+        n.k(),
         "identifier"
             | "attribute"
             | "call"
@@ -103,12 +104,12 @@ fn is_atomic(n: Node<'_>) -> bool {
 
 fn statement_level(call: Node<'_>) -> bool {
     call.parent()
-        .is_some_and(|p| p.kind() == "expression_statement" && p.named_child_count() == 1)
+        .is_some_and(|p| p.k() == "expression_statement" && p.named_child_count() == 1)
 }
 
 fn assign_rhs(call: Node<'_>) -> bool {
     call.parent()
-        .is_some_and(|p| p.kind() == "assignment" && p.child_by_field_name("right") == Some(call))
+        .is_some_and(|p| p.k() == "assignment" && p.field("right") == Some(call))
 }
 
 /// `y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`; `torch.relu_(h)` -> `h = torch.relu(h)`;
@@ -125,10 +126,10 @@ pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicabilit
     }
     let (title, edit) = match &w.kind {
         WriteKind::AugAssign => {
-            let left = node.child_by_field_name("left")?;
-            let right = node.child_by_field_name("right")?;
-            let op = node.child_by_field_name("operator")?;
-            if !matches!(left.kind(), "identifier" | "attribute") {
+            let left = node.field("left")?;
+            let right = node.field("right")?;
+            let op = node.field("operator")?;
+            if !matches!(left.k(), "identifier" | "attribute") {
                 return None;
             }
             let op = ctx.text(TextRange::of(op)).trim_end_matches('=');
@@ -153,15 +154,15 @@ pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicabilit
             if !has_out_of_place(base) {
                 return None;
             }
-            let func = node.child_by_field_name("function")?;
-            let attr = func.child_by_field_name("attribute")?;
-            let args = node.child_by_field_name("arguments")?;
+            let func = node.field("function")?;
+            let attr = func.field("attribute")?;
+            let args = node.field("arguments")?;
             if statement_level(node) {
                 let target = match &w.kind {
-                    WriteKind::Method(_) => func.child_by_field_name("object")?,
+                    WriteKind::Method(_) => func.field("object")?,
                     _ => args.named_child(0)?,
                 };
-                if !matches!(target.kind(), "identifier" | "attribute") {
+                if !matches!(target.k(), "identifier" | "attribute") {
                     return None;
                 }
                 let t = ctx.text(TextRange::of(target));
@@ -205,12 +206,12 @@ pub(crate) fn inplace_false(
     applicability: Applicability,
 ) -> Option<Fix> {
     let node = ctx.node(kw)?;
-    let value = if node.kind() == "keyword_argument" {
-        node.child_by_field_name("value")?
+    let value = if node.k() == "keyword_argument" {
+        node.field("value")?
     } else {
         node
     };
-    if value.kind() != "true" {
+    if value.k() != "true" {
         return None;
     }
     Some(Fix {
@@ -270,11 +271,11 @@ pub(crate) fn wrap_no_grad(
 pub(crate) fn enclosing_statement(ctx: &Ctx<'_>, site: TextRange) -> Option<TextRange> {
     let mut n = ctx.root.descendant_for_byte_range(site.start, site.end)?;
     loop {
-        if n.kind() == "expression_statement" {
+        if n.k() == "expression_statement" {
             return Some(TextRange::of(n));
         }
         n = n.parent()?;
-        if matches!(n.kind(), "block" | "module") {
+        if matches!(n.k(), "block" | "module") {
             return None;
         }
     }
@@ -287,11 +288,11 @@ pub(crate) fn insert_clone(
     applicability: Applicability,
 ) -> Option<Fix> {
     let node = ctx.node(bound)?;
-    if node.kind() != "assignment" {
+    if node.k() != "assignment" {
         return None;
     }
-    let right = node.child_by_field_name("right")?;
-    if !matches!(right.kind(), "identifier" | "attribute" | "subscript") {
+    let right = node.field("right")?;
+    if !matches!(right.k(), "identifier" | "attribute" | "subscript") {
         return None;
     }
     let r = TextRange::of(right);

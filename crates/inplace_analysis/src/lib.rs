@@ -85,6 +85,7 @@ mod noqa;
 pub mod ops;
 pub mod registry;
 mod rules;
+mod syntax;
 
 pub use finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
 pub use line_index::{Encoding, LineIndex};
@@ -92,6 +93,7 @@ pub use noqa::NoqaMap;
 pub use registry::{Rule, RuleSelection};
 pub use rules::{FORM1_MESSAGE, FORM2_MESSAGE, FORM3_MESSAGE};
 
+use crate::syntax::NodeExt;
 use tree_sitter::{Parser, Tree};
 
 /// A parser for Python.
@@ -168,18 +170,15 @@ pub fn analyze_source(text: &str) -> Vec<Finding> {
 fn torch_alias(text: &str, root: tree_sitter::Node<'_>) -> Option<String> {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if n.kind() == "import_statement" {
+        if n.k() == "import_statement" {
             let mut c = n.walk();
             for name in n.named_children(&mut c) {
-                match name.kind() {
+                match name.k() {
                     "dotted_name" if text[name.byte_range()].split('.').next() == Some("torch") => {
                         return Some("torch".into())
                     }
                     "aliased_import" => {
-                        let (Some(m), Some(a)) = (
-                            name.child_by_field_name("name"),
-                            name.child_by_field_name("alias"),
-                        ) else {
+                        let (Some(m), Some(a)) = (name.field("name"), name.field("alias")) else {
                             continue;
                         };
                         if &text[m.byte_range()] == "torch" {
@@ -192,7 +191,7 @@ fn torch_alias(text: &str, root: tree_sitter::Node<'_>) -> Option<String> {
             continue;
         }
         if matches!(
-            n.kind(),
+            n.k(),
             "module"
                 | "block"
                 | "if_statement"

@@ -4,6 +4,7 @@
 use crate::finding::Finding;
 use crate::line_index::LineIndex;
 use crate::registry::{Rule, RuleSelection};
+use crate::syntax::NodeExt;
 use rustc_hash::FxHashMap;
 use tree_sitter::Node;
 
@@ -21,7 +22,7 @@ impl NoqaMap {
         }
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
-            if n.kind() == "comment" {
+            if n.k() == "comment" {
                 if let Some(codes) = parse(&text[n.start_byte()..n.end_byte()]) {
                     map.lines.insert(lines.line_of(n.start_byte()), codes);
                 }

@@ -4,6 +4,7 @@ use super::model::*;
 use crate::finding::{Finding, TextRange};
 use crate::registry::Rule;
 use crate::rules::Ctx;
+use crate::syntax::NodeExt;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::smallvec;
 use std::rc::Rc;
@@ -58,6 +59,8 @@ pub(crate) struct Interp<'t> {
     pub budget: u64,
     /// Steps of the scopes already finished (`steps` counts the current one).
     pub total_steps: u64,
+    /// Whether a function (by node id) is a generator: a walk of its body, done once.
+    pub generators: FxHashMap<usize, bool>,
     pub depth: usize,
     /// Every in-place write: its range and the names sharing the written version counter.
     pub sites: FxHashMap<TextRange, std::collections::BTreeSet<String>>,
@@ -96,6 +99,7 @@ impl<'t> Interp<'t> {
             steps: 0,
             budget,
             total_steps: 0,
+            generators: FxHashMap::default(),
             depth: 0,
             data_reads: FxHashMap::default(),
             sites: FxHashMap::default(),
@@ -201,16 +205,13 @@ impl<'t> Interp<'t> {
         self.call_site = None;
         self.grad_enabled = !runs_without_grad(self, def);
         let class = enclosing_class(def);
-        let name = def
-            .child_by_field_name("name")
-            .map(|n| self.text(n))
-            .unwrap_or("");
+        let name = def.field("name").map(|n| self.text(n)).unwrap_or("");
         let self_obj = class.map(|c| self.instance_for(c));
         let is_forward = self_obj.is_some_and(|o| self.is_module(o))
             && matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl");
         let is_static = has_decorator(self, def, "staticmethod");
         let mut bound_self = false;
-        if let Some(params) = def.child_by_field_name("parameters") {
+        if let Some(params) = def.field("parameters") {
             for p in named_children(params) {
                 let Some((pname, default)) = param_name(self, p) else {
                     continue;
@@ -221,8 +222,7 @@ impl<'t> Interp<'t> {
                 } else if default.is_some_and(is_literal) || annotated_non_tensor(self, p) {
                     // `n=3`, `n: int`, `config: BertConfig`: not a tensor.
                     self.other
-                } else if p.kind() == "list_splat_pattern" || p.kind() == "dictionary_splat_pattern"
-                {
+                } else if p.k() == "list_splat_pattern" || p.k() == "dictionary_splat_pattern" {
                     self.alloc(Obj::Unknown)
                 } else {
                     let t = self.param_tensor(p, is_forward || annotated_tensor(self, p));
@@ -237,7 +237,7 @@ impl<'t> Interp<'t> {
                 self.state.env.insert(pname, smallvec![obj]);
             }
         }
-        if let Some(body) = def.child_by_field_name("body") {
+        if let Some(body) = def.field("body") {
             self.exec_block(body);
         }
     }
@@ -289,10 +289,10 @@ impl<'t> Interp<'t> {
 
     fn exec_stmt(&mut self, stmt: Node<'t>) {
         self.steps += 1;
-        match stmt.kind() {
+        match stmt.k() {
             "expression_statement" => {
                 for child in named_children(stmt) {
-                    match child.kind() {
+                    match child.k() {
                         "assignment" => self.exec_assign(child),
                         "augmented_assignment" => self.exec_aug_assign(child),
                         _ => {
@@ -331,26 +331,26 @@ impl<'t> Interp<'t> {
             "try_statement" => self.exec_try(stmt),
             "with_statement" => self.exec_with(stmt),
             "function_definition" => {
-                if let Some(name) = stmt.child_by_field_name("name") {
+                if let Some(name) = stmt.field("name") {
                     let f = self.alloc(Obj::Func(stmt));
                     self.bind_name(name, smallvec![f], None);
                 }
             }
             "class_definition" => {
-                if let Some(name) = stmt.child_by_field_name("name") {
+                if let Some(name) = stmt.field("name") {
                     let cref = self.class_ref(stmt);
                     let c = self.alloc(Obj::Class(cref));
                     self.bind_name(name, smallvec![c], None);
                 }
             }
             "decorated_definition" => {
-                if let Some(def) = stmt.child_by_field_name("definition") {
+                if let Some(def) = stmt.field("definition") {
                     self.exec_stmt(def);
                 }
             }
             "import_statement" | "import_from_statement" => self.exec_import(stmt),
             "break_statement" | "continue_statement" => {
-                let is_break = stmt.kind() == "break_statement";
+                let is_break = stmt.k() == "break_statement";
                 if let Some(frame) = self.frames.last_mut() {
                     if let Some((breaks, conts)) = frame.loops.last_mut() {
                         if is_break {
@@ -369,15 +369,15 @@ impl<'t> Interp<'t> {
                 self.state.dead = true;
             }
             "match_statement" => {
-                if let Some(subject) = stmt.child_by_field_name("subject") {
+                if let Some(subject) = stmt.field("subject") {
                     self.eval(subject);
                 }
                 let before = self.state.clone();
                 let mut out = State::dead();
-                if let Some(body) = stmt.child_by_field_name("body") {
+                if let Some(body) = stmt.field("body") {
                     for case in named_children(body) {
                         self.state = before.clone();
-                        if let Some(cons) = case.child_by_field_name("consequence") {
+                        if let Some(cons) = case.field("consequence") {
                             self.exec_block(cons);
                         }
                         out.join(&self.state);
@@ -394,7 +394,7 @@ impl<'t> Interp<'t> {
             | "future_import_statement" => {}
             _ => {
                 for c in named_children(stmt) {
-                    if c.kind() != "block" {
+                    if c.k() != "block" {
                         self.eval(c);
                     }
                 }
@@ -404,12 +404,12 @@ impl<'t> Interp<'t> {
 
     fn exec_if(&mut self, stmt: Node<'t>) {
         let cond = stmt
-            .child_by_field_name("condition")
+            .field("condition")
             .map(|c| self.eval(c))
             .unwrap_or_default();
         // A condition known to be true or false takes one branch only.
         if cond.as_slice() == [self.true_obj] {
-            if let Some(cons) = stmt.child_by_field_name("consequence") {
+            if let Some(cons) = stmt.field("consequence") {
                 self.exec_block(cons);
             }
             return;
@@ -423,7 +423,7 @@ impl<'t> Interp<'t> {
             return;
         }
         let before = self.fork();
-        if let Some(cons) = stmt.child_by_field_name("consequence") {
+        if let Some(cons) = stmt.field("consequence") {
             self.exec_block(cons);
         }
         let mut out = std::mem::take(&mut self.state);
@@ -433,19 +433,19 @@ impl<'t> Interp<'t> {
         for alt in stmt.children_by_field_name("alternative", &mut cursor) {
             self.steps += 1;
             self.state = running.clone();
-            match alt.kind() {
+            match alt.k() {
                 "elif_clause" => {
-                    if let Some(cond) = alt.child_by_field_name("condition") {
+                    if let Some(cond) = alt.field("condition") {
                         self.eval(cond);
                     }
                     running = self.state.clone();
-                    if let Some(cons) = alt.child_by_field_name("consequence") {
+                    if let Some(cons) = alt.field("consequence") {
                         self.exec_block(cons);
                     }
                 }
                 _ => {
                     has_else = true;
-                    if let Some(body) = alt.child_by_field_name("body") {
+                    if let Some(body) = alt.field("body") {
                         self.exec_block(body);
                     }
                 }
@@ -463,21 +463,21 @@ impl<'t> Interp<'t> {
         let Some((first, rest)) = alts.split_first() else {
             return;
         };
-        if first.kind() != "elif_clause" {
-            if let Some(b) = first.child_by_field_name("body") {
+        if first.k() != "elif_clause" {
+            if let Some(b) = first.field("body") {
                 self.exec_block(b);
             }
             return;
         }
         let cond = first
-            .child_by_field_name("condition")
+            .field("condition")
             .map(|c| self.eval(c))
             .unwrap_or_default();
         if cond.as_slice() == [self.false_obj] {
             return self.exec_alternatives(rest);
         }
         let before = self.fork();
-        if let Some(cons) = first.child_by_field_name("consequence") {
+        if let Some(cons) = first.field("consequence") {
             self.exec_block(cons);
         }
         if cond.as_slice() == [self.true_obj] {
@@ -512,12 +512,12 @@ impl<'t> Interp<'t> {
     }
 
     fn exec_for(&mut self, stmt: Node<'t>) {
-        let iter = match stmt.child_by_field_name("right") {
+        let iter = match stmt.field("right") {
             Some(r) => self.eval(r),
             None => smallvec![self.unknown],
         };
-        let left = stmt.child_by_field_name("left");
-        let body = stmt.child_by_field_name("body");
+        let left = stmt.field("left");
+        let body = stmt.field("body");
         if let Some(children) = self.unrollable(&iter) {
             // `for layer in self.layers:` runs each child in order.
             let mut exit = self.fork();
@@ -556,16 +556,16 @@ impl<'t> Interp<'t> {
                 it.exec_block(b);
             }
         });
-        if let Some(alt) = stmt.child_by_field_name("alternative") {
-            if let Some(b) = alt.child_by_field_name("body") {
+        if let Some(alt) = stmt.field("alternative") {
+            if let Some(b) = alt.field("body") {
                 self.exec_block(b);
             }
         }
     }
 
     fn exec_while(&mut self, stmt: Node<'t>) {
-        let cond = stmt.child_by_field_name("condition");
-        let body = stmt.child_by_field_name("body");
+        let cond = stmt.field("condition");
+        let body = stmt.field("body");
         self.run_loop(|it| {
             if let Some(c) = cond {
                 it.eval(c);
@@ -574,8 +574,8 @@ impl<'t> Interp<'t> {
                 it.exec_block(b);
             }
         });
-        if let Some(alt) = stmt.child_by_field_name("alternative") {
-            if let Some(b) = alt.child_by_field_name("body") {
+        if let Some(alt) = stmt.field("alternative") {
+            if let Some(b) = alt.field("body") {
                 self.exec_block(b);
             }
         }
@@ -583,24 +583,24 @@ impl<'t> Interp<'t> {
 
     fn exec_try(&mut self, stmt: Node<'t>) {
         let before = self.fork();
-        if let Some(body) = stmt.child_by_field_name("body") {
+        if let Some(body) = stmt.field("body") {
             self.exec_block(body);
         }
         let after_body = self.fork();
         let mut out = State::dead();
         let mut finally = None;
         for clause in named_children(stmt) {
-            match clause.kind() {
+            match clause.k() {
                 "except_clause" | "except_group_clause" => {
                     // The handler may start anywhere in the body: from before it or after it.
                     let mut start = before.clone();
                     start.join(&after_body);
                     self.state = start;
                     for c in named_children(clause) {
-                        if c.kind() == "block" {
+                        if c.k() == "block" {
                             self.exec_block(c);
-                        } else if c.kind() == "as_pattern" {
-                            if let Some(alias) = c.child_by_field_name("alias") {
+                        } else if c.k() == "as_pattern" {
+                            if let Some(alias) = c.field("alias") {
                                 let o = self.alloc(Obj::Other);
                                 self.bind_target(alias, smallvec![o], None);
                             }
@@ -610,7 +610,7 @@ impl<'t> Interp<'t> {
                 }
                 "else_clause" => {
                     self.state = after_body.clone();
-                    if let Some(b) = clause.child_by_field_name("body") {
+                    if let Some(b) = clause.field("body") {
                         self.exec_block(b);
                     }
                     out.join(&self.state);
@@ -619,10 +619,7 @@ impl<'t> Interp<'t> {
                 _ => {}
             }
         }
-        if !named_children(stmt)
-            .iter()
-            .any(|c| c.kind() == "else_clause")
-        {
+        if !named_children(stmt).iter().any(|c| c.k() == "else_clause") {
             out.join(&after_body);
         }
         self.state = out;
@@ -632,7 +629,7 @@ impl<'t> Interp<'t> {
                 self.state = after_body;
             }
             for c in named_children(f) {
-                if c.kind() == "block" {
+                if c.k() == "block" {
                     self.exec_block(c);
                 }
             }
@@ -644,18 +641,15 @@ impl<'t> Interp<'t> {
         let saved_mode = self.grad_enabled;
         let mut cursor = stmt.walk();
         for clause in stmt.named_children(&mut cursor) {
-            if clause.kind() != "with_clause" {
+            if clause.k() != "with_clause" {
                 continue;
             }
             for item in named_children(clause) {
-                let Some(value) = item.child_by_field_name("value") else {
+                let Some(value) = item.field("value") else {
                     continue;
                 };
-                let (expr, alias) = if value.kind() == "as_pattern" {
-                    (
-                        value.named_child(0).unwrap_or(value),
-                        value.child_by_field_name("alias"),
-                    )
+                let (expr, alias) = if value.k() == "as_pattern" {
+                    (value.named_child(0).unwrap_or(value), value.field("alias"))
                 } else {
                     (value, None)
                 };
@@ -669,7 +663,7 @@ impl<'t> Interp<'t> {
                     }
                 }
                 if let Some(a) = alias {
-                    let target = if a.kind() == "as_pattern_target" {
+                    let target = if a.k() == "as_pattern_target" {
                         a.named_child(0).unwrap_or(a)
                     } else {
                         a
@@ -679,16 +673,16 @@ impl<'t> Interp<'t> {
                 }
             }
         }
-        if let Some(body) = stmt.child_by_field_name("body") {
+        if let Some(body) = stmt.field("body") {
             self.exec_block(body);
         }
         self.grad_enabled = saved_mode;
     }
 
     fn exec_import(&mut self, stmt: Node<'t>) {
-        if stmt.kind() == "import_statement" {
+        if stmt.k() == "import_statement" {
             for name in named_children(stmt) {
-                match name.kind() {
+                match name.k() {
                     "dotted_name" => {
                         // `import torch.nn` binds `torch`.
                         let full = self.text(name);
@@ -697,10 +691,7 @@ impl<'t> Interp<'t> {
                         self.state.env.insert(first.into(), smallvec![p]);
                     }
                     "aliased_import" => {
-                        let (Some(n), Some(a)) = (
-                            name.child_by_field_name("name"),
-                            name.child_by_field_name("alias"),
-                        ) else {
+                        let (Some(n), Some(a)) = (name.field("name"), name.field("alias")) else {
                             continue;
                         };
                         let path: String = self.text(n).split_whitespace().collect();
@@ -713,16 +704,13 @@ impl<'t> Interp<'t> {
             return;
         }
         let module: String = stmt
-            .child_by_field_name("module_name")
+            .field("module_name")
             .map(|m| self.text(m).split_whitespace().collect())
             .unwrap_or_default();
         let mut cursor = stmt.walk();
         for name in stmt.children_by_field_name("name", &mut cursor) {
-            let (n, alias) = match name.kind() {
-                "aliased_import" => (
-                    name.child_by_field_name("name"),
-                    name.child_by_field_name("alias"),
-                ),
+            let (n, alias) = match name.k() {
+                "aliased_import" => (name.field("name"), name.field("alias")),
                 _ => (Some(name), Some(name)),
             };
             let (Some(n), Some(alias)) = (n, alias) else {
@@ -737,23 +725,23 @@ impl<'t> Interp<'t> {
     // ----------------------------------------------------------------------------- assignment
 
     fn exec_assign(&mut self, stmt: Node<'t>) {
-        let Some(right) = stmt.child_by_field_name("right") else {
+        let Some(right) = stmt.field("right") else {
             // An annotation without a value (`x: Tensor`).
             return;
         };
-        let left = stmt.child_by_field_name("left");
+        let left = stmt.field("left");
         let target_name = left
-            .filter(|l| l.kind() == "identifier")
+            .filter(|l| l.k() == "identifier")
             .map(|l| Name::from(self.text(l)));
         let saved = self.assign_rhs.take();
         if let Some(name) = &target_name {
             self.assign_rhs = Some((TextRange::of(right), name.clone()));
         }
-        let vals = if right.kind() == "assignment" {
+        let vals = if right.k() == "assignment" {
             // `a = b = expr`
             self.exec_assign(right);
             right
-                .child_by_field_name("left")
+                .field("left")
                 .map(|l| self.eval(l))
                 .unwrap_or_else(|| smallvec![self.unknown])
         } else {
@@ -767,11 +755,11 @@ impl<'t> Interp<'t> {
 
     /// Bind an assignment target (name, attribute, subscript or pattern) to values.
     pub fn bind_target(&mut self, target: Node<'t>, vals: Vals, stmt: Option<Node<'t>>) {
-        match target.kind() {
+        match target.k() {
             "identifier" => self.bind_name(target, vals, stmt),
             "attribute" => self.bind_attribute(target, vals, stmt),
             "subscript" => {
-                let Some(obj) = target.child_by_field_name("value") else {
+                let Some(obj) = target.field("value") else {
                     return;
                 };
                 let base = self.eval(obj);
@@ -855,10 +843,7 @@ impl<'t> Interp<'t> {
     }
 
     fn bind_attribute(&mut self, target: Node<'t>, vals: Vals, stmt: Option<Node<'t>>) {
-        let (Some(obj), Some(attr)) = (
-            target.child_by_field_name("object"),
-            target.child_by_field_name("attribute"),
-        ) else {
+        let (Some(obj), Some(attr)) = (target.field("object"), target.field("attribute")) else {
             return;
         };
         let owners = self.eval(obj);
@@ -894,7 +879,7 @@ impl<'t> Interp<'t> {
                     }
                     "requires_grad" => {
                         let on = stmt
-                            .and_then(|s| s.child_by_field_name("right"))
+                            .and_then(|s| s.field("right"))
                             .map(|r| self.text(r) != "False")
                             .unwrap_or(true);
                         if let Obj::Tensor(t) = &mut self.heap[o as usize] {
@@ -914,18 +899,12 @@ impl<'t> Interp<'t> {
     }
 
     fn exec_aug_assign(&mut self, stmt: Node<'t>) {
-        let (Some(left), Some(right)) = (
-            stmt.child_by_field_name("left"),
-            stmt.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (stmt.field("left"), stmt.field("right")) else {
             return;
         };
         let value = self.eval(right);
         let target = self.eval(left);
-        let op = stmt
-            .child_by_field_name("operator")
-            .map(|o| self.text(o))
-            .unwrap_or("+=");
+        let op = stmt.field("operator").map(|o| self.text(o)).unwrap_or("+=");
         let tensors: Vals = target
             .iter()
             .copied()
@@ -934,13 +913,13 @@ impl<'t> Interp<'t> {
         if tensors.is_empty() {
             // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
             let result = self.binary(op.trim_end_matches('='), &target, &value, stmt);
-            if left.kind() == "identifier" {
+            if left.k() == "identifier" {
                 self.bind_name(left, result, None);
             }
             return;
         }
         let through = obj_name(self, left);
-        let is_sub = left.kind() == "subscript";
+        let is_sub = left.k() == "subscript";
         let kind = if is_sub {
             WriteKind::Subscript
         } else {
@@ -980,20 +959,20 @@ impl<'t> Interp<'t> {
             return self.opaque_call(args, call);
         }
         let mut env = Env::default();
-        let is_lambda = def.kind() == "lambda";
+        let is_lambda = def.k() == "lambda";
         let mut positional = args.positional.iter();
         let mut self_pending = self_obj;
-        if let Some(params) = def.child_by_field_name("parameters") {
+        if let Some(params) = def.field("parameters") {
             for p in named_children(params) {
                 let Some((pname, default)) = param_name(self, p) else {
                     continue;
                 };
                 let vals = if let Some(s) = self_pending.take() {
                     smallvec![s]
-                } else if p.kind() == "list_splat_pattern" {
+                } else if p.k() == "list_splat_pattern" {
                     let rest: Vec<Vals> = positional.by_ref().map(|(v, _)| v.clone()).collect();
                     smallvec![self.alloc(Obj::Seq(rest))]
-                } else if p.kind() == "dictionary_splat_pattern" {
+                } else if p.k() == "dictionary_splat_pattern" {
                     smallvec![self.alloc(Obj::Unknown)]
                 } else if let Some((v, _)) = args.keyword(&pname) {
                     v.clone()
@@ -1023,7 +1002,7 @@ impl<'t> Interp<'t> {
         self.frames.push(Frame::new(false));
         let saved_assign = self.assign_rhs.take();
         let first_write = self.writes.len();
-        if let Some(body) = def.child_by_field_name("body") {
+        if let Some(body) = def.field("body") {
             if is_lambda {
                 let v = self.eval(body);
                 let frame = self.frames.last_mut().unwrap();
@@ -1067,8 +1046,12 @@ impl<'t> Interp<'t> {
                 }
             }
         }
-        if frame.returns.is_empty() || is_generator(def) {
-            if is_generator(def) {
+        let generator = *self
+            .generators
+            .entry(def.id())
+            .or_insert_with(|| is_generator(def));
+        if frame.returns.is_empty() || generator {
+            if generator {
                 return self.opaque_call(args, call);
             }
             return smallvec![self.other];
@@ -1078,29 +1061,29 @@ impl<'t> Interp<'t> {
 
     pub fn class_ref(&mut self, class: Node<'t>) -> ClassRef<'t> {
         let name: Name = class
-            .child_by_field_name("name")
+            .field("name")
             .map(|n| self.text(n))
             .unwrap_or("")
             .into();
         let mut methods = FxHashMap::default();
-        if let Some(body) = class.child_by_field_name("body") {
+        if let Some(body) = class.field("body") {
             for stmt in named_children(body) {
-                let def = if stmt.kind() == "decorated_definition" {
-                    stmt.child_by_field_name("definition")
+                let def = if stmt.k() == "decorated_definition" {
+                    stmt.field("definition")
                 } else {
                     Some(stmt)
                 };
-                if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
-                    if let Some(n) = def.child_by_field_name("name") {
+                if let Some(def) = def.filter(|d| d.k() == "function_definition") {
+                    if let Some(n) = def.field("name") {
                         methods.insert(Name::from(self.text(n)), def);
                     }
                 }
             }
         }
         let mut base_classes = Vec::new();
-        if let Some(supers) = class.child_by_field_name("superclasses") {
+        if let Some(supers) = class.field("superclasses") {
             for b in named_children(supers) {
-                if b.kind() != "keyword_argument" {
+                if b.k() != "keyword_argument" {
                     base_classes.extend(self.eval(b));
                 }
             }
@@ -1172,28 +1155,22 @@ impl<'t> Interp<'t> {
     }
 
     fn eval_inner(&mut self, node: Node<'t>) -> Vals {
-        match node.kind() {
+        match node.k() {
             "identifier" => self.lookup(node),
             "attribute" => self.eval_attribute(node),
             "call" => self.eval_call(node),
             "subscript" => self.eval_subscript(node),
             "binary_operator" => {
-                let (Some(l), Some(r)) = (
-                    node.child_by_field_name("left"),
-                    node.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (node.field("left"), node.field("right")) else {
                     return smallvec![self.unknown];
                 };
                 let a = self.eval(l);
                 let b = self.eval(r);
-                let op = node
-                    .child_by_field_name("operator")
-                    .map(|o| self.text(o))
-                    .unwrap_or("+");
+                let op = node.field("operator").map(|o| self.text(o)).unwrap_or("+");
                 self.binary(op, &a, &b, node)
             }
             "unary_operator" => {
-                let a = match node.child_by_field_name("argument") {
+                let a = match node.field("argument") {
                     Some(x) => self.eval(x),
                     None => return smallvec![self.other],
                 };
@@ -1211,10 +1188,10 @@ impl<'t> Interp<'t> {
             "tuple" | "list" | "set" | "expression_list" => {
                 let mut items = Vec::new();
                 for c in named_children(node) {
-                    if c.kind() == "list_splat" {
+                    if c.k() == "list_splat" {
                         let inner = c.named_child(0).map(|i| self.eval(i)).unwrap_or_default();
                         items.push(self.elements(&inner));
-                    } else if c.kind() != "comment" {
+                    } else if c.k() != "comment" {
                         items.push(self.eval(c));
                     }
                 }
@@ -1223,14 +1200,14 @@ impl<'t> Interp<'t> {
             "dictionary" => {
                 let mut items = Vec::new();
                 for pair in named_children(node) {
-                    if pair.kind() == "pair" {
-                        if let Some(k) = pair.child_by_field_name("key") {
+                    if pair.k() == "pair" {
+                        if let Some(k) = pair.field("key") {
                             self.eval(k);
                         }
-                        if let Some(v) = pair.child_by_field_name("value") {
+                        if let Some(v) = pair.field("value") {
                             items.push(self.eval(v));
                         }
-                    } else if pair.kind() != "comment" {
+                    } else if pair.k() != "comment" {
                         items.push(self.eval(pair));
                     }
                 }
@@ -1253,15 +1230,10 @@ impl<'t> Interp<'t> {
                 out
             }
             "boolean_operator" => {
-                let (Some(l), Some(r)) = (
-                    node.child_by_field_name("left"),
-                    node.child_by_field_name("right"),
-                ) else {
+                let (Some(l), Some(r)) = (node.field("left"), node.field("right")) else {
                     return smallvec![self.other];
                 };
-                let is_and = node
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| o.kind() == "and");
+                let is_and = node.field("operator").is_some_and(|o| o.k() == "and");
                 let a = self.eval(l);
                 let b = self.eval(r);
                 let (t, f) = ([self.true_obj], [self.false_obj]);
@@ -1287,7 +1259,7 @@ impl<'t> Interp<'t> {
             "comparison_operator" => self.eval_comparison(node),
             "not_operator" => {
                 let v = node
-                    .child_by_field_name("argument")
+                    .field("argument")
                     .map(|a| self.eval(a))
                     .unwrap_or_default();
                 if v.as_slice() == [self.true_obj] {
@@ -1300,10 +1272,10 @@ impl<'t> Interp<'t> {
             }
             "named_expression" => {
                 let v = node
-                    .child_by_field_name("value")
+                    .field("value")
                     .map(|v| self.eval(v))
                     .unwrap_or_default();
-                if let Some(n) = node.child_by_field_name("name") {
+                if let Some(n) = node.field("name") {
                     self.bind_name(n, v.clone(), None);
                 }
                 v
@@ -1319,7 +1291,7 @@ impl<'t> Interp<'t> {
                 smallvec![self.other]
             }
             "keyword_argument" => node
-                .child_by_field_name("value")
+                .field("value")
                 .map(|v| self.eval(v))
                 .unwrap_or_default(),
             _ => {
@@ -1341,7 +1313,7 @@ impl<'t> Interp<'t> {
         let ops: Vec<&str> = node
             .children(&mut cursor)
             .filter(|c| !c.is_named())
-            .map(|c| c.kind())
+            .map(|c| c.k())
             .collect();
         if let ([a, b], [op]) = (parts.as_slice(), ops.as_slice()) {
             if matches!(*op, "is" | "is not") && b.as_slice() == [self.none_obj] && !a.is_empty() {
@@ -1376,14 +1348,11 @@ impl<'t> Interp<'t> {
         let saved_env = self.state.env.clone();
         let mut body = None;
         for c in named_children(node) {
-            match c.kind() {
+            match c.k() {
                 "for_in_clause" => {
-                    let iter = c
-                        .child_by_field_name("right")
-                        .map(|r| self.eval(r))
-                        .unwrap_or_default();
+                    let iter = c.field("right").map(|r| self.eval(r)).unwrap_or_default();
                     let elems = self.elements(&iter);
-                    if let Some(l) = c.child_by_field_name("left") {
+                    if let Some(l) = c.field("left") {
                         self.bind_target(l, elems, None);
                     }
                 }
@@ -1396,10 +1365,9 @@ impl<'t> Interp<'t> {
             }
         }
         let result = match body {
-            Some(b) if b.kind() == "pair" => b
-                .child_by_field_name("value")
-                .map(|v| self.eval(v))
-                .unwrap_or_default(),
+            Some(b) if b.k() == "pair" => {
+                b.field("value").map(|v| self.eval(v)).unwrap_or_default()
+            }
             Some(b) => self.eval(b),
             None => Vals::new(),
         };
@@ -1443,10 +1411,7 @@ impl<'t> Interp<'t> {
     }
 
     fn eval_attribute(&mut self, node: Node<'t>) -> Vals {
-        let (Some(obj), Some(attr)) = (
-            node.child_by_field_name("object"),
-            node.child_by_field_name("attribute"),
-        ) else {
+        let (Some(obj), Some(attr)) = (node.field("object"), node.field("attribute")) else {
             return smallvec![self.unknown];
         };
         let owners = self.eval(obj);
@@ -1464,7 +1429,7 @@ impl<'t> Interp<'t> {
     }
 
     fn eval_subscript(&mut self, node: Node<'t>) -> Vals {
-        let Some(value) = node.child_by_field_name("value") else {
+        let Some(value) = node.field("value") else {
             return smallvec![self.unknown];
         };
         let base = self.eval(value);
@@ -1556,7 +1521,7 @@ impl<'t> Interp<'t> {
             return Index::Other;
         };
         let int = |n: Node<'_>| self.text(n).replace(' ', "").parse::<i64>().ok();
-        match one.kind() {
+        match one.k() {
             "integer" | "unary_operator" => int(*one).map(Index::At).unwrap_or(Index::Other),
             "string" | "concatenated_string" => Index::Key,
             "slice" => {
@@ -1767,17 +1732,17 @@ fn budget_for(lines: usize) -> u64 {
 pub(crate) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
+        .filter(|c| c.k() != "comment")
         .collect()
 }
 
 /// The name (and default value) of one parameter node.
 fn param_name<'t>(it: &Interp<'t>, p: Node<'t>) -> Option<(Name, Option<Node<'t>>)> {
-    match p.kind() {
+    match p.k() {
         "identifier" => Some((it.text(p).into(), None)),
         "typed_parameter" => p
             .named_child(0)
-            .filter(|n| n.kind() == "identifier")
+            .filter(|n| n.k() == "identifier")
             .map(|n| (it.text(n).into(), None))
             .or_else(|| {
                 p.named_child(0)
@@ -1785,8 +1750,8 @@ fn param_name<'t>(it: &Interp<'t>, p: Node<'t>) -> Option<(Name, Option<Node<'t>
                     .map(|n| (it.text(n).into(), None))
             }),
         "default_parameter" | "typed_default_parameter" => p
-            .child_by_field_name("name")
-            .map(|n| (it.text(n).into(), p.child_by_field_name("value"))),
+            .field("name")
+            .map(|n| (it.text(n).into(), p.field("value"))),
         "list_splat_pattern" | "dictionary_splat_pattern" => {
             p.named_child(0).map(|n| (it.text(n).into(), None))
         }
@@ -1795,14 +1760,14 @@ fn param_name<'t>(it: &Interp<'t>, p: Node<'t>) -> Option<(Name, Option<Node<'t>
 }
 
 fn annotated_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
-    p.child_by_field_name("type")
+    p.field("type")
         .is_some_and(|t| it.text(t).contains("Tensor"))
 }
 
 /// A parameter annotated with a type that is no tensor (`int`, `float`, `bool`, `str`, a config
 /// class, ...). Annotations that mention tensors, modules or `Any` keep it a maybe-tensor.
 fn annotated_non_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
-    let Some(t) = p.child_by_field_name("type") else {
+    let Some(t) = p.field("type") else {
         return false;
     };
     let text = it.text(t);
@@ -1827,7 +1792,7 @@ fn annotated_non_tensor(it: &Interp<'_>, p: Node<'_>) -> bool {
 
 fn is_literal(n: Node<'_>) -> bool {
     matches!(
-        n.kind(),
+        n.k(),
         "integer"
             | "float"
             | "string"
@@ -1845,33 +1810,26 @@ fn is_generator(def: Node<'_>) -> bool {
         if depth > 60 {
             return false;
         }
-        if n.kind() == "yield" {
+        if n.k() == "yield" {
             return true;
         }
-        if matches!(
-            n.kind(),
-            "function_definition" | "lambda" | "class_definition"
-        ) && depth > 0
-        {
+        if matches!(n.k(), "function_definition" | "lambda" | "class_definition") && depth > 0 {
             return false;
         }
         let mut c = n.walk();
         let found = n.children(&mut c).any(|ch| has_yield(ch, depth + 1));
         found
     }
-    def.kind() == "function_definition"
-        && def
-            .child_by_field_name("body")
-            .is_some_and(|b| has_yield(b, 1))
+    def.k() == "function_definition" && def.field("body").is_some_and(|b| has_yield(b, 1))
 }
 
 fn has_decorator(it: &Interp<'_>, def: Node<'_>, needle: &str) -> bool {
     def.parent()
-        .filter(|p| p.kind() == "decorated_definition")
+        .filter(|p| p.k() == "decorated_definition")
         .is_some_and(|p| {
             named_children(p)
                 .iter()
-                .any(|d| d.kind() == "decorator" && it.text(*d).contains(needle))
+                .any(|d| d.k() == "decorator" && it.text(*d).contains(needle))
         })
 }
 
@@ -1886,7 +1844,7 @@ fn runs_without_grad(it: &Interp<'_>, def: Node<'_>) -> bool {
         return true;
     }
     enclosing_class(def)
-        .and_then(|c| c.child_by_field_name("superclasses"))
+        .and_then(|c| c.field("superclasses"))
         .is_some_and(|s| {
             named_children(s).iter().any(|b| {
                 let t = it.text(*b);
@@ -1897,20 +1855,20 @@ fn runs_without_grad(it: &Interp<'_>, def: Node<'_>) -> bool {
 
 fn enclosing_class(def: Node<'_>) -> Option<Node<'_>> {
     let mut p = def.parent()?;
-    if p.kind() == "decorated_definition" {
+    if p.k() == "decorated_definition" {
         p = p.parent()?;
     }
-    if p.kind() != "block" {
+    if p.k() != "block" {
         return None;
     }
-    p.parent().filter(|c| c.kind() == "class_definition")
+    p.parent().filter(|c| c.k() == "class_definition")
 }
 
 /// Every function definition in the file, outermost first.
 fn collect_functions<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>) {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if n.kind() == "function_definition" {
+        if n.k() == "function_definition" {
             out.push(n);
         }
         let mut c = n.walk();
@@ -1925,19 +1883,16 @@ fn reads_value(it: &Interp<'_>, name: Node<'_>) -> bool {
     let Some(parent) = name.parent() else {
         return true;
     };
-    match parent.kind() {
-        "attribute" if parent.child_by_field_name("object") == Some(name) => {
-            let attr = parent
-                .child_by_field_name("attribute")
-                .map(|a| it.text(a))
-                .unwrap_or("");
+    match parent.k() {
+        "attribute" if parent.field("object") == Some(name) => {
+            let attr = parent.field("attribute").map(|a| it.text(a)).unwrap_or("");
             !crate::ops::METADATA.contains(&attr)
         }
         "comparison_operator" => {
             let mut c = parent.walk();
             let is_identity = parent
                 .children(&mut c)
-                .any(|ch| matches!(ch.kind(), "is" | "is not"));
+                .any(|ch| matches!(ch.k(), "is" | "is not"));
             !is_identity
         }
         _ => true,
@@ -1946,20 +1901,16 @@ fn reads_value(it: &Interp<'_>, name: Node<'_>) -> bool {
 
 /// The plain name an expression writes through (`y` in `y += 1`, `x` in `x[0] = 1`).
 pub(crate) fn obj_name(it: &Interp<'_>, node: Node<'_>) -> Option<Name> {
-    match node.kind() {
+    match node.k() {
         "identifier" => Some(it.text(node).into()),
-        "subscript" => node
-            .child_by_field_name("value")
-            .and_then(|v| obj_name(it, v)),
+        "subscript" => node.field("value").and_then(|v| obj_name(it, v)),
         "parenthesized_expression" => node.named_child(0).and_then(|v| obj_name(it, v)),
         // `x.mul_(2).add_(1)`: the chain writes through `x`.
         "call" => {
-            let f = node
-                .child_by_field_name("function")
-                .filter(|f| f.kind() == "attribute")?;
-            let m = f.child_by_field_name("attribute")?;
+            let f = node.field("function").filter(|f| f.k() == "attribute")?;
+            let m = f.field("attribute")?;
             if it.text(m).ends_with('_') {
-                obj_name(it, f.child_by_field_name("object")?)
+                obj_name(it, f.field("object")?)
             } else {
                 None
             }

@@ -5,6 +5,7 @@ use super::model::*;
 use crate::finding::TextRange;
 use crate::ops::{self, ArgKind, Saves};
 use crate::rules;
+use crate::syntax::NodeExt;
 
 /// Most positions a list keeps apart; later appends share the last one.
 const MAX_SLOTS: usize = 64;
@@ -22,16 +23,13 @@ impl<'t> Interp<'t> {
     // --------------------------------------------------------------------------------- calls
 
     pub fn eval_call(&mut self, node: Node<'t>) -> Vals {
-        let Some(func) = node.child_by_field_name("function") else {
+        let Some(func) = node.field("function") else {
             return smallvec![self.unknown];
         };
         let args = self.eval_args(node);
         let call = TextRange::of(node);
-        if func.kind() == "attribute" {
-            let (Some(recv), Some(meth)) = (
-                func.child_by_field_name("object"),
-                func.child_by_field_name("attribute"),
-            ) else {
+        if func.k() == "attribute" {
+            let (Some(recv), Some(meth)) = (func.field("object"), func.field("attribute")) else {
                 return smallvec![self.unknown];
             };
             let recv_vals = self.eval(recv);
@@ -86,21 +84,18 @@ impl<'t> Interp<'t> {
 
     fn eval_args(&mut self, call: Node<'t>) -> Args<'t> {
         let mut args = Args::default();
-        let Some(list) = call.child_by_field_name("arguments") else {
+        let Some(list) = call.field("arguments") else {
             return args;
         };
-        if list.kind() == "generator_expression" {
+        if list.k() == "generator_expression" {
             let v = self.eval(list);
             args.positional.push((v, Some(list)));
             return args;
         }
         for a in named_children(list) {
-            match a.kind() {
+            match a.k() {
                 "keyword_argument" => {
-                    let (Some(n), Some(v)) = (
-                        a.child_by_field_name("name"),
-                        a.child_by_field_name("value"),
-                    ) else {
+                    let (Some(n), Some(v)) = (a.field("name"), a.field("value")) else {
                         continue;
                     };
                     let vals = self.eval(v);
@@ -109,7 +104,7 @@ impl<'t> Interp<'t> {
                 "list_splat" | "dictionary_splat" => {
                     if let Some(inner) = a.named_child(0) {
                         let v = self.eval(inner);
-                        if a.kind() == "list_splat" {
+                        if a.k() == "list_splat" {
                             // `f(*layers)`: one argument per position of the list, in order
                             // (of the longest list when the name may hold several).
                             let longest = v
@@ -208,11 +203,7 @@ impl<'t> Interp<'t> {
         }
         let lit = |it: &Self, i: usize, kw: &str| -> Option<&'t str> {
             args.keyword(kw)
-                .map(|(_, n)| {
-                    n.child_by_field_name("value")
-                        .map(|v| it.text(v))
-                        .unwrap_or("")
-                })
+                .map(|(_, n)| n.field("value").map(|v| it.text(v)).unwrap_or(""))
                 .or_else(|| {
                     args.positional
                         .get(i)
@@ -318,10 +309,8 @@ impl<'t> Interp<'t> {
     }
 
     fn retains(&self, args: &Args<'t>) -> bool {
-        args.keyword("retain_graph").is_some_and(|(_, n)| {
-            n.child_by_field_name("value")
-                .is_some_and(|v| self.text(v) != "False")
-        })
+        args.keyword("retain_graph")
+            .is_some_and(|(_, n)| n.field("value").is_some_and(|v| self.text(v) != "False"))
     }
 
     fn call_builtin(&mut self, name: &str, args: &Args<'t>, call: TextRange) -> Vals {
@@ -440,9 +429,7 @@ impl<'t> Interp<'t> {
         if let Some((out, kw)) = args.keyword("out") {
             let out = out.clone();
             let tensors = self.as_tensors(&out);
-            let through = kw
-                .child_by_field_name("value")
-                .and_then(|v| obj_name(self, v));
+            let through = kw.field("value").and_then(|v| obj_name(self, v));
             self.write(
                 &tensors,
                 WriteKind::OutArg,
@@ -456,10 +443,9 @@ impl<'t> Interp<'t> {
             return out;
         }
         if ops::FACTORIES.contains(&f) {
-            let grad = args.keyword("requires_grad").is_some_and(|(_, n)| {
-                n.child_by_field_name("value")
-                    .is_some_and(|v| self.text(v) != "False")
-            });
+            let grad = args
+                .keyword("requires_grad")
+                .is_some_and(|(_, n)| n.field("value").is_some_and(|v| self.text(v) != "False"));
             return smallvec![self.new_leaf(grad, call)];
         }
         if f == "cat"
@@ -1370,7 +1356,7 @@ impl<'t> Interp<'t> {
             let new_is_leaf = new
                 .iter()
                 .any(|n| matches!(&self.heap[*n as usize], Obj::Tensor(t) if t.leaf));
-            let rhs = stmt.child_by_field_name("right");
+            let rhs = stmt.field("right");
             let reads_grad = rhs.is_some_and(|r| mentions_grad_of(self, r, name));
             match (&self.heap[*o as usize], held_by) {
                 (Obj::Module(_), Some(opt)) => {
@@ -1919,11 +1905,8 @@ fn binary_op_name_rev(meth: &str) -> bool {
 fn mentions_grad_of(it: &Interp<'_>, expr: Node<'_>, name: &str) -> bool {
     let mut stack = vec![expr];
     while let Some(n) = stack.pop() {
-        if n.kind() == "attribute" {
-            if let (Some(o), Some(a)) = (
-                n.child_by_field_name("object"),
-                n.child_by_field_name("attribute"),
-            ) {
+        if n.k() == "attribute" {
+            if let (Some(o), Some(a)) = (n.field("object"), n.field("attribute")) {
                 if it.text(a) == "grad" && it.text(o) == name {
                     return true;
                 }

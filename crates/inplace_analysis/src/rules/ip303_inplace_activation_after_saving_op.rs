@@ -29,6 +29,7 @@ use super::{form3_related, Ctx, Related, Trigger};
 use crate::engine::model::{Save, Write, WriteKind};
 use crate::finding::{Applicability, Finding, Severity};
 use crate::fix;
+use crate::syntax::NodeExt;
 use crate::Rule;
 
 pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
@@ -56,7 +57,7 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Fin
         .node(w.range)
         .and_then(|kw| kw.parent())
         .and_then(|args| args.parent())
-        .filter(|c| c.kind() == "call")
+        .filter(|c| c.k() == "call")
         .map(|c| ctx.snippet(crate::finding::TextRange::of(c)))
         .unwrap_or_else(|| ctx.snippet(call));
     Finding {

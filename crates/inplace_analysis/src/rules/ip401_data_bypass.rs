@@ -31,6 +31,7 @@ use super::{write_related, Ctx};
 use crate::engine::model::Write;
 use crate::finding::{Applicability, Edit, Finding, Fix, Severity, TextRange};
 use crate::fix;
+use crate::syntax::NodeExt;
 use crate::Rule;
 
 pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding {
@@ -99,10 +100,8 @@ pub(crate) fn read_finding(ctx: &Ctx<'_>, range: TextRange) -> Finding {
     let node = ctx.node(range);
     let kept = node
         .and_then(|n| n.parent())
-        .is_some_and(|p| p.kind() == "assignment");
-    let obj_end = node
-        .and_then(|n| n.child_by_field_name("object"))
-        .map(|o| o.end_byte());
+        .is_some_and(|p| p.k() == "assignment");
+    let obj_end = node.and_then(|n| n.field("object")).map(|o| o.end_byte());
     let fix = obj_end.map(|end| Fix {
         title: "Use `.detach()` instead of `.data`".into(),
         applicability: if kept {

@@ -27,6 +27,7 @@
 use super::{Ctx, Related};
 use crate::finding::{Applicability, Finding, Severity, TextRange};
 use crate::fix;
+use crate::syntax::NodeExt;
 use crate::Rule;
 use tree_sitter::Node;
 
@@ -74,13 +75,13 @@ fn augmented_update(
     stmt: Node<'_>,
     target: Node<'_>,
 ) -> Option<crate::finding::Fix> {
-    let right = stmt.child_by_field_name("right")?;
-    if right.kind() != "binary_operator" {
+    let right = stmt.field("right")?;
+    if right.k() != "binary_operator" {
         return None;
     }
-    let left = right.child_by_field_name("left")?;
-    let op = right.child_by_field_name("operator")?;
-    let operand = right.child_by_field_name("right")?;
+    let left = right.field("left")?;
+    let op = right.field("operator")?;
+    let operand = right.field("right")?;
     let t = ctx.text(TextRange::of(target));
     if ctx.text(TextRange::of(left)) != t {
         return None;

@@ -15,6 +15,7 @@ pub(crate) mod ip501_anomaly_mode_left_on;
 use crate::engine::model::{Save, Write, WriteKind};
 use crate::finding::{Finding, Related, TextRange};
 use crate::line_index::LineIndex;
+use crate::syntax::NodeExt;
 use tree_sitter::Node;
 
 /// The verbatim start of the form ③ runtime error (torch 2.15).
@@ -64,9 +65,7 @@ impl<'t> Ctx<'t> {
             return None;
         }
         while let Some(p) = n.parent() {
-            if p.start_byte() == r.start
-                && p.end_byte() == r.end
-                && p.kind() != "expression_statement"
+            if p.start_byte() == r.start && p.end_byte() == r.end && p.k() != "expression_statement"
             {
                 n = p;
             } else {
