@@ -7,30 +7,14 @@
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, BufReader};
 
-const HANDSHAKE: &[&str] = &[
-    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"general":{"positionEncodings":["utf-8","utf-16"]}}}}"#,
-    r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
-];
-
-fn frame(out: &mut Vec<u8>, body: &[u8]) {
-    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-    out.extend_from_slice(body);
-}
-
 fuzz_target!(|data: &[u8]| {
     // 1. The raw stream: every decoded message is JSON.
     for body in inplace_server::decode_stream(data).into_iter().flatten() {
         assert!(serde_json::from_slice::<serde_json::Value>(&body).is_ok());
     }
 
-    // 2. A session: the input's pieces (split on 0xFF, which JSON never contains) as messages.
-    let mut stream = Vec::new();
-    for m in HANDSHAKE {
-        frame(&mut stream, m.as_bytes());
-    }
-    for piece in data.split(|&b| b == 0xFF).take(32) {
-        frame(&mut stream, piece);
-    }
+    // 2. A session: the input's pieces (split on 0xFF) as messages after a handshake.
+    let stream = inplace_server::session_stream(data);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -108,6 +108,25 @@ pub fn decode_stream(bytes: &[u8]) -> Vec<Option<Vec<u8>>> {
     })
 }
 
+/// A byte stream for the server made of `pieces` (split on 0xFF, which JSON never holds), each
+/// framed as a message after an `initialize`/`initialized` handshake: how the `lsp_messages`
+/// fuzz target and its regression test feed the server.
+pub fn session_stream(pieces: &[u8]) -> Vec<u8> {
+    const HANDSHAKE: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"general":{"positionEncodings":["utf-8","utf-16"]}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
+    ];
+    let mut out = Vec::new();
+    let bodies = HANDSHAKE
+        .iter()
+        .map(|m| m.as_bytes())
+        .chain(pieces.split(|&b| b == 0xFF).take(32));
+    for body in bodies {
+        out.extend_from_slice(&frame(body));
+    }
+    out
+}
+
 async fn write_frame<O: AsyncWrite + Unpin>(output: &mut O, body: &[u8]) -> bool {
     output.write_all(&frame(body)).await.is_ok() && output.flush().await.is_ok()
 }

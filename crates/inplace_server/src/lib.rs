@@ -14,7 +14,7 @@ mod convert;
 pub mod document;
 mod guard;
 
-pub use guard::{decode_stream, serve_guarded};
+pub use guard::{decode_stream, serve_guarded, session_stream};
 
 use convert::{DiagnosticData, FIX_ALL_KIND, SOURCE};
 use dashmap::DashMap;

@@ -6,24 +6,8 @@
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
-const HANDSHAKE: &[&str] = &[
-    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"general":{"positionEncodings":["utf-8","utf-16"]}}}}"#,
-    r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
-];
-
-fn frame(out: &mut Vec<u8>, body: &[u8]) {
-    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-    out.extend_from_slice(body);
-}
-
 async fn replay(data: &[u8]) -> Vec<u8> {
-    let mut stream = Vec::new();
-    for m in HANDSHAKE {
-        frame(&mut stream, m.as_bytes());
-    }
-    for piece in data.split(|&b| b == 0xFF).take(32) {
-        frame(&mut stream, piece);
-    }
+    let stream = inplace_server::session_stream(data);
     let (mut client, server_out) = tokio::io::duplex(1 << 16);
     let reader = tokio::spawn(async move {
         let mut out = Vec::new();

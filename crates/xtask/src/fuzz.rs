@@ -7,7 +7,7 @@
 
 use crate::{cargo, root, run};
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 pub const TARGETS: &[&str] = &[
@@ -60,11 +60,7 @@ fn python_seeds(dir: &Path) -> Result<()> {
 fn lsp_seeds(dir: &Path) -> Result<()> {
     use serde_json::json;
     std::fs::create_dir_all(dir)?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/fixtures/chapter"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "py"))
-        .collect();
-    files.sort();
+    let mut files = crate::chapter_examples()?;
     files.push(root().join("tests/demo/hazards.py"));
     for (i, f) in files.iter().enumerate() {
         let text = std::fs::read_to_string(f)?;

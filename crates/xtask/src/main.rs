@@ -87,15 +87,21 @@ fn oracle() -> Result<()> {
         .arg(&binary))
 }
 
-/// The language server driven by a real LSP client library (pygls) on the chapter's examples.
-fn lsp_client() -> Result<()> {
-    let python = venv()?;
-    run(cargo().args(["build", "-q", "-p", "inplace_lsp"]))?;
+/// The chapter's runnable examples (`tests/fixtures/chapter/*.py`), in order.
+fn chapter_examples() -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/fixtures/chapter"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "py"))
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// The language server driven by a real LSP client library (pygls) on the chapter's examples.
+fn lsp_client() -> Result<()> {
+    let python = venv()?;
+    run(cargo().args(["build", "-q", "-p", "inplace_lsp"]))?;
+    let mut files = chapter_examples()?;
     files.push(root().join("tests/fixtures/ip401/data_read.py"));
     files.push(root().join("tests/fixtures/ip402/alias_then_add.py"));
     run(Command::new(&python)
