@@ -334,15 +334,23 @@ fn error_nodes(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
 /// recovers from an error depends on what surrounds it, even lines away, so a fix that re-indents
 /// a statement into a `with` block can turn one error into two; and tree-sitter accepts some
 /// invalid lines (`w.zero_()  m`) that stop parsing once indented. Found by the `fix_roundtrip`
-/// fuzz target. Costs one parse per offered fix (findings with fixes are few).
+/// fuzz target. Costs one parse per such fix.
 fn drop_fixes_that_add_errors(text: &str, root: tree_sitter::Node<'_>, findings: &mut [Finding]) {
-    if findings.iter().all(|f| f.fix.is_none()) {
+    // A fix that only rewrites within a line (`y += 1` -> `y = y + 1`) in a file without errors
+    // keeps it parsing; the rest is checked: fixes that add lines (a `with` block, a `.clone()`
+    // line) and any fix in a file that already has errors.
+    let before = count_errors(root);
+    let checked = |f: &Finding| {
+        f.fix
+            .as_ref()
+            .is_some_and(|fix| before > 0 || fix.edits.iter().any(|e| e.content.contains('\n')))
+    };
+    if !findings.iter().any(checked) {
         return;
     }
-    let before = count_errors(root);
     let mut parser = python_parser();
     for i in 0..findings.len() {
-        if findings[i].fix.is_none() {
+        if !checked(&findings[i]) {
             continue;
         }
         let (fixed, used) = apply_fixes(text, &findings[i..=i], Applicability::Unsafe);
