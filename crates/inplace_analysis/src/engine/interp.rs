@@ -1471,14 +1471,9 @@ impl<'t> Interp<'t> {
                             // all its elements): a stand-in with the history but its own storage,
                             // so different elements never look like aliases.
                             for v in items.into_iter().flatten() {
-                                match self.heap[v as usize].clone() {
-                                    Obj::Tensor(mut t) => {
-                                        let id = self.heap.len() as ObjId;
-                                        t.storage = id;
-                                        t.leaf = false;
-                                        t.view_of_leaf = false;
-                                        t.view_origin = None;
-                                        t.grad_tensor = None;
+                                match &self.heap[v as usize] {
+                                    Obj::Tensor(t) => {
+                                        let t = t.sibling(self.heap.len() as ObjId);
                                         out.push(self.alloc(Obj::Tensor(t)));
                                     }
                                     _ => out.push(v),
@@ -1627,13 +1622,7 @@ impl<'t> Interp<'t> {
                 Obj::Tensor(t) => {
                     // Several results of one op (`out, (h, c) = lstm(x)`): new tensors with its history.
                     for p in parts.iter_mut() {
-                        let id = self.heap.len() as ObjId;
-                        let mut t2 = t.clone();
-                        t2.storage = id;
-                        t2.leaf = false;
-                        t2.view_of_leaf = false;
-                        t2.view_origin = None;
-                        t2.grad_tensor = None;
+                        let t2 = t.sibling(self.heap.len() as ObjId);
                         p.push(self.alloc(Obj::Tensor(t2)));
                     }
                 }

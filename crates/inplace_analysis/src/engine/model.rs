@@ -76,6 +76,19 @@ impl TensorObj {
             grad_tensor: None,
         }
     }
+
+    /// A non-leaf tensor with this one's history (graph node, grad) but a storage of its own
+    /// (`id` is its object id): one of several results of an op, or an element standing for many.
+    pub fn sibling(&self, id: ObjId) -> TensorObj {
+        TensorObj {
+            storage: id,
+            leaf: false,
+            view_of_leaf: false,
+            view_origin: None,
+            grad_tensor: None,
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
