@@ -19,6 +19,9 @@ const MAX_INLINE: usize = 6;
 const LOOP_RUNS: usize = 2;
 /// Most values a container slot keeps.
 const MAX_SEQ: usize = 32;
+/// Most alternatives an expression's value set keeps (a module's parameters, a list's
+/// elements); a larger set is unknown.
+const MAX_VALUES: usize = 256;
 
 pub(crate) struct Frame {
     /// A function analysed on its own (its arguments unknown): a returned graph flows out.
@@ -122,6 +125,9 @@ impl<'t> Interp<'t> {
     }
 
     pub fn alloc(&mut self, obj: Obj<'t>) -> ObjId {
+        // Every object is charged to the budget: containers read element by element can
+        // otherwise allocate without bound inside one statement.
+        self.steps += 1;
         self.heap.push(obj);
         (self.heap.len() - 1) as ObjId
     }
@@ -132,6 +138,13 @@ impl<'t> Interp<'t> {
 
     pub fn exhausted(&self) -> bool {
         self.steps > self.budget
+    }
+
+    /// Collect the work joins did into the step count; true once the budget is spent, after
+    /// which the scope's analysis stops (what it found so far is kept).
+    pub fn out_of_budget(&mut self) -> bool {
+        self.steps += take_join_work();
+        self.exhausted()
     }
 
     /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
@@ -195,6 +208,7 @@ impl<'t> Interp<'t> {
 
     fn analyse_standalone(&mut self, def: Node<'t>) {
         // Each function gets a budget of its own, in proportion to its size.
+        self.steps += take_join_work();
         self.total_steps += self.steps;
         self.steps = 0;
         self.budget = budget_for(def.end_position().row - def.start_position().row + 1);
@@ -279,7 +293,7 @@ impl<'t> Interp<'t> {
         self.depth += 1;
         let mut cursor = block.walk();
         for stmt in block.named_children(&mut cursor) {
-            if self.state.dead {
+            if self.state.dead || self.out_of_budget() {
                 break;
             }
             self.exec_stmt(stmt);
@@ -782,7 +796,11 @@ impl<'t> Interp<'t> {
                     };
                     match index {
                         Index::At(i) if i >= 0 && (i as usize) < items.len() => {
-                            items[i as usize] = vals.clone()
+                            items[i as usize] = if vals.len() > MAX_SEQ {
+                                smallvec![UNKNOWN]
+                            } else {
+                                vals.clone()
+                            }
                         }
                         _ => {
                             let slot = items.len().min(63);
@@ -1145,13 +1163,23 @@ impl<'t> Interp<'t> {
     // ---------------------------------------------------------------------------- expressions
 
     pub fn eval(&mut self, node: Node<'t>) -> Vals {
-        if self.depth > MAX_DEPTH {
+        if self.depth > MAX_DEPTH || self.exhausted() {
             return smallvec![self.unknown];
         }
         self.depth += 1;
         let v = self.eval_inner(node);
         self.depth -= 1;
-        v
+        self.bounded(v)
+    }
+
+    /// A value set of more than [`MAX_VALUES`] alternatives is unknown: nested containers read
+    /// element by element would otherwise multiply sets (and allocations) without bound.
+    pub fn bounded(&self, v: Vals) -> Vals {
+        if v.len() > MAX_VALUES {
+            smallvec![self.unknown]
+        } else {
+            v
+        }
     }
 
     fn eval_inner(&mut self, node: Node<'t>) -> Vals {
@@ -1440,12 +1468,16 @@ impl<'t> Interp<'t> {
         };
         let mut out = Vals::new();
         for b in base {
+            if out.len() > MAX_VALUES {
+                return smallvec![self.unknown];
+            }
             match &self.heap[b as usize] {
                 // A string key means a dict (or a mapping-like output), never tensor indexing.
                 Obj::Tensor(_) if index == Index::Key => out.push(self.alloc(Obj::Unknown)),
                 Obj::Tensor(_) => out.push(self.view_of(b, TextRange::of(node))),
                 Obj::Seq(items) => {
                     let items = items.clone();
+                    self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
                     let n = items.len() as i64;
                     let resolve = |i: i64| {
                         if i < 0 {
@@ -1471,6 +1503,9 @@ impl<'t> Interp<'t> {
                             // all its elements): a stand-in with the history but its own storage,
                             // so different elements never look like aliases.
                             for v in items.into_iter().flatten() {
+                                if out.len() > MAX_VALUES {
+                                    return smallvec![self.unknown];
+                                }
                                 match &self.heap[v as usize] {
                                     Obj::Tensor(t) => {
                                         let t = t.sibling(self.heap.len() as ObjId);
@@ -1552,6 +1587,9 @@ impl<'t> Interp<'t> {
     pub fn elements(&mut self, vals: &Vals) -> Vals {
         let mut out = Vals::new();
         for v in vals {
+            if out.len() > MAX_VALUES {
+                return smallvec![self.unknown];
+            }
             match &self.heap[*v as usize] {
                 Obj::Seq(items) => {
                     for x in items.iter().flatten() {

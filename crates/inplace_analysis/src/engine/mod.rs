@@ -15,7 +15,7 @@ pub(crate) fn run(
 ) -> (Vec<Finding>, Vec<crate::InplaceSite>, u64) {
     let mut it = interp::Interp::new(ctx);
     it.run_module(root);
-    let steps = it.total_steps + it.steps;
+    let steps = it.total_steps + it.steps + model::take_join_work();
     let mut reads: Vec<_> = it
         .data_reads
         .iter()

@@ -258,12 +258,25 @@ fn union_into<K: Clone + Eq + std::hash::Hash, A: smallvec::Array>(
     }
 }
 
+thread_local! {
+    /// Work done by joins since the interpreter last collected it (see [`take_join_work`]).
+    static JOIN_WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The work joins did since the last call: charged to the interpreter's step budget, so that
+/// states growing across inlined methods and nested loops cannot run on unbounded.
+pub(crate) fn take_join_work() -> u64 {
+    JOIN_WORK.with(|w| w.replace(0))
+}
+
 impl State {
     /// Merge another path into this one.
     pub fn join(&mut self, other: &State) {
         if other.dead {
             return;
         }
+        let size = other.env.len() + other.live.len() + other.clobbered.len() + other.stale.len();
+        JOIN_WORK.with(|w| w.set(w.get() + 1 + size as u64 / 8));
         if self.dead {
             *self = other.clone();
             return;

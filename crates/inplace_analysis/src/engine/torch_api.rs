@@ -1110,6 +1110,7 @@ impl<'t> Interp<'t> {
         value: Option<&Vals>,
         checks_leaf: bool,
     ) -> WriteId {
+        self.steps += targets.len() as u64;
         let no_grad = !self.grad_enabled || !checks_leaf;
         let first = targets.first().copied().unwrap_or(self.unknown);
         let view_origin = match &self.heap[first as usize] {
