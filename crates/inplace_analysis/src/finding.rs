@@ -2,6 +2,7 @@
 //! Ranges are byte offsets into the analysed text; [`crate::LineIndex`] converts them.
 
 use crate::registry::Rule;
+pub use crate::registry::Severity;
 use serde::Serialize;
 
 /// A half-open byte range `[start, end)` in the analysed text.
@@ -15,31 +16,8 @@ impl TextRange {
     pub fn new(start: usize, end: usize) -> Self {
         Self { start, end }
     }
-    pub fn of(node: tree_sitter::Node<'_>) -> Self {
-        Self::new(node.start_byte(), node.end_byte())
-    }
     pub fn contains(&self, other: TextRange) -> bool {
         self.start <= other.start && other.end <= self.end
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-    Information,
-    Hint,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Information => "information",
-            Severity::Hint => "hint",
-        }
     }
 }
 

@@ -1,12 +1,10 @@
-//! Mechanical rewrites offered as fixes. Each keeps indentation and line endings and yields
-//! code that parses.
+//! Rewrites offered as fixes, built from the IR and the text. Each keeps indentation and line
+//! endings; whether it parses is verified where a fix is used (see [`crate::verify_fix`]).
 
-use crate::engine::model::{Write, WriteKind};
 use crate::finding::{Applicability, Edit, Fix, TextRange};
+use crate::ir::*;
 use crate::ops;
-use crate::rules::Ctx;
-use crate::syntax::NodeExt;
-use tree_sitter::Node;
+use crate::render::RenderCtx;
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {
@@ -53,7 +51,6 @@ fn has_out_of_place(base: &str) -> bool {
         "unsqueeze",
         "transpose",
         "true_divide",
-        "div",
         "leaky_relu",
         "hardtanh",
         "elu",
@@ -82,162 +79,183 @@ fn has_out_of_place(base: &str) -> bool {
 }
 
 /// Expressions that need no parentheses after a binary operator.
-fn is_atomic(n: Node<'_>) -> bool {
+fn is_atomic(e: &Expr) -> bool {
     matches!(
-        n.k(),
-        "identifier"
-            | "attribute"
-            | "call"
-            | "subscript"
-            | "integer"
-            | "float"
-            | "string"
-            | "parenthesized_expression"
-            | "true"
-            | "false"
-            | "none"
-            | "list"
-            | "tuple"
-            | "dictionary"
+        e,
+        Expr::Name { .. }
+            | Expr::Attr { .. }
+            | Expr::Call { .. }
+            | Expr::Subscript { .. }
+            | Expr::Int(_)
+            | Expr::Float
+            | Expr::Str(_)
+            | Expr::OtherStr
+            | Expr::True
+            | Expr::False
+            | Expr::None
+            | Expr::Seq {
+                kind: SeqKind::List,
+                ..
+            }
+            | Expr::Dict { .. }
     )
 }
 
-fn statement_level(call: Node<'_>) -> bool {
-    call.parent()
-        .is_some_and(|p| p.k() == "expression_statement" && p.named_child_count() == 1)
+fn op_text(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::MatMul => "@",
+        BinOp::Pow => "**",
+        BinOp::FloorDiv => "//",
+        BinOp::Mod => "%",
+        BinOp::Other => return None,
+    })
 }
 
-fn assign_rhs(call: Node<'_>) -> bool {
-    call.parent()
-        .is_some_and(|p| p.k() == "assignment" && p.field("right") == Some(call))
-}
-
-/// `y += 1` -> `y = y + 1`; `y.mul_(2)` -> `y = y.mul(2)`; `torch.relu_(h)` -> `h = torch.relu(h)`;
-/// `inplace=True` -> `inplace=False`.
-pub(crate) fn out_of_place(ctx: &Ctx<'_>, w: &Write, applicability: Applicability) -> Option<Fix> {
-    let node = ctx.node(w.site)?;
-    let rebinds = matches!(
-        w.kind,
-        WriteKind::AugAssign | WriteKind::Method(_) | WriteKind::TorchFn(_)
-    );
-    if rebinds && w.under_no_grad {
-        // Rebinding under `no_grad` would leave a tensor without history.
-        return None;
-    }
-    let (title, edit) = match &w.kind {
-        WriteKind::AugAssign => {
-            let left = node.field("left")?;
-            let right = node.field("right")?;
-            let op = node.field("operator")?;
-            if !matches!(left.k(), "identifier" | "attribute") {
-                return None;
-            }
-            let op = ctx.text(TextRange::of(op)).trim_end_matches('=');
-            let l = ctx.text(TextRange::of(left));
-            let r = ctx.text(TextRange::of(right));
-            let r = if is_atomic(right) {
-                r.to_string()
-            } else {
-                format!("({r})")
-            };
-            let new = format!("{l} = {l} {op} {r}");
-            (
-                format!("Rewrite out of place: `{new}`"),
-                Edit {
-                    range: w.site,
-                    content: new,
-                },
-            )
-        }
-        WriteKind::Method(name) | WriteKind::TorchFn(name) => {
-            let base = name.strip_suffix('_')?;
-            if !has_out_of_place(base) {
-                return None;
-            }
-            let func = node.field("function")?;
-            let attr = func.field("attribute")?;
-            let args = node.field("arguments")?;
-            if statement_level(node) {
-                let target = match &w.kind {
-                    WriteKind::Method(_) => func.field("object")?,
-                    _ => args.named_child(0)?,
-                };
-                if !matches!(target.k(), "identifier" | "attribute") {
-                    return None;
-                }
-                let t = ctx.text(TextRange::of(target));
-                let f = ctx.text(TextRange::new(func.start_byte(), attr.start_byte()));
-                let new = format!("{t} = {f}{base}{}", ctx.text(TextRange::of(args)));
-                (
-                    format!("Rewrite out of place: `{new}`"),
-                    Edit {
-                        range: w.site,
-                        content: new,
-                    },
-                )
-            } else if assign_rhs(node) {
-                (
-                    format!("Use out-of-place `{base}`"),
-                    Edit {
-                        range: TextRange::of(attr),
-                        content: base.to_string(),
-                    },
-                )
-            } else {
-                return None;
-            }
-        }
-        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
-            return inplace_false(ctx, w.range, applicability)
-        }
-        _ => return None,
-    };
-    Some(Fix {
+/// A single edit as a fix.
+fn one(title: String, applicability: Applicability, range: TextRange, content: String) -> Fix {
+    Fix {
         title,
         applicability,
-        edits: vec![edit],
-    })
+        edits: vec![Edit { range, content }],
+    }
+}
+
+/// `y += 1` -> `y = y + 1` (statement `s` of `item`).
+pub(crate) fn aug_assign_out_of_place(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let Stmt::AugAssign { target, op, value } = *body.stmt(s.stmt) else {
+        return None;
+    };
+    if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+        return None;
+    }
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let l = ctx.text(span(target));
+    let r = ctx.text(span(value));
+    let r = if is_atomic(body.expr(value)) {
+        r.to_string()
+    } else {
+        format!("({r})")
+    };
+    let new = format!("{l} = {l} {} {r}", op_text(op)?);
+    let range = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    Some(one(
+        format!("Rewrite out of place: `{new}`"),
+        applicability,
+        range,
+        new,
+    ))
+}
+
+/// `y.mul_(2)` -> `y = y.mul(2)` (or `mul` for `mul_` when the result is assigned);
+/// `torch.relu_(h)` -> `h = torch.relu(h)`. `method`: the receiver is written (else the first
+/// argument).
+pub(crate) fn call_out_of_place(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    call: ExprId,
+    name: Name,
+    method: bool,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let base = ctx.name(name).strip_suffix('_')?.to_string();
+    if !has_out_of_place(&base) {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let Expr::Call { func, args } = *body.expr(call) else {
+        return None;
+    };
+    let Expr::Attr { value, attr_at, .. } = *body.expr(func) else {
+        return None;
+    };
+    let a = body.args[args as usize];
+    let func_range = ctx.range(span(func))?;
+    let attr_start = ctx
+        .range(Span::new(s.item, Rel::new(attr_at, attr_at)))?
+        .start;
+    let attr = TextRange::new(attr_start, func_range.end);
+    match *body.stmt(s.stmt) {
+        Stmt::Expr(e) if e == call => {
+            let target = if method {
+                value
+            } else {
+                body.exprs_of(a.positional).next()?
+            };
+            if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+                return None;
+            }
+            let t = ctx.text(span(target));
+            let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
+            let arg_text = ctx.text(Span::new(s.item, a.span));
+            let new = format!("{t} = {prefix}{base}{arg_text}");
+            let range = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+            Some(one(
+                format!("Rewrite out of place: `{new}`"),
+                applicability,
+                range,
+                new,
+            ))
+        }
+        Stmt::Assign { value: v, .. } if v == call => Some(one(
+            format!("Use out-of-place `{base}`"),
+            applicability,
+            attr,
+            base,
+        )),
+        _ => None,
+    }
 }
 
 /// `inplace=True` -> `inplace=False` (or a positional `True` -> `False`).
 pub(crate) fn inplace_false(
-    ctx: &Ctx<'_>,
-    kw: TextRange,
+    ctx: &RenderCtx<'_>,
+    arg: Span,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let node = ctx.node(kw)?;
-    let value = if node.k() == "keyword_argument" {
-        node.field("value")?
+    let r = ctx.range(arg)?;
+    let text = ctx.slice(r);
+    let at = if text == "True" {
+        0
     } else {
-        node
+        let eq = text.find('=')?;
+        let (name, value) = (text[..eq].trim(), text[eq + 1..].trim_start());
+        if name != "inplace" || value != "True" {
+            return None;
+        }
+        text.len() - 4
     };
-    if value.k() != "true" {
-        return None;
-    }
-    Some(Fix {
-        title: "Set `inplace=False`".into(),
+    Some(one(
+        "Set `inplace=False`".into(),
         applicability,
-        edits: vec![Edit {
-            range: TextRange::of(value),
-            content: "False".into(),
-        }],
-    })
+        TextRange::new(r.start + at, r.end),
+        "False".into(),
+    ))
 }
 
 /// Indentation and line ending of a single-line statement that starts its line.
-fn line_layout<'a>(ctx: &Ctx<'a>, stmt: TextRange) -> Option<(&'a str, &'static str)> {
-    let text = ctx.text(stmt);
-    if text.contains('\n') {
+fn line_layout<'a>(ctx: &RenderCtx<'a>, stmt: TextRange) -> Option<(&'a str, &'static str)> {
+    let text = ctx.slice(stmt);
+    if text.contains(['\n', '\r']) {
         return None;
     }
     let line = ctx.lines.line_of(stmt.start);
     let start = ctx.lines.line_start(line);
-    let indent = ctx.src.get(start..stmt.start)?;
+    let indent = ctx.text_all().get(start..stmt.start)?;
     if !indent.chars().all(|c| c == ' ' || c == '\t') {
         return None;
     }
-    let (_, end) = ctx.lines.line_range(ctx.src, line);
-    let eol = if ctx.src[end..].starts_with("\r\n") {
+    let (_, end) = ctx.lines.line_range(ctx.text_all(), line);
+    let eol = if ctx.text_all()[end..].starts_with("\r\n") {
         "\r\n"
     } else {
         "\n"
@@ -247,61 +265,71 @@ fn line_layout<'a>(ctx: &Ctx<'a>, stmt: TextRange) -> Option<(&'a str, &'static 
 
 /// Replace a one-line statement by `with torch.no_grad():` around `new_stmt`.
 pub(crate) fn wrap_no_grad(
-    ctx: &Ctx<'_>,
+    ctx: &RenderCtx<'_>,
     stmt: TextRange,
     new_stmt: &str,
     title: &str,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let torch = ctx.torch.as_deref()?;
+    let torch = ctx.torch_alias()?;
     let (indent, eol) = line_layout(ctx, stmt)?;
     let unit = if indent.contains('\t') { "\t" } else { "    " };
     let content = format!("with {torch}.no_grad():{eol}{indent}{unit}{new_stmt}");
-    Some(Fix {
-        title: title.into(),
-        applicability,
-        edits: vec![Edit {
-            range: stmt,
-            content,
-        }],
-    })
+    Some(one(title.into(), applicability, stmt, content))
 }
 
-/// The statement (expression statement or assignment) that contains a write's site.
-pub(crate) fn enclosing_statement(ctx: &Ctx<'_>, site: TextRange) -> Option<TextRange> {
-    let mut n = ctx.root.descendant_for_byte_range(site.start, site.end)?;
-    loop {
-        if n.k() == "expression_statement" {
-            return Some(TextRange::of(n));
+/// The simple statement (expression, assignment, augmented assignment) a write is in.
+pub(crate) fn simple_statement(ctx: &RenderCtx<'_>, s: Option<StmtRef>) -> Option<TextRange> {
+    let s = s?;
+    let body = ctx.body(s.item)?;
+    match body.stmt(s.stmt) {
+        Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } => {
+            ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))
         }
-        n = n.parent()?;
-        if matches!(n.k(), "block" | "module") {
-            return None;
-        }
+        _ => None,
     }
 }
 
-/// `y = x` -> `y = x.clone()`, at the assignment that made the alias.
+/// `y = x` -> `y = x.clone()`, at the assignment that made the alias (`alias_of` is `x`).
 pub(crate) fn insert_clone(
-    ctx: &Ctx<'_>,
-    bound: TextRange,
+    ctx: &RenderCtx<'_>,
+    alias_of: Span,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let node = ctx.node(bound)?;
-    if node.k() != "assignment" {
-        return None;
-    }
-    let right = node.field("right")?;
-    if !matches!(right.k(), "identifier" | "attribute" | "subscript") {
-        return None;
-    }
-    let r = TextRange::of(right);
-    Some(Fix {
-        title: format!("Copy instead of aliasing: `{}.clone()`", ctx.text(r)),
+    let r = ctx.range(alias_of)?;
+    Some(one(
+        format!("Copy instead of aliasing: `{}.clone()`", ctx.slice(r)),
         applicability,
-        edits: vec![Edit {
-            range: TextRange::new(r.end, r.end),
-            content: ".clone()".into(),
-        }],
-    })
+        TextRange::new(r.end, r.end),
+        ".clone()".into(),
+    ))
+}
+
+/// `w = w - lr * w.grad` -> `with torch.no_grad(): w -= lr * w.grad`.
+pub(crate) fn augmented_update(ctx: &RenderCtx<'_>, s: StmtRef, target: Span) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let Stmt::Assign { value, targets } = *body.stmt(s.stmt) else {
+        return None;
+    };
+    if targets.len != 1 {
+        return None;
+    }
+    let Expr::Binary { op, left, right } = *body.expr(value) else {
+        return None;
+    };
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let t = ctx.text(target);
+    if ctx.text(span(left)) != t || !matches!(op, BinOp::Sub | BinOp::Add | BinOp::Mul | BinOp::Div)
+    {
+        return None;
+    }
+    let new = format!("{t} {}= {}", op_text(op)?, ctx.text(span(right)));
+    let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    wrap_no_grad(
+        ctx,
+        stmt,
+        &new,
+        "Update in place under `torch.no_grad()`",
+        Applicability::Unsafe,
+    )
 }

@@ -77,33 +77,31 @@
 //! `cargo xtask gen-ops --check` fails when the committed table differs from a real torch.
 
 pub mod config;
-mod engine;
+mod domain;
+mod events;
+mod exec;
 pub mod finding;
 mod fix;
+pub mod ir;
 mod line_index;
 mod noqa;
 pub mod ops;
+pub mod program;
 pub mod registry;
+mod render;
 mod rules;
-mod syntax;
+pub mod syntax;
+mod units;
 
 pub use finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
 pub use line_index::{Encoding, LineIndex};
 pub use noqa::NoqaMap;
 pub use registry::{Rule, RuleSelection};
 pub use rules::{FORM1_MESSAGE, FORM2_MESSAGE, FORM3_MESSAGE};
+pub use syntax::{count_errors, error_count, python_parser};
 
-use crate::syntax::NodeExt;
-use tree_sitter::{Parser, Tree};
-
-/// A parser for Python.
-pub fn python_parser() -> Parser {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("tree-sitter-python matches the tree-sitter version");
-    parser
-}
+use ir::Interner;
+use program::Program;
 
 /// Whether the text can contain anything this analyzer looks at (a cheap scan).
 pub fn mentions_torch(text: &str) -> bool {
@@ -124,89 +122,153 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Every in-place write, sorted by position.
     pub sites: Vec<InplaceSite>,
-    /// Work done, in interpreter steps: each scope's steps are capped by a budget linear in its
+    /// Work done, in interpreter steps: each unit's steps are capped by a budget linear in its
     /// size, so this is linear in the size of the file (the pathological tests check it).
     pub steps: u64,
+    /// Units analysed (the module body and the functions analysed on their own).
+    pub units: usize,
+    /// Units whose budget ran out before their end.
+    pub exhausted: usize,
 }
 
-/// Analyse a parsed file.
-pub fn analyze_file(text: &str, tree: &Tree) -> Analysis {
+/// Analyse a file's text.
+pub fn analyze_text(text: &str) -> Analysis {
     if !mentions_torch(text) {
         return Analysis::default();
     }
-    let lines = LineIndex::new(text);
-    let root = tree.root_node();
-    let ctx = rules::Ctx {
-        src: text,
-        lines: &lines,
-        root,
-        torch: torch_alias(text, root),
-    };
-    let (mut findings, sites, steps) = engine::run(ctx, root);
-    NoqaMap::from_tree(text, root, &lines).filter(&lines, &mut findings);
-    drop_fixes_that_add_errors(text, root, &mut findings);
+    let mut names = Interner::new();
+    let prog = Program::of(text, &mut names);
+    let plan = units::plan(&prog, &mut names);
+    let outputs = units::run(&prog, &mut names, &plan);
+    collect(&prog, &names, &outputs.iter().collect::<Vec<_>>())
+}
+
+/// Where one analysis spends its time, for the benchmark's profile.
+#[derive(Debug, Clone, Default)]
+pub struct Phases {
+    /// Tokenizing the file into its outline.
+    pub outline: std::time::Duration,
+    /// Deciding which items matter (lowering the module's statements).
+    pub plan: std::time::Duration,
+    /// Running the units, lowering (and parsing) the items they reach.
+    pub run: std::time::Duration,
+    /// Classifying, deduplicating and rendering findings.
+    pub render: std::time::Duration,
+    pub items: usize,
+    pub lowered: u32,
+    pub units: usize,
+    pub findings: usize,
+}
+
+/// [`analyze_text`], timed by phase.
+pub fn analyze_phases(text: &str) -> Phases {
+    use std::time::Instant;
+    let mut p = Phases::default();
+    if !mentions_torch(text) {
+        return p;
+    }
+    let mut names = Interner::new();
+    let t = Instant::now();
+    let outline = syntax::outline::outline(text);
+    p.outline = t.elapsed();
+    let prog = Program::new(text, outline, None, Default::default(), &mut names);
+    let t = Instant::now();
+    let plan = units::plan(&prog, &mut names);
+    p.plan = t.elapsed();
+    let t = Instant::now();
+    let outputs = units::run(&prog, &mut names, &plan);
+    p.run = t.elapsed();
+    let t = Instant::now();
+    let a = collect(&prog, &names, &outputs.iter().collect::<Vec<_>>());
+    p.render = t.elapsed();
+    p.items = prog.items.len();
+    p.lowered = prog.lowered_count();
+    p.units = outputs.len();
+    p.findings = a.findings.len();
+    p
+}
+
+/// Findings and sites of a file from its units' outputs.
+pub(crate) fn collect(
+    prog: &Program<'_>,
+    names: &Interner,
+    outputs: &[&exec::UnitOutput],
+) -> Analysis {
+    let lines = LineIndex::new(prog.text);
+    let findings = render::findings(prog, names, &lines, outputs);
+    let mut sites: Vec<InplaceSite> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for u in outputs {
+        for (span, ns) in &u.sites {
+            let Some(range) = prog.range(*span) else {
+                continue;
+            };
+            if !seen.insert(range) {
+                continue;
+            }
+            let mut names: Vec<String> = ns.iter().map(|n| names.resolve(*n).to_string()).collect();
+            names.sort();
+            names.dedup();
+            sites.push(InplaceSite { range, names });
+        }
+    }
+    sites.sort_by_key(|s| s.range);
     Analysis {
         findings,
         sites,
-        steps,
+        steps: outputs.iter().map(|u| u.steps).sum(),
+        units: outputs.len(),
+        exhausted: outputs.iter().filter(|u| u.exhausted).count(),
     }
 }
 
-/// All findings for a parsed file, `# noqa` applied, sorted by position.
-pub fn analyze(text: &str, tree: &Tree) -> Vec<Finding> {
-    analyze_file(text, tree).findings
-}
-
-/// Parse and analyse in one step.
+/// All findings for a text, `# noqa` applied, sorted by position.
 pub fn analyze_source(text: &str) -> Vec<Finding> {
-    let mut parser = python_parser();
-    match parser.parse(text, None) {
-        Some(tree) => analyze(text, &tree),
-        None => Vec::new(),
-    }
+    analyze_text(text).findings
 }
 
-/// The local name of the `torch` module (`th` after `import torch as th`).
-fn torch_alias(text: &str, root: tree_sitter::Node<'_>) -> Option<String> {
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
-        if n.k() == "import_statement" {
-            let mut c = n.walk();
-            for name in n.named_children(&mut c) {
-                match name.k() {
-                    "dotted_name" if text[name.byte_range()].split('.').next() == Some("torch") => {
-                        return Some("torch".into())
-                    }
-                    "aliased_import" => {
-                        let (Some(m), Some(a)) = (name.field("name"), name.field("alias")) else {
-                            continue;
-                        };
-                        if &text[m.byte_range()] == "torch" {
-                            return Some(text[a.byte_range()].to_string());
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            continue;
-        }
-        if matches!(
-            n.k(),
-            "module"
-                | "block"
-                | "if_statement"
-                | "try_statement"
-                | "function_definition"
-                | "class_definition"
-                | "decorated_definition"
-                | "else_clause"
-                | "except_clause"
-        ) {
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
-        }
+/// Why an offered fix is not good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixProblem {
+    /// The finding has no fix.
+    NoFix,
+    /// Applied alone, the fix leaves more syntax errors than before.
+    AddsSyntaxErrors,
+    /// After the fix, its finding is still reported.
+    FindingRemains,
+}
+
+/// Check a fix where it is used (a code action, `--fix`): applied alone it must not add a
+/// syntax error, and its finding must be gone. Analysis never does this on its own: it costs a
+/// parse and an analysis of the fixed text.
+pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
+    if finding.fix.is_none() {
+        return Err(FixProblem::NoFix);
     }
-    None
+    let (fixed, used) = apply_fixes(
+        text,
+        std::slice::from_ref(finding),
+        Applicability::DisplayOnly,
+    );
+    if used.is_empty() {
+        return Err(FixProblem::NoFix);
+    }
+    if error_count(&fixed) > error_count(text) {
+        return Err(FixProblem::AddsSyntaxErrors);
+    }
+    // The finding is gone: no finding of its rule where the fix wrote.
+    let fix = finding.fix.as_ref().expect("checked above");
+    let first = fix.edits.iter().map(|e| e.range.start).min().unwrap_or(0);
+    let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
+    let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
+    let end = finding.range.end + written.saturating_sub(removed);
+    let remains = analyze_source(&fixed).iter().any(|g| {
+        g.rule == finding.rule && g.range.start < end.max(first + 1) && first <= g.range.end
+    });
+    if remains {
+        return Err(FixProblem::FindingRemains);
+    }
+    Ok(fixed)
 }
 
 /// The result of applying fixes.
@@ -227,28 +289,40 @@ pub fn fix_all(text: &str, min: Applicability, selection: &RuleSelection) -> Fix
 
 /// [`fix_all`] with any filter on findings.
 pub fn fix_all_filtered(text: &str, min: Applicability, keep: &dyn Fn(&Finding) -> bool) -> Fixed {
-    let mut parser = python_parser();
     let mut current = text.to_string();
     let mut applied: std::collections::BTreeMap<Rule, usize> = Default::default();
     let mut remaining = Vec::new();
+    let mut errors = error_count(&current);
     for _round in 0..10 {
-        let Some(tree) = parser.parse(&current, None) else {
-            break;
-        };
-        let findings: Vec<Finding> = analyze(&current, &tree)
+        let findings: Vec<Finding> = analyze_source(&current)
             .into_iter()
             .filter(|f| keep(f))
             .collect();
-        let (next, used) = apply_fixes(&current, &findings, min);
+        let (mut next, mut used) = apply_fixes(&current, &findings, min);
         remaining = findings;
         if used.is_empty() {
             break;
         }
-        // Keep a round only when it parses no worse than before.
-        match parser.parse(&next, None) {
-            Some(t) if count_errors(t.root_node()) <= count_errors(tree.root_node()) => {}
-            _ => break,
+        let mut next_errors = error_count(&next);
+        if next_errors > errors {
+            // A fix of this round adds a syntax error: keep only the fixes that, applied alone,
+            // do not (how tree-sitter recovers from an error depends on what surrounds it).
+            let good: Vec<Finding> = remaining
+                .iter()
+                .filter(|f| f.fix.is_some())
+                .filter(|f| {
+                    let (t, u) = apply_fixes(&current, std::slice::from_ref(*f), min);
+                    !u.is_empty() && error_count(&t) <= errors
+                })
+                .cloned()
+                .collect();
+            (next, used) = apply_fixes(&current, &good, min);
+            next_errors = error_count(&next);
+            if used.is_empty() || next_errors > errors {
+                break;
+            }
         }
+        errors = next_errors;
         for r in used {
             *applied.entry(r).or_default() += 1;
         }
@@ -304,64 +378,4 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
         }
     }
     (out, used)
-}
-
-/// Number of syntax errors (ERROR and MISSING nodes) in a tree.
-pub fn count_errors(root: tree_sitter::Node<'_>) -> usize {
-    error_nodes(root).len()
-}
-
-/// The ERROR and MISSING nodes of a tree (iteratively: trees may nest deeply).
-fn error_nodes(root: tree_sitter::Node<'_>) -> Vec<tree_sitter::Node<'_>> {
-    let mut out = Vec::new();
-    if !root.has_error() {
-        return out;
-    }
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.is_error() || node.is_missing() {
-            out.push(node);
-        }
-        if node.has_error() {
-            let mut c = node.walk();
-            stack.extend(node.children(&mut c));
-        }
-    }
-    out
-}
-
-/// Drops each fix that, applied alone, leaves more syntax errors than before: how tree-sitter
-/// recovers from an error depends on what surrounds it, even lines away, so a fix that re-indents
-/// a statement into a `with` block can turn one error into two; and tree-sitter accepts some
-/// invalid lines (`w.zero_()  m`) that stop parsing once indented. Found by the `fix_roundtrip`
-/// fuzz target. Costs one parse per such fix.
-fn drop_fixes_that_add_errors(text: &str, root: tree_sitter::Node<'_>, findings: &mut [Finding]) {
-    // A fix that only rewrites within a line (`y += 1` -> `y = y + 1`) in a file without errors
-    // keeps it parsing; the rest is checked: fixes that add lines (a `with` block, a `.clone()`
-    // line) and any fix in a file that already has errors.
-    let before = count_errors(root);
-    let checked = |f: &Finding| {
-        f.fix
-            .as_ref()
-            .is_some_and(|fix| before > 0 || fix.edits.iter().any(|e| e.content.contains('\n')))
-    };
-    if !findings.iter().any(checked) {
-        return;
-    }
-    let mut parser = python_parser();
-    for i in 0..findings.len() {
-        if !checked(&findings[i]) {
-            continue;
-        }
-        let (fixed, used) = apply_fixes(text, &findings[i..=i], Applicability::Unsafe);
-        if used.is_empty() {
-            continue;
-        }
-        let worse = parser
-            .parse(&fixed, None)
-            .is_none_or(|t| count_errors(t.root_node()) > before);
-        if worse {
-            findings[i].fix = None;
-        }
-    }
 }

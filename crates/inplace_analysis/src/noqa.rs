@@ -4,9 +4,7 @@
 use crate::finding::Finding;
 use crate::line_index::LineIndex;
 use crate::registry::{Rule, RuleSelection};
-use crate::syntax::NodeExt;
 use rustc_hash::FxHashMap;
-use tree_sitter::Node;
 
 /// Per line: `None` suppresses everything, `Some(codes)` only those (prefixes allowed).
 #[derive(Debug, Default)]
@@ -15,21 +13,13 @@ pub struct NoqaMap {
 }
 
 impl NoqaMap {
-    pub fn from_tree(text: &str, root: Node<'_>, lines: &LineIndex) -> Self {
+    /// The map of the comments that mention `noqa` (the outline collects them).
+    pub fn from_comments(text: &str, comments: &[(u32, u32)], lines: &LineIndex) -> Self {
         let mut map = NoqaMap::default();
-        if !text.contains("noqa") {
-            return map;
-        }
-        let mut stack = vec![root];
-        while let Some(n) = stack.pop() {
-            if n.k() == "comment" {
-                if let Some(codes) = parse(&text[n.start_byte()..n.end_byte()]) {
-                    map.lines.insert(lines.line_of(n.start_byte()), codes);
-                }
-                continue;
+        for &(s, e) in comments {
+            if let Some(codes) = text.get(s as usize..e as usize).and_then(parse) {
+                map.lines.insert(lines.line_of(s as usize), codes);
             }
-            let mut c = n.walk();
-            stack.extend(n.children(&mut c));
         }
         map
     }

@@ -266,6 +266,48 @@ pub const MODULE_RETURNS_SELF: &[&str] = &[
     "mps",
 ];
 
+/// The activations (modules and functions) that take `inplace` among their positional parameters.
+pub const INPLACE_ACTIVATIONS: &[&str] = &[
+    "relu",
+    "relu6",
+    "selu",
+    "silu",
+    "mish",
+    "hardsigmoid",
+    "hardswish",
+    "leaky_relu",
+    "elu",
+    "celu",
+    "hardtanh",
+    "threshold",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "rrelu",
+    "ReLU",
+    "ReLU6",
+    "SELU",
+    "SiLU",
+    "Mish",
+    "Hardsigmoid",
+    "Hardswish",
+    "LeakyReLU",
+    "ELU",
+    "CELU",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+    "Hardtanh",
+    "Threshold",
+    "RReLU",
+];
+
 /// Where `inplace` stands among the positional parameters of a `torch.nn.functional` function
 /// (`F.leaky_relu(x, 0.2, True)`), for the functions that have one.
 pub fn functional_inplace_position(name: &str) -> Option<usize> {
@@ -321,4 +363,31 @@ pub fn module_has_params(class: &str) -> bool {
         "LazyLinear",
     ];
     PARAMETRIC.iter().any(|p| class.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inplace_activations_are_those_with_a_position() {
+        for a in INPLACE_ACTIVATIONS {
+            assert!(
+                module_inplace_position(a).is_some() || functional_inplace_position(a).is_some(),
+                "{a}"
+            );
+        }
+        let modules = [
+            "ReLU",
+            "ReLU6",
+            "SELU",
+            "SiLU",
+            "Mish",
+            "Hardsigmoid",
+            "Hardswish",
+        ];
+        for m in modules {
+            assert!(INPLACE_ACTIVATIONS.contains(&m));
+        }
+    }
 }

@@ -4,8 +4,27 @@
 //! and is read from that file at compile time, so hover, `inplace-lsp explain` and the docs
 //! share one text.
 
-use crate::finding::Severity;
 use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+            Severity::Hint => "hint",
+        }
+    }
+}
 
 macro_rules! rules {
     ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $file:literal, $summary:literal; )*) => {

@@ -71,12 +71,7 @@ fn crlf_and_tabs_are_kept_by_fixes() {
 
 /// The analysis of `text`, parsed here, on the big stack.
 fn analysis_of(text: String) -> inplace_analysis::Analysis {
-    on_big_stack(move || {
-        let tree = inplace_analysis::python_parser()
-            .parse(&text, None)
-            .unwrap();
-        inplace_analysis::analyze_file(&text, &tree)
-    })
+    on_big_stack(move || inplace_analysis::analyze_text(&text))
 }
 
 /// The work bound every file keeps: a budget per scope, linear in its lines.
@@ -254,13 +249,13 @@ fn nested_dict_state_across_methods_stays_bounded() {
 }
 
 /// Inputs the fuzz targets (crates/fuzz) flagged, checked the way `fix_roundtrip` checks them:
-/// findings stay inside the text, and no fix, applied alone, adds a syntax error.
+/// findings stay inside the text; a fix is verified where it is used, so `verify_fix` accepts
+/// only fixes that add no syntax error, and fixing everything adds none.
 #[test]
 fn fuzz_regressions() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
-    let mut parser = inplace_analysis::python_parser();
-    let mut errors =
-        |t: &str| inplace_analysis::count_errors(parser.parse(t, None).unwrap().root_node());
+    let errors = inplace_analysis::error_count;
+    let mut rejected = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
@@ -268,16 +263,27 @@ fn fuzz_regressions() {
         let before = errors(&text);
         for f in &findings {
             assert!(f.range.end <= text.len() && text.is_char_boundary(f.range.start));
-            if f.fix.is_some() {
-                let (fixed, _) = apply_fixes(&text, std::slice::from_ref(f), Applicability::Unsafe);
-                assert!(
+            if f.fix.is_none() {
+                continue;
+            }
+            match inplace_analysis::verify_fix(&text, f) {
+                Ok(fixed) => assert!(
                     errors(&fixed) <= before,
-                    "{}: {} fix at {:?} adds a syntax error:\n{fixed}",
+                    "{}: {} fix at {:?} was accepted but adds a syntax error:\n{fixed}",
                     path.display(),
                     f.rule.code(),
                     f.range
-                );
+                ),
+                Err(inplace_analysis::FixProblem::AddsSyntaxErrors) => rejected += 1,
+                Err(_) => {}
             }
         }
+        let all = |_: &inplace_analysis::Finding| true;
+        let fixed = inplace_analysis::fix_all_filtered(&text, Applicability::Unsafe, &all);
+        assert!(errors(&fixed.text) <= before, "{}", path.display());
     }
+    assert!(
+        rejected > 0,
+        "the regression inputs hold fixes that add syntax errors"
+    );
 }

@@ -335,7 +335,7 @@ async fn analyse_blocking(
     let job = tokio::task::spawn_blocking(move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let analysis = match &tree {
-                Some(t) => inplace_analysis::analyze_file(&text, t),
+                Some(_) => inplace_analysis::analyze_text(&text),
                 None => inplace_analysis::Analysis::default(),
             };
             Analysed {

@@ -22,18 +22,42 @@
 //! **Fix safety.** Wrapping in `torch.no_grad()` is *unsafe*: it makes the write succeed, which
 //! changes what the program does from then on; apply it when the write is an update.
 
-use super::{write_related, write_snippet, Ctx, FORM1_MESSAGE};
-use crate::engine::model::Write;
+use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
+use crate::events::Event;
+use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Severity};
 use crate::fix;
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write) -> Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::LeafInplace,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::LeafWrite {
+            write,
+            through_view: false,
+            ..
+        } => Some(write_of(u, *write)?.range),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::LeafWrite { write, .. } = ev else {
+        return None;
+    };
+    let w = ctx.write(*write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
-    let stmt = fix::enclosing_statement(ctx, w.site);
-    let fix = stmt.and_then(|s| {
-        let text = ctx.text(s).to_string();
+    let fix = fix::simple_statement(ctx, w.stmt).and_then(|s| {
+        let text = ctx.slice(s).to_string();
         fix::wrap_no_grad(
             ctx,
             s,
@@ -42,16 +66,16 @@ pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write) -> Finding {
             Applicability::Unsafe,
         )
     });
-    Finding {
+    Some(Finding {
         rule: Rule::LeafInplace,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
-            write_snippet(ctx, w),
+            ctx.snippet(w.site),
             FORM1_MESSAGE
         ),
         related,
         fix,
-    }
+    })
 }

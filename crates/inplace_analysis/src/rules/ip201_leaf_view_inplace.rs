@@ -23,32 +23,57 @@
 //!
 //! **Fix safety.** No automatic fix: which rewrite is right depends on what the code means.
 
-use super::{write_related, write_snippet, Ctx, FORM2_MESSAGE};
-use crate::engine::model::Write;
-use crate::finding::{Finding, Related, Severity, TextRange};
-use crate::Rule;
+use super::{write_of, write_related, RuleImpl, FORM2_MESSAGE};
+use crate::events::Event;
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Related, Severity};
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, view: Option<TextRange>) -> Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::LeafViewInplace,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::LeafWrite {
+            write,
+            through_view: true,
+            ..
+        } => Some(write_of(u, *write)?.range),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::LeafWrite { write, view, .. } = ev else {
+        return None;
+    };
+    let w = ctx.write(*write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
     if related.is_empty() {
-        if let Some(v) = view {
+        if let Some(range) = view.and_then(|v| ctx.range(v)) {
             related.push(Related {
-                range: v,
+                range,
                 message: "the view of the leaf is taken here".into(),
             });
         }
     }
-    Finding {
+    Some(Finding {
         rule: Rule::LeafViewInplace,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into a view of a leaf tensor that requires grad; it raises here: {}",
-            write_snippet(ctx, w),
+            ctx.snippet(w.site),
             FORM2_MESSAGE
         ),
         related,
         fix: None,
-    }
+    })
 }

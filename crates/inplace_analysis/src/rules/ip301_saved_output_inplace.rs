@@ -31,30 +31,50 @@
 //! is bound to the same name and nothing else saw the old one); *unsafe* otherwise, since the
 //! other names no longer see the write.
 
-use super::{form3_related, Ctx, Trigger};
-use crate::engine::model::{Save, Write};
+use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Severity};
-use crate::fix;
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::SavedOutputInplace,
+    claims,
+    render,
+    form3_rank: Some(1),
+};
+
+/// A write that is no step and no in-place activation, clobbering a saved output.
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    let (w, save, _) = clobber(ev, u)?;
+    let plain = !matches!(
+        w.kind,
+        WriteKind::Step | WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional
+    );
+    (plain && save.output).then_some(w.range)
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let (w, save, t) = clobber(ev, ctx.unit)?;
     let applicability = if w.view_origin.is_none() {
         Applicability::Safe
     } else {
         Applicability::Unsafe
     };
-    Finding {
+    Some(Finding {
         rule: Rule::SavedOutputInplace,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into the output of `{}` (line {}), which its backward needs; {}",
             ctx.snippet(w.site),
-            save.op,
+            ctx.op(save.op),
             ctx.line(save.range),
-            t.clause(ctx)
+            trigger_clause(ctx, &t)
         ),
-        related: form3_related(ctx, w, save, t),
-        fix: fix::out_of_place(ctx, w, applicability),
-    }
+        related: form3_related(ctx, w, save, &t),
+        fix: out_of_place(ctx, w, applicability),
+    })
 }

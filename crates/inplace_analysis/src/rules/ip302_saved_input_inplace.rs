@@ -27,30 +27,50 @@
 //!
 //! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor.
 
-use super::{form3_related, Ctx, Trigger};
-use crate::engine::model::{Save, Write};
+use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Severity};
-use crate::fix;
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::SavedInputInplace,
+    claims,
+    render,
+    form3_rank: Some(2),
+};
+
+/// A write that is no step and no in-place activation, clobbering a saved input.
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    let (w, save, _) = clobber(ev, u)?;
+    let plain = !matches!(
+        w.kind,
+        WriteKind::Step | WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional
+    );
+    (plain && !save.output).then_some(w.range)
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let (w, save, t) = clobber(ev, ctx.unit)?;
     let applicability = if w.view_origin.is_none() {
         Applicability::Safe
     } else {
         Applicability::Unsafe
     };
-    Finding {
+    Some(Finding {
         rule: Rule::SavedInputInplace,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into a tensor that `{}` (line {}) saved as an input for its backward; {}",
             ctx.snippet(w.site),
-            save.op,
+            ctx.op(save.op),
             ctx.line(save.range),
-            t.clause(ctx)
+            trigger_clause(ctx, &t)
         ),
-        related: form3_related(ctx, w, save, t),
-        fix: fix::out_of_place(ctx, w, applicability),
-    }
+        related: form3_related(ctx, w, save, &t),
+        fix: out_of_place(ctx, w, applicability),
+    })
 }

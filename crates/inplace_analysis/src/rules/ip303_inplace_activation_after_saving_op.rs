@@ -25,52 +25,68 @@
 //!
 //! **Fix safety.** *Safe*: the activation computes the same values into new memory.
 
-use super::{form3_related, Ctx, Related, Trigger};
-use crate::engine::model::{Save, Write, WriteKind};
-use crate::finding::{Applicability, Finding, Severity};
+use super::{clobber, form3_related, trigger_clause, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
+use crate::finding::{Applicability, Finding, Related, Severity};
 use crate::fix;
-use crate::syntax::NodeExt;
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
-    let mut related = form3_related(ctx, w, save, t);
-    let call = match w.kind {
-        WriteKind::InplaceModule { call } => call,
-        _ => w.site,
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::InplaceActivationAfterSavingOp,
+    claims,
+    render,
+    form3_rank: Some(0),
+};
+
+/// An in-place activation (module or functional) clobbering a save.
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    let (w, _, _) = clobber(ev, u)?;
+    matches!(
+        w.kind,
+        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional
+    )
+    .then_some(w.range)
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let (w, save, t) = clobber(ev, ctx.unit)?;
+    let mut related = form3_related(ctx, w, save, &t);
+    // The activation as written: its constructor (`nn.ReLU(inplace=True)`) or the call.
+    let (call, activation) = match w.kind {
+        WriteKind::InplaceModule { call, ctor } => (call, ctor),
+        _ => (w.site, w.site),
     };
     if !call.contains(w.range) {
-        related.insert(
-            1,
-            Related {
-                range: call,
-                message: "the in-place activation runs here".into(),
-            },
-        );
+        if let Some(range) = ctx.range(call) {
+            related.insert(
+                1.min(related.len()),
+                Related {
+                    range,
+                    message: "the in-place activation runs here".into(),
+                },
+            );
+        }
     }
     let what = if save.output {
         "the output of"
     } else {
         "an input saved by"
     };
-    // The activation as written: its constructor (`nn.ReLU(inplace=True)`) or the functional call.
-    let activation = ctx
-        .node(w.range)
-        .and_then(|kw| kw.parent())
-        .and_then(|args| args.parent())
-        .filter(|c| c.k() == "call")
-        .map(|c| ctx.snippet(crate::finding::TextRange::of(c)))
-        .unwrap_or_else(|| ctx.snippet(call));
-    Finding {
+    Some(Finding {
         rule: Rule::InplaceActivationAfterSavingOp,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
-            "`{activation}` overwrites {what} `{}` (line {}) in place, which its backward needs; {}",
-            save.op,
+            "`{}` overwrites {what} `{}` (line {}) in place, which its backward needs; {}",
+            ctx.snippet(activation),
+            ctx.op(save.op),
             ctx.line(save.range),
-            t.clause(ctx)
+            trigger_clause(ctx, &t)
         ),
         related,
         fix: fix::inplace_false(ctx, w.range, Applicability::Safe),
-    }
+    })
 }

@@ -29,24 +29,41 @@
 //!
 //! **Fix safety.** No automatic fix: reordering training steps changes what is trained.
 
-use super::{form3_related, Ctx, Trigger};
-use crate::engine::model::{Save, Write};
+use super::{clobber, form3_related, trigger_clause, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
 use crate::finding::{Finding, Severity};
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Finding {
-    Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::StepBeforeBackward,
+    claims,
+    render,
+    form3_rank: Some(0),
+};
+
+/// An optimizer step clobbering a save.
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    let (w, _, _) = clobber(ev, u)?;
+    (w.kind == WriteKind::Step).then_some(w.range)
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let (w, save, t) = clobber(ev, ctx.unit)?;
+    Some(Finding {
         rule: Rule::StepBeforeBackward,
         severity: Severity::Error,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` updates parameters in place that `{}` (line {}) saved for a backward that has not run yet; {}",
             ctx.snippet(w.site),
-            save.op,
+            ctx.op(save.op),
             ctx.line(save.range),
-            t.clause(ctx)
+            trigger_clause(ctx, &t)
         ),
-        related: form3_related(ctx, w, save, t),
+        related: form3_related(ctx, w, save, &t),
         fix: None,
-    }
+    })
 }

@@ -27,14 +27,44 @@
 //! may turn the silent error into form ③ at `backward()`, which is the point, but it changes
 //! behaviour. `.detach()` on a read used directly in an expression is *safe*.
 
-use super::{write_related, Ctx};
-use crate::engine::model::Write;
+use super::{write_of, write_related, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Edit, Finding, Fix, Severity, TextRange};
 use crate::fix;
-use crate::syntax::NodeExt;
-use crate::Rule;
+use crate::ir::{Rel, Span};
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::DataBypass,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::DataWrite { write, .. } => Some(write_of(u, *write)?.range),
+        Event::DataRead { attr, .. } => Some(*attr),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    match ev {
+        Event::DataWrite { write, live } => write_finding(ctx, *write, *live),
+        Event::DataRead {
+            attr,
+            name_at,
+            kept,
+        } => read_finding(ctx, *attr, *name_at, *kept),
+        _ => None,
+    }
+}
+
+fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool) -> Option<Finding> {
+    let w = ctx.write(write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
     let (severity, why) = if in_graph {
@@ -49,11 +79,10 @@ pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding
         )
     };
     // `x.data = v` swaps the storage: no statement without `.data` does the same.
-    let mechanical = w.kind != crate::engine::model::WriteKind::DataAssign;
-    let fix = fix::enclosing_statement(ctx, w.site)
-        .filter(|_| mechanical)
+    let fix = fix::simple_statement(ctx, w.stmt)
+        .filter(|_| w.kind != WriteKind::DataAssign)
         .and_then(|s| {
-            let text = without_data(ctx, s)?;
+            let text = without_data(ctx.slice(s))?;
             fix::wrap_no_grad(
                 ctx,
                 s,
@@ -62,22 +91,21 @@ pub(crate) fn write_finding(ctx: &Ctx<'_>, w: &Write, in_graph: bool) -> Finding
                 Applicability::Unsafe,
             )
         });
-    Finding {
+    Some(Finding {
         rule: Rule::DataBypass,
         severity,
-        range: w.range,
+        range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes through `.data`, which shares memory but not the version counter: {why}",
             ctx.snippet(w.site)
         ),
         related,
         fix,
-    }
+    })
 }
 
 /// The statement's text with every `.data` attribute dropped (`p.data.add_(1)` -> `p.add_(1)`).
-fn without_data(ctx: &Ctx<'_>, stmt: TextRange) -> Option<String> {
-    let text = ctx.text(stmt);
+fn without_data(text: &str) -> Option<String> {
     let mut out = String::new();
     let mut rest = text;
     let mut found = false;
@@ -96,13 +124,15 @@ fn without_data(ctx: &Ctx<'_>, stmt: TextRange) -> Option<String> {
     found.then_some(out)
 }
 
-pub(crate) fn read_finding(ctx: &Ctx<'_>, range: TextRange) -> Finding {
-    let node = ctx.node(range);
-    let kept = node
-        .and_then(|n| n.parent())
-        .is_some_and(|p| p.k() == "assignment");
-    let obj_end = node.and_then(|n| n.field("object")).map(|o| o.end_byte());
-    let fix = obj_end.map(|end| Fix {
+fn read_finding(ctx: &RenderCtx<'_>, attr: Span, name_at: u32, kept: bool) -> Option<Finding> {
+    let range = ctx.range(attr)?;
+    // The `.` before `data` (after the object, parentheses included).
+    let name = ctx
+        .range(Span::new(attr.item, Rel::new(name_at, name_at)))?
+        .start;
+    let before = ctx.slice(TextRange::new(range.start, name));
+    let dot = range.start + before.trim_end_matches([' ', '\t', '\\', '\n', '\r']).len();
+    let fix = (dot > range.start && ctx.slice(TextRange::new(dot - 1, dot)) == ".").then(|| Fix {
         title: "Use `.detach()` instead of `.data`".into(),
         applicability: if kept {
             Applicability::Unsafe
@@ -110,19 +140,19 @@ pub(crate) fn read_finding(ctx: &Ctx<'_>, range: TextRange) -> Finding {
             Applicability::Safe
         },
         edits: vec![Edit {
-            range: TextRange::new(end, range.end),
+            range: TextRange::new(dot - 1, range.end),
             content: ".detach()".into(),
         }],
     });
-    Finding {
+    Some(Finding {
         rule: Rule::DataBypass,
         severity: Severity::Information,
         range,
         message: format!(
             "`{}` bypasses the version counter; `.detach()` gives the same values and keeps autograd's checks",
-            ctx.snippet(range)
+            ctx.snippet(attr)
         ),
         related: Vec::new(),
         fix,
-    }
+    })
 }

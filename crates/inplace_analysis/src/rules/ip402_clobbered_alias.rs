@@ -26,64 +26,87 @@
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
 //! changes the values the program computes.
 
-use super::{write_related, Ctx, Related};
-use crate::engine::model::{Write, WriteKind};
-use crate::finding::{Applicability, Finding, Severity, TextRange};
+use super::{out_of_place, write_of, write_related, RuleImpl};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
+use crate::finding::{Applicability, Finding, Related, Severity};
 use crate::fix;
-use crate::Rule;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-/// `bindings`: where the written-through name and the stale name were last bound; the alias
-/// was made by the later one that assigns a plain name (`y = x`).
-pub(crate) fn finding(
-    ctx: &Ctx<'_>,
-    w: &Write,
-    name: &str,
-    read: TextRange,
-    bindings: &[TextRange],
-) -> Finding {
-    let mut related = vec![Related {
-        range: read,
-        message: format!("`{name}` is read here and sees the value written in place"),
-    }];
-    let bound = bindings
-        .iter()
-        .copied()
-        .filter(|b| fix::insert_clone(ctx, *b, Applicability::Unsafe).is_some())
-        .max();
-    if let Some(b) = bound {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::ClobberedAlias,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+/// A module built with `inplace=True` clobbers where it is called.
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    let Event::StaleRead { write, .. } = ev else {
+        return None;
+    };
+    let w = write_of(u, *write)?;
+    Some(match w.kind {
+        WriteKind::InplaceModule { call, .. } => call,
+        _ => w.range,
+    })
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::StaleRead {
+        write,
+        name,
+        read,
+        bindings,
+    } = ev
+    else {
+        return None;
+    };
+    let w = ctx.write(*write);
+    let name = ctx.name(*name);
+    let mut related = Vec::new();
+    if let Some(range) = ctx.range(*read) {
         related.push(Related {
-            range: b,
+            range,
+            message: format!("`{name}` is read here and sees the value written in place"),
+        });
+    }
+    // The alias was made by the later binding that assigns a plain name (`y = x`).
+    let alias = bindings
+        .iter()
+        .filter(|b| b.alias_of.is_some())
+        .max_by_key(|b| ctx.range(b.stmt));
+    if let Some(range) = alias.and_then(|b| ctx.range(b.stmt)) {
+        related.push(Related {
+            range,
             message: "the alias is made here: both names share one tensor".into(),
         });
     }
     write_related(ctx, w, &mut related);
-    let fix = bound
-        .and_then(|b| fix::insert_clone(ctx, b, Applicability::Unsafe))
+    let fix = alias
+        .and_then(|b| fix::insert_clone(ctx, b.alias_of?, Applicability::Unsafe))
         .or_else(|| match w.kind {
             WriteKind::Method(_)
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }
-            | WriteKind::InplaceFunctional => fix::out_of_place(ctx, w, Applicability::Unsafe),
+            | WriteKind::InplaceFunctional => out_of_place(ctx, w, Applicability::Unsafe),
             _ => None,
         });
-    let through = match w.kind {
-        WriteKind::InplaceModule { call } => ctx.snippet(call),
-        _ => ctx.snippet(w.site),
+    let (through, range) = match w.kind {
+        WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
+        _ => (ctx.snippet(w.site), w.range),
     };
-    // A module built with `inplace=True` clobbers where it is called.
-    let range = match w.kind {
-        WriteKind::InplaceModule { call } => call,
-        _ => w.range,
-    };
-    Finding {
+    Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
-        range,
+        range: ctx.range(range)?,
         message: format!(
             "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later (line {}) and silently sees the new values",
-            ctx.line(read)
+            ctx.line(*read)
         ),
         related,
         fix,
-    }
+    })
 }

@@ -24,79 +24,66 @@
 //!
 //! **Fix safety.** *Unsafe*: it changes which object the name refers to afterwards.
 
-use super::{Ctx, Related};
-use crate::finding::{Applicability, Finding, Severity, TextRange};
+use super::RuleImpl;
+use crate::events::Event;
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Related, Severity};
 use crate::fix;
-use crate::syntax::NodeExt;
-use crate::Rule;
-use tree_sitter::Node;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(
-    ctx: &Ctx<'_>,
-    stmt: Node<'_>,
-    target: Node<'_>,
-    name: &str,
-    optimizer: Option<TextRange>,
-    update: bool,
-) -> Finding {
-    let range = TextRange::of(stmt);
-    let mut related = Vec::new();
-    if let Some(o) = optimizer {
-        related.push(Related {
-            range: o,
-            message: format!("this optimizer holds the old `{name}` and keeps updating it"),
-        });
-    }
-    let message = match (optimizer, update) {
-        (Some(o), _) => format!(
-            "`{}` replaces `{name}`, which the optimizer built on line {} holds; it keeps updating the old object and training of `{name}` silently stops",
-            ctx.snippet(range),
-            ctx.line(o)
-        ),
-        (None, _) => format!(
-            "`{}` replaces the leaf `{name}` by a computed tensor: it is no leaf, its `.grad` stays `None`, and the next update fails or does nothing",
-            ctx.snippet(range)
-        ),
-    };
-    let fix = augmented_update(ctx, stmt, target);
-    Finding {
-        rule: Rule::ParamRebind,
-        severity: Severity::Warning,
-        range,
-        message,
-        related,
-        fix,
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::ParamRebind,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, _: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::Rebind { span, .. } => Some(*span),
+        _ => None,
     }
 }
 
-/// `w = w - lr * w.grad` -> `with torch.no_grad(): w -= lr * w.grad`.
-fn augmented_update(
-    ctx: &Ctx<'_>,
-    stmt: Node<'_>,
-    target: Node<'_>,
-) -> Option<crate::finding::Fix> {
-    let right = stmt.field("right")?;
-    if right.k() != "binary_operator" {
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::Rebind {
+        stmt,
+        span,
+        target,
+        name,
+        optimizer,
+        ..
+    } = ev
+    else {
         return None;
+    };
+    let name = ctx.name(*name);
+    let mut related = Vec::new();
+    if let Some(range) = optimizer.and_then(|o| ctx.range(o)) {
+        related.push(Related {
+            range,
+            message: format!("this optimizer holds the old `{name}` and keeps updating it"),
+        });
     }
-    let left = right.field("left")?;
-    let op = right.field("operator")?;
-    let operand = right.field("right")?;
-    let t = ctx.text(TextRange::of(target));
-    if ctx.text(TextRange::of(left)) != t {
-        return None;
-    }
-    let op = ctx.text(TextRange::of(op));
-    if !matches!(op, "-" | "+" | "*" | "/") {
-        return None;
-    }
-    let new = format!("{t} {op}= {}", ctx.text(TextRange::of(operand)));
-    let stmt_range = fix::enclosing_statement(ctx, TextRange::of(stmt))?;
-    fix::wrap_no_grad(
-        ctx,
-        stmt_range,
-        &new,
-        "Update in place under `torch.no_grad()`",
-        Applicability::Unsafe,
-    )
+    let message = match optimizer {
+        Some(o) => format!(
+            "`{}` replaces `{name}`, which the optimizer built on line {} holds; it keeps updating the old object and training of `{name}` silently stops",
+            ctx.snippet(*span),
+            ctx.line(*o)
+        ),
+        None => format!(
+            "`{}` replaces the leaf `{name}` by a computed tensor: it is no leaf, its `.grad` stays `None`, and the next update fails or does nothing",
+            ctx.snippet(*span)
+        ),
+    };
+    Some(Finding {
+        rule: Rule::ParamRebind,
+        severity: Severity::Warning,
+        range: ctx.range(*span)?,
+        message,
+        related,
+        fix: fix::augmented_update(ctx, *stmt, *target),
+    })
 }

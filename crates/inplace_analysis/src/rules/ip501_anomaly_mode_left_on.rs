@@ -19,20 +19,41 @@
 //!
 //! **Fix safety.** No automatic fix.
 
-use super::Ctx;
-use crate::finding::{Finding, Severity, TextRange};
-use crate::Rule;
+use super::RuleImpl;
+use crate::events::Event;
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Severity};
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
-pub(crate) fn finding(ctx: &Ctx<'_>, call: TextRange) -> Finding {
-    Finding {
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::AnomalyModeLeftOn,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, _: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::Anomaly { call } => Some(*call),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::Anomaly { call } = ev else {
+        return None;
+    };
+    Some(Finding {
         rule: Rule::AnomalyModeLeftOn,
         severity: Severity::Information,
-        range: call,
+        range: ctx.range(*call)?,
         message: format!(
             "`{}` turns on anomaly detection, which slows every op; keep it for debugging only",
-            ctx.snippet(call)
+            ctx.snippet(*call)
         ),
         related: Vec::new(),
         fix: None,
-    }
+    })
 }

@@ -1,5 +1,6 @@
-//! One file per rule. Each file's `//!` doc comment is the rule's documentation; its functions
-//! turn what the engine observed into a [`Finding`] with a message, related locations and a fix.
+//! One file per rule. Each file's `//!` doc comment is the rule's documentation; it holds the
+//! rule's predicate over events ([`RuleImpl::claims`]: does this event make a finding of this
+//! rule, and at which range), and its rendering (message, related locations, fix).
 
 pub(crate) mod ip101_leaf_inplace;
 pub(crate) mod ip201_leaf_view_inplace;
@@ -12,11 +13,13 @@ pub(crate) mod ip402_clobbered_alias;
 pub(crate) mod ip403_param_rebind;
 pub(crate) mod ip501_anomaly_mode_left_on;
 
-use crate::engine::model::{Save, Write, WriteKind};
-use crate::finding::{Finding, Related, TextRange};
-use crate::line_index::LineIndex;
-use crate::syntax::NodeExt;
-use tree_sitter::Node;
+use crate::domain::Save;
+use crate::events::{Event, Trigger, Write, WriteId};
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Related};
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
 
 /// The verbatim start of the form ③ runtime error (torch 2.15).
 pub const FORM3_MESSAGE: &str =
@@ -28,167 +31,172 @@ pub const FORM1_MESSAGE: &str =
 pub const FORM2_MESSAGE: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
 
-/// What the rules need to know of the file.
-pub(crate) struct Ctx<'t> {
-    pub src: &'t str,
-    pub lines: &'t LineIndex,
-    pub root: Node<'t>,
-    /// The local name of the `torch` module, for fixes that write `torch.no_grad()`.
-    pub torch: Option<String>,
+/// A rule's part in turning events into findings.
+pub(crate) struct RuleImpl {
+    pub rule: Rule,
+    /// The range of the finding this rule makes of an event, if it makes one.
+    pub claims: fn(&Event, &UnitOutput) -> Option<Span>,
+    pub render: fn(&RenderCtx<'_>, &Event) -> Option<Finding>,
+    /// Form ③ rules: how specific (lower wins when several claim one write).
+    pub form3_rank: Option<u8>,
 }
 
-impl<'t> Ctx<'t> {
-    pub fn text(&self, r: TextRange) -> &'t str {
-        self.src.get(r.start..r.end).unwrap_or("")
-    }
+const RULES: &[RuleImpl] = &[
+    ip101_leaf_inplace::RULE,
+    ip201_leaf_view_inplace::RULE,
+    ip304_step_before_backward::RULE,
+    ip303_inplace_activation_after_saving_op::RULE,
+    ip301_saved_output_inplace::RULE,
+    ip302_saved_input_inplace::RULE,
+    ip401_data_bypass::RULE,
+    ip402_clobbered_alias::RULE,
+    ip403_param_rebind::RULE,
+    ip501_anomaly_mode_left_on::RULE,
+];
 
-    /// 1-based line of a range's start.
-    pub fn line(&self, r: TextRange) -> usize {
-        self.lines.line_of(r.start) + 1
-    }
+fn rule_impl(rule: Rule) -> &'static RuleImpl {
+    RULES
+        .iter()
+        .find(|r| r.rule == rule)
+        .expect("every rule has an implementation")
+}
 
-    /// The source of a range as it reads in a message: one line, at most 60 characters.
-    pub fn snippet(&self, r: TextRange) -> String {
-        let text = self.text(r);
-        let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if one.chars().count() > 60 {
-            one.chars().take(57).collect::<String>() + "..."
-        } else {
-            one
-        }
-    }
+/// Which rule claims an event, and where its finding is.
+pub(crate) fn classify(ev: &Event, u: &UnitOutput) -> Option<(Rule, Span)> {
+    RULES
+        .iter()
+        .find_map(|r| (r.claims)(ev, u).map(|span| (r.rule, span)))
+}
 
-    /// The syntax node covering exactly this range (the outermost one).
-    pub fn node(&self, r: TextRange) -> Option<Node<'t>> {
-        let mut n = self.root.descendant_for_byte_range(r.start, r.end)?;
-        if n.start_byte() != r.start || n.end_byte() != r.end {
-            return None;
-        }
-        while let Some(p) = n.parent() {
-            if p.start_byte() == r.start && p.end_byte() == r.end && p.k() != "expression_statement"
-            {
-                n = p;
-            } else {
-                break;
-            }
-        }
-        Some(n)
+pub(crate) fn render(rule: Rule, ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    (rule_impl(rule).render)(ctx, ev)
+}
+
+pub(crate) fn form3_rank(rule: Rule) -> Option<u8> {
+    rule_impl(rule).form3_rank
+}
+
+/// The write and save of a form ③ event.
+pub(crate) fn clobber<'u>(ev: &Event, u: &'u UnitOutput) -> Option<(&'u Write, &'u Save, Trigger)> {
+    match ev {
+        Event::Clobber {
+            write,
+            save,
+            trigger,
+        } => Some((u.writes.get(*write as usize)?, u.saves.get(save)?, *trigger)),
+        _ => None,
     }
 }
 
-/// How the write reads in a message: the statement or call, or the module call for `inplace=True`.
-pub(crate) fn write_snippet(ctx: &Ctx<'_>, w: &Write) -> String {
-    ctx.snippet(w.site)
+/// The write of an event that names one.
+pub(crate) fn write_of<'u>(u: &'u UnitOutput, w: WriteId) -> Option<&'u Write> {
+    u.writes.get(w as usize)
 }
 
 /// Related locations every write finding shares: the view and the call it came through.
-pub(crate) fn write_related(ctx: &Ctx<'_>, w: &Write, out: &mut Vec<Related>) {
+pub(crate) fn write_related(ctx: &RenderCtx<'_>, w: &Write, out: &mut Vec<Related>) {
     if let Some(v) = w.view_origin {
         if v != w.site && !w.site.contains(v) {
-            out.push(Related {
-                range: v,
-                message: format!(
-                    "`{}` is a view: it shares the storage and version counter it writes",
-                    ctx.snippet(v)
-                ),
-            });
+            if let Some(range) = ctx.range(v) {
+                out.push(Related {
+                    range,
+                    message: format!(
+                        "`{}` is a view: it shares the storage and version counter it writes",
+                        ctx.snippet(v)
+                    ),
+                });
+            }
         }
     }
     if let Some(c) = w.call_site {
         if !c.contains(w.range) {
-            out.push(Related {
-                range: c,
-                message: format!("the write runs inside this call: `{}`", ctx.snippet(c)),
-            });
+            if let Some(range) = ctx.range(c) {
+                out.push(Related {
+                    range,
+                    message: format!("the write runs inside this call: `{}`", ctx.snippet(c)),
+                });
+            }
         }
     }
 }
 
-/// Which form ③ rule a clobbered save is.
-pub(crate) fn form3_rule(w: &Write, save: &Save) -> crate::Rule {
-    use crate::Rule::*;
-    match w.kind {
-        WriteKind::Step => StepBeforeBackward,
-        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
-            InplaceActivationAfterSavingOp
-        }
-        _ if save.output => SavedOutputInplace,
-        _ => SavedInputInplace,
-    }
-}
-
-/// A form ③ finding: `w` clobbered `save`, and `trigger` (a `backward()` or a return of the
-/// graph) needs it.
-pub(crate) fn form3_finding(
-    ctx: &Ctx<'_>,
-    w: &Write,
-    save: &Save,
-    trigger: TextRange,
-    is_backward: bool,
-) -> Finding {
-    let t = Trigger {
-        range: trigger,
-        is_backward,
-    };
-    match form3_rule(w, save) {
-        crate::Rule::StepBeforeBackward => ip304_step_before_backward::finding(ctx, w, save, &t),
-        crate::Rule::InplaceActivationAfterSavingOp => {
-            ip303_inplace_activation_after_saving_op::finding(ctx, w, save, &t)
-        }
-        crate::Rule::SavedOutputInplace => ip301_saved_output_inplace::finding(ctx, w, save, &t),
-        _ => ip302_saved_input_inplace::finding(ctx, w, save, &t),
-    }
-}
-
-/// Where the runtime will raise form ③.
-pub(crate) struct Trigger {
-    pub range: TextRange,
-    pub is_backward: bool,
-}
-
-impl Trigger {
-    /// "`loss.backward()` (line 9) will raise" / "it is returned (line 9); a `backward()` through it will raise"
-    pub fn clause(&self, ctx: &Ctx<'_>) -> String {
-        if self.is_backward {
-            format!(
-                "`{}` (line {}) will raise: {}",
-                ctx.snippet(self.range),
-                ctx.line(self.range),
-                FORM3_MESSAGE
-            )
-        } else {
-            format!(
-                "the graph is returned (line {}), and a `backward()` through it will raise: {}",
-                ctx.line(self.range),
-                FORM3_MESSAGE
-            )
-        }
-    }
-
-    pub fn related(&self) -> Related {
-        Related {
-            range: self.range,
-            message: if self.is_backward {
-                "the runtime raises here, at `backward()`".to_string()
-            } else {
-                "the graph leaves the function here; a `backward()` through it raises".to_string()
-            },
-        }
+/// "`loss.backward()` (line 9) will raise: ..." / "the graph is returned (line 9), and ..."
+pub(crate) fn trigger_clause(ctx: &RenderCtx<'_>, t: &Trigger) -> String {
+    if t.backward {
+        format!(
+            "`{}` (line {}) will raise: {}",
+            ctx.snippet(t.range),
+            ctx.line(t.range),
+            FORM3_MESSAGE
+        )
+    } else {
+        format!(
+            "the graph is returned (line {}), and a `backward()` through it will raise: {}",
+            ctx.line(t.range),
+            FORM3_MESSAGE
+        )
     }
 }
 
 /// Related entries for a form ③ finding: the saving op, the trigger, the view and call.
-pub(crate) fn form3_related(ctx: &Ctx<'_>, w: &Write, save: &Save, t: &Trigger) -> Vec<Related> {
+pub(crate) fn form3_related(
+    ctx: &RenderCtx<'_>,
+    w: &Write,
+    save: &Save,
+    t: &Trigger,
+) -> Vec<Related> {
     let what = if save.output {
         "its output"
     } else {
         "this input"
     };
-    let mut related = vec![Related {
-        range: save.range,
-        message: format!("`{}` saved {what} for backward here", save.op),
-    }];
-    related.push(t.related());
+    let mut related = Vec::new();
+    if let Some(range) = ctx.range(save.range) {
+        related.push(Related {
+            range,
+            message: format!("`{}` saved {what} for backward here", ctx.op(save.op)),
+        });
+    }
+    if let Some(range) = ctx.range(t.range) {
+        related.push(Related {
+            range,
+            message: if t.backward {
+                "the runtime raises here, at `backward()`".to_string()
+            } else {
+                "the graph leaves the function here; a `backward()` through it raises".to_string()
+            },
+        });
+    }
     write_related(ctx, w, &mut related);
     related
+}
+
+/// The fix that rewrites a write out of place, when its kind has one.
+pub(crate) fn out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &Write,
+    applicability: crate::Applicability,
+) -> Option<crate::Fix> {
+    use crate::events::WriteKind;
+    let rebinds = matches!(
+        w.kind,
+        WriteKind::AugAssign | WriteKind::Method(_) | WriteKind::TorchFn(_)
+    );
+    if rebinds && w.under_no_grad {
+        // Rebinding under `no_grad` would leave a tensor without history.
+        return None;
+    }
+    match w.kind {
+        WriteKind::AugAssign => crate::fix::aug_assign_out_of_place(ctx, w.stmt?, applicability),
+        WriteKind::Method(name) => {
+            crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, true, applicability)
+        }
+        WriteKind::TorchFn(name) => {
+            crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, false, applicability)
+        }
+        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
+            crate::fix::inplace_false(ctx, w.range, applicability)
+        }
+        _ => None,
+    }
 }

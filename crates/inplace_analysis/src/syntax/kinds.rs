@@ -1,4 +1,4 @@
-//! Faster spellings of two tree-sitter lookups the interpreter makes millions of times:
+//! Faster spellings of two tree-sitter lookups lowering makes for every node:
 //! `Node::kind()` (a `strlen` and UTF-8 check per call) and `Node::child_by_field_name()` (a
 //! linear `strncmp` scan over the grammar's field names per call). Both answers are fixed by the
 //! grammar, so they are computed once per kind id / field name.

@@ -1,0 +1,42 @@
+//! Autograd history: a DAG of nodes, each listing the saves its op made.
+
+use crate::ir::{BinOp, Name, Span};
+use smallvec::SmallVec;
+
+pub(crate) type NodeId = u32;
+pub(crate) type SaveId = u32;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GraphNode {
+    pub saves: SmallVec<[SaveId; 2]>,
+    pub parents: SmallVec<[NodeId; 2]>,
+}
+
+/// How an op reads in a message; rendered only for findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum OpLabel {
+    /// `torch.sigmoid`
+    Torch(Name),
+    /// `F.softmax`
+    Functional(Name),
+    /// `.sigmoid()`
+    Method(Name),
+    /// `*`, `@`, ...
+    Operator(BinOp),
+    /// `sigmoid_` (an in-place op's own save)
+    Inplace(Name),
+    /// A module call: its constructor as written (`nn.Sigmoid()`), else `nn.Class`.
+    Module { origin: Span, class: Name },
+    /// `-` (negation)
+    Static(&'static str),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Save {
+    /// The storage (object id of the tensor that allocated it) saved.
+    pub storage: u32,
+    /// The op saved its own result (else one of its inputs).
+    pub output: bool,
+    pub op: OpLabel,
+    pub range: Span,
+}

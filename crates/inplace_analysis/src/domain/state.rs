@@ -1,0 +1,117 @@
+//! The flow-sensitive state, and how two paths join.
+
+use super::graph::SaveId;
+use super::value::{ObjId, Vals, UNKNOWN};
+use crate::events::{Event, WriteId};
+use crate::ir::{Name, Span};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+pub(crate) type Env = FxHashMap<Name, Vals>;
+
+/// Where a name was last bound by a plain `name = expr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Binding {
+    /// The assignment.
+    pub stmt: Span,
+    /// Its right-hand side when that is a name, attribute or subscript (an alias is made there).
+    pub alias_of: Option<Span>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct State {
+    pub env: Env,
+    pub bound_at: FxHashMap<Name, Binding>,
+    /// Saves still needed by a backward that may run, per storage.
+    pub live: FxHashMap<ObjId, SmallVec<[SaveId; 4]>>,
+    /// Saves an in-place write has clobbered, and the writes.
+    pub clobbered: FxHashMap<SaveId, SmallVec<[WriteId; 2]>>,
+    /// Names whose tensor an in-place write changed under them (IP402).
+    pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
+    /// Parameter (or module) object -> optimizer object holding it.
+    pub held: FxHashMap<ObjId, ObjId>,
+    /// IP403 events waiting for the optimizer that holds the orphan to be used again.
+    pub orphaned: FxHashMap<ObjId, SmallVec<[Event; 1]>>,
+    /// Control never reaches here (after return, raise, break, continue).
+    pub dead: bool,
+}
+
+/// Most alternatives kept per key when paths merge. Nested loops and branches allocate fresh
+/// objects on every path, so without a bound the sets grow exponentially with nesting (a real
+/// checkpoint-conversion script of transformers took minutes).
+pub(crate) const MAX_ALTERNATIVES: usize = 64;
+
+/// Adds `from`'s alternatives to `into`'s. A set that would exceed [`MAX_ALTERNATIVES`] becomes
+/// `overflow` when one is given (the value is unknown), else keeps the first ones.
+fn union_into<K: Clone + Eq + std::hash::Hash, A: smallvec::Array>(
+    into: &mut FxHashMap<K, SmallVec<A>>,
+    from: &FxHashMap<K, SmallVec<A>>,
+    overflow: Option<A::Item>,
+) where
+    A::Item: PartialEq + Clone,
+{
+    for (k, vs) in from {
+        let entry = into.entry(k.clone()).or_default();
+        for v in vs {
+            if entry.contains(v) {
+                continue;
+            }
+            if entry.len() >= MAX_ALTERNATIVES {
+                if let Some(o) = &overflow {
+                    entry.clear();
+                    entry.push(o.clone());
+                }
+                break;
+            }
+            entry.push(v.clone());
+        }
+    }
+}
+
+impl State {
+    /// How much a copy or a join of this state costs, in steps.
+    pub fn weight(&self) -> u64 {
+        1 + (self.env.len() + self.live.len() + self.clobbered.len() + self.stale.len()) as u64 / 8
+    }
+
+    /// Merge another path into this one.
+    pub fn join(&mut self, other: &State) {
+        if other.dead {
+            return;
+        }
+        if self.dead {
+            *self = other.clone();
+            return;
+        }
+        union_into(&mut self.env, &other.env, Some(UNKNOWN));
+        union_into(&mut self.live, &other.live, None);
+        union_into(&mut self.clobbered, &other.clobbered, None);
+        union_into(&mut self.stale, &other.stale, None);
+        for (k, v) in &other.bound_at {
+            self.bound_at.entry(*k).or_insert(*v);
+        }
+        for (k, v) in &other.held {
+            self.held.entry(*k).or_insert(*v);
+        }
+        for (k, v) in &other.orphaned {
+            for e in v {
+                self.orphan(*k, e.clone());
+            }
+        }
+    }
+
+    /// Keep an event until optimizer `opt` is used again; once per place.
+    pub fn orphan(&mut self, opt: ObjId, e: Event) {
+        let list = self.orphaned.entry(opt).or_default();
+        if !list.contains(&e) {
+            list.push(e);
+        }
+    }
+
+    pub fn dead() -> State {
+        State {
+            dead: true,
+            ..State::default()
+        }
+    }
+}

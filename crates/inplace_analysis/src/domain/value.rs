@@ -1,0 +1,161 @@
+//! Objects. One is allocated per evaluation of the expression that makes it; a name maps to a
+//! small set of them (it may hold any after branches). Object properties (requires-grad, module
+//! attributes) are flow-insensitive.
+//!
+//! A tensor belongs to a *storage* (the object id of the tensor that allocated it). Views,
+//! aliases and `.detach()` share the storage and its version counter; `.data` shares the storage
+//! but not the counter (`counter == false`).
+
+use super::graph::NodeId;
+use crate::ir::{ClassLoc, DefLoc, Name, Span};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+pub(crate) type ObjId = u32;
+/// The alternatives a name or expression may hold.
+pub(crate) type Vals = SmallVec<[ObjId; 2]>;
+
+/// The object standing for "anything" (allocated first by every interpreter).
+pub(crate) const UNKNOWN: ObjId = 0;
+/// Known not to be a tensor (numbers, strings, ...).
+pub(crate) const OTHER: ObjId = 1;
+pub(crate) const TRUE: ObjId = 2;
+pub(crate) const FALSE: ObjId = 3;
+pub(crate) const NONE: ObjId = 4;
+
+/// Three-valued truth, ordered `No < Maybe < Yes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Tri {
+    No,
+    Maybe,
+    Yes,
+}
+
+impl Tri {
+    pub fn is_possible(self) -> bool {
+        self != Tri::No
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TensorObj {
+    /// The version-counter group (object id of the tensor that allocated the memory).
+    pub storage: ObjId,
+    /// False for `.data` aliases: same memory, separate counter.
+    pub counter: bool,
+    pub grad: Tri,
+    /// A user-created tensor (or parameter) that requires grad.
+    pub leaf: bool,
+    /// A view of such a leaf (writing through it is form ②).
+    pub view_of_leaf: bool,
+    /// Where the view was taken, when this is a view.
+    pub view_origin: Option<Span>,
+    pub node: Option<NodeId>,
+    /// Known to be a tensor (not just "maybe", as a function argument is).
+    pub known: bool,
+    pub origin: Span,
+    /// The tensor standing for `.grad` of this one, made on first use.
+    pub grad_tensor: Option<ObjId>,
+}
+
+impl TensorObj {
+    /// A tensor with a storage of its own (`id` is its object id) and no history.
+    pub fn fresh(id: ObjId, grad: Tri, known: bool, origin: Span) -> TensorObj {
+        TensorObj {
+            storage: id,
+            counter: true,
+            grad,
+            leaf: false,
+            view_of_leaf: false,
+            view_origin: None,
+            node: None,
+            known,
+            origin,
+            grad_tensor: None,
+        }
+    }
+
+    /// A non-leaf tensor with this one's history (graph node, grad) but a storage of its own
+    /// (`id` is its object id): one of several results of an op, or an element standing for many.
+    pub fn sibling(&self, id: ObjId) -> TensorObj {
+        TensorObj {
+            storage: id,
+            leaf: false,
+            view_of_leaf: false,
+            view_origin: None,
+            grad_tensor: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// `inplace=True` given to a module's constructor: the argument and the constructor call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InplaceArg {
+    pub arg: Span,
+    pub call: Span,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ModuleObj {
+    /// `ReLU`, `Sequential`, or the local class name.
+    pub class: Name,
+    pub local: Option<Arc<ClassObj>>,
+    pub inplace: Option<InplaceArg>,
+    pub attrs: FxHashMap<Name, Vals>,
+    /// Positional children (`Sequential`, `ModuleList`), in order.
+    pub children: Vec<ObjId>,
+    pub origin: Span,
+    /// Functions registered with `register_forward_hook`, run after each call.
+    pub hooks: Vec<ObjId>,
+}
+
+/// A class defined in the file.
+#[derive(Debug, Clone)]
+pub(crate) struct ClassObj {
+    pub name: Name,
+    pub loc: ClassLoc,
+    /// The class definition.
+    pub span: Span,
+    pub methods: FxHashMap<Name, DefLoc>,
+    pub bases: Vec<ObjId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GradCtx {
+    NoGrad,
+    EnableGrad,
+    /// `set_grad_enabled(x)`: `false` disables, `true` / unknown enables.
+    Set(bool),
+    Anomaly,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Obj {
+    /// Anything not modelled; may be a tensor.
+    Unknown,
+    /// Known not to be a tensor (numbers, strings, None, ...).
+    Other,
+    Tensor(TensorObj),
+    /// A torch namespace or callable by its qualified name (`torch.nn.functional.relu`).
+    Path(Name),
+    Module(Box<ModuleObj>),
+    Optimizer {
+        params: Vals,
+        origin: Span,
+    },
+    /// A function or lambda of the file.
+    Func(DefLoc),
+    Class(Arc<ClassObj>),
+    /// A method bound to its instance.
+    Bound(ObjId, DefLoc),
+    /// A list, tuple or dict (its values), in order.
+    Seq(Vec<Vals>),
+    /// `model.parameters()` and friends.
+    Params {
+        owners: Vals,
+        tensors: Vals,
+    },
+    GradCtx(GradCtx),
+}

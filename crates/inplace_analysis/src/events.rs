@@ -1,0 +1,107 @@
+//! What the interpreter observes, as plain data with ids: in-place writes, and the events the
+//! rules turn into findings (a write clobbering a save a backward needs, a write into a leaf, a
+//! stale read, a rebound parameter, ...). No messages, no fixes: the rules render those, once,
+//! for the events that survive deduplication.
+
+use crate::domain::{Binding, SaveId};
+use crate::ir::{ExprId, Name, Span, StmtRef};
+use smallvec::SmallVec;
+
+pub(crate) type WriteId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum WriteKind {
+    /// `y += 1`
+    AugAssign,
+    /// `y.mul_(2)`
+    Method(Name),
+    /// `torch.relu_(h)`
+    TorchFn(Name),
+    /// `x[i] = v`
+    Subscript,
+    /// `nn.ReLU(inplace=True)` called; `call` is the call of the module (the culprit is the
+    /// keyword argument).
+    InplaceModule { call: Span, ctor: Span },
+    /// `F.relu(x, inplace=True)`
+    InplaceFunctional,
+    /// `out=` argument
+    OutArg,
+    /// `optimizer.step()`
+    Step,
+    /// `x.data = v`
+    DataAssign,
+    /// `nn.init.normal_(w)`
+    Init(Name),
+}
+
+/// An in-place write.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Write {
+    /// The culprit.
+    pub range: Span,
+    /// The whole statement or call (what a message quotes).
+    pub site: Span,
+    /// The statement it is in.
+    pub stmt: Option<StmtRef>,
+    /// The call that writes (a method, a torch function), for fixes.
+    pub call: Option<ExprId>,
+    pub kind: WriteKind,
+    /// Where the written object was taken as a view, when it is one.
+    pub view_origin: Option<Span>,
+    /// The outermost call that led here, when the write is inside an inlined function.
+    pub call_site: Option<Span>,
+    /// Where the name written through was bound, at the time of the write.
+    pub through_bound: Option<Binding>,
+    /// Grad mode was off at the write (an out-of-place rewrite would drop the history).
+    pub under_no_grad: bool,
+}
+
+/// What makes autograd read the saves: a `backward()`, or a graph a function returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Trigger {
+    pub range: Span,
+    pub backward: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Event {
+    /// A write into a leaf that requires grad (`through_view`: into a view of it).
+    LeafWrite {
+        write: WriteId,
+        through_view: bool,
+        view: Option<Span>,
+    },
+    /// A write clobbered a save that a backward (or a returned graph) needs.
+    Clobber {
+        write: WriteId,
+        save: SaveId,
+        trigger: Trigger,
+    },
+    /// A write through `.data`; `live`: into something saved for a backward that may run.
+    DataWrite { write: WriteId, live: bool },
+    /// A read of `.data` never written through; `kept`: the alias is bound to a name.
+    DataRead {
+        attr: Span,
+        /// Where the name `data` starts (relative to the item).
+        name_at: u32,
+        kept: bool,
+    },
+    /// A name read after an in-place write changed its tensor under it.
+    StaleRead {
+        write: WriteId,
+        name: Name,
+        read: Span,
+        bindings: SmallVec<[Binding; 2]>,
+    },
+    /// A parameter (or a module holding them) replaced by a new object.
+    Rebind {
+        stmt: StmtRef,
+        span: Span,
+        target: Span,
+        name: Name,
+        optimizer: Option<Span>,
+        update: bool,
+    },
+    /// `set_detect_anomaly(True)`.
+    Anomaly { call: Span },
+}

@@ -1,0 +1,289 @@
+//! Binding: names, attributes, subscripts and patterns; augmented assignment.
+
+use super::write::WriteSpec;
+use super::*;
+use crate::events::WriteKind;
+
+impl Interp<'_, '_> {
+    /// `a = b = value`: the value is evaluated once, then bound innermost target first.
+    pub(super) fn exec_assign(&mut self, c: Code<'_>, s: StmtId, targets: List, value: ExprId) {
+        let targets: SmallVec<[ExprId; 2]> = c.body.exprs_of(targets).collect();
+        let Some(&innermost) = targets.last() else {
+            return;
+        };
+        let saved = self.assign_rhs.take();
+        if let Expr::Name { name, .. } = *c.expr(innermost) {
+            self.assign_rhs = Some((c.span(value), name));
+        }
+        let vals = self.eval(c, value);
+        self.assign_rhs = saved;
+        for t in targets.iter().rev() {
+            self.bind_target(c, *t, vals.clone(), Some(s));
+        }
+    }
+
+    /// Bind an assignment target (name, attribute, subscript or pattern) to values.
+    pub fn bind_target(&mut self, c: Code<'_>, target: ExprId, vals: Vals, stmt: Option<StmtId>) {
+        match *c.expr(target) {
+            Expr::Name { name, .. } => self.bind_name(c, name, Some(target), vals, stmt),
+            Expr::Attr { value, attr, .. } => {
+                self.bind_attribute(c, target, value, attr, vals, stmt)
+            }
+            Expr::Subscript { value, sub } => {
+                self.bind_subscript(c, target, value, sub, vals, stmt)
+            }
+            Expr::Seq { items, .. } => {
+                let targets: SmallVec<[ExprId; 4]> = c.body.exprs_of(items).collect();
+                let parts = self.unpack(&vals, targets.len());
+                for (t, v) in targets.into_iter().zip(parts) {
+                    self.bind_target(c, t, v, None);
+                }
+            }
+            Expr::Starred(inner) => {
+                let s = self.alloc(Obj::Seq(vec![vals]));
+                self.bind_target(c, inner, smallvec![s], None);
+            }
+            _ => {}
+        }
+    }
+
+    /// Bind a name. With `stmt` (a plain assignment), rebinding a held parameter is checked
+    /// and the binding remembered (an alias may be made there).
+    pub fn bind_name(
+        &mut self,
+        c: Code<'_>,
+        name: Name,
+        target: Option<ExprId>,
+        vals: Vals,
+        stmt: Option<StmtId>,
+    ) {
+        match (stmt, target) {
+            (Some(s), Some(t)) => {
+                self.check_rebind(c, name, t, &vals, s);
+                let alias_of = match *c.body.stmt(s) {
+                    Stmt::Assign { targets, value } if targets.len == 1 => matches!(
+                        c.expr(value),
+                        Expr::Name { .. } | Expr::Attr { .. } | Expr::Subscript { .. }
+                    )
+                    .then(|| c.span(value)),
+                    _ => None,
+                };
+                self.state.bound_at.insert(
+                    name,
+                    Binding {
+                        stmt: c.stmt_span(s),
+                        alias_of,
+                    },
+                );
+            }
+            _ => {
+                self.state.bound_at.remove(&name);
+            }
+        }
+        self.state.stale.remove(&name);
+        self.state.env.insert(name, vals);
+    }
+
+    fn bind_attribute(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        object: ExprId,
+        attr: Name,
+        vals: Vals,
+        stmt: Option<StmtId>,
+    ) {
+        let owners = self.eval(c, object);
+        for o in owners {
+            match self.obj(o) {
+                Obj::Module(m) => {
+                    let old = m.attrs.get(&attr).cloned().unwrap_or_default();
+                    if let Some(s) = stmt {
+                        self.check_rebind_objs(c, &old, &vals, target, s, attr);
+                    }
+                    if let Obj::Module(m) = self.obj_mut(o) {
+                        m.attrs.insert(attr, vals.clone());
+                    }
+                }
+                Obj::Tensor(_) if attr == known::DATA => {
+                    let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+                    // Replacing `.data` writes new contents without a version bump.
+                    let alias = self.data_alias(o, c.span(target));
+                    let spec = WriteSpec::new(WriteKind::DataAssign, site, site)
+                        .value(Some(&vals))
+                        .no_leaf_check();
+                    self.write(&smallvec![alias], spec);
+                }
+                Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
+                    let on = match stmt.map(|s| *c.body.stmt(s)) {
+                        Some(Stmt::Assign { value, .. }) => !matches!(c.expr(value), Expr::False),
+                        _ => true,
+                    };
+                    if let Some(t) = self.tensor_mut(o) {
+                        t.grad = if on { Tri::Yes } else { Tri::No };
+                        t.leaf = on && t.node.is_none();
+                    }
+                }
+                Obj::Unknown | Obj::Path(_) => {
+                    let v = vals.first().copied().unwrap_or(UNKNOWN);
+                    self.loose_attrs.insert((o, attr), v);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn bind_subscript(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        object: ExprId,
+        sub: u32,
+        vals: Vals,
+        stmt: Option<StmtId>,
+    ) {
+        let base = self.eval(c, object);
+        let index = self.index_of(c, sub);
+        let mut tensors = Vals::new();
+        let mut seqs = Vals::new();
+        for b in base {
+            match self.obj(b) {
+                // `xs[i] = v` is a tensor write only on what is known to be a tensor (lists and
+                // dicts are written the same way).
+                Obj::Tensor(t) if index != Index::Key && t.known => tensors.push(b),
+                Obj::Seq(_) => seqs.push(b),
+                _ => {}
+            }
+        }
+        for s in seqs {
+            // `xs[2] = v` replaces that position; other keys add a position.
+            let Obj::Seq(items) = self.obj_mut(s) else {
+                continue;
+            };
+            match index {
+                Index::At(i) if i >= 0 && (i as usize) < items.len() => {
+                    items[i as usize] = if vals.len() > MAX_SEQ {
+                        smallvec![UNKNOWN]
+                    } else {
+                        vals.clone()
+                    }
+                }
+                _ => {
+                    let slot = items.len().min(MAX_SLOTS - 1);
+                    self.seq_insert(s, slot, &vals);
+                }
+            }
+        }
+        if !tensors.is_empty() {
+            let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+            let through = self.obj_name(c, object);
+            let spec = WriteSpec::new(WriteKind::Subscript, site, site)
+                .through(through, through)
+                .value(Some(&vals));
+            self.write(&tensors, spec);
+        }
+    }
+
+    pub(super) fn exec_aug_assign(
+        &mut self,
+        c: Code<'_>,
+        s: StmtId,
+        target: ExprId,
+        op: BinOp,
+        value: ExprId,
+    ) {
+        let value = self.eval(c, value);
+        let current = self.eval(c, target);
+        let tensors: Vals = current
+            .iter()
+            .copied()
+            .filter(|t| self.maybe_tensor(*t))
+            .collect();
+        let span = c.stmt_span(s);
+        if tensors.is_empty() {
+            // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
+            let result = self.binary(op, &current, &value, span);
+            if let Expr::Name { name, .. } = *c.expr(target) {
+                self.bind_name(c, name, None, result, None);
+            }
+            return;
+        }
+        let through = self.obj_name(c, target);
+        let kind = if matches!(c.expr(target), Expr::Subscript { .. }) {
+            WriteKind::Subscript
+        } else {
+            WriteKind::AugAssign
+        };
+        let spec = WriteSpec::new(kind, span, span)
+            .through(through, through)
+            .value(Some(&value));
+        self.write(&tensors, spec);
+        // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
+        if let Some(name) = op.op_name() {
+            self.inplace_saves_by_name(&tensors, name, Some(&value), span);
+        }
+    }
+
+    /// Split values for `a, b = vals` into `n` parts.
+    pub(super) fn unpack(&mut self, vals: &Vals, n: usize) -> Vec<Vals> {
+        let mut parts = vec![Vals::new(); n];
+        for v in vals {
+            match self.obj(*v).clone() {
+                Obj::Seq(items) if items.len() == n => {
+                    for (p, item) in parts.iter_mut().zip(items) {
+                        p.extend(item);
+                    }
+                }
+                Obj::Seq(items) => {
+                    // `a, b, c = x.unbind()`: each target is its own object (same storage for
+                    // views), not one shared object.
+                    let all: Vals = items.into_iter().flatten().collect();
+                    for p in parts.iter_mut() {
+                        for v in &all {
+                            match self.obj(*v).clone() {
+                                Obj::Tensor(mut t) => {
+                                    t.grad_tensor = None;
+                                    p.push(self.alloc(Obj::Tensor(t)));
+                                }
+                                _ => p.push(*v),
+                            }
+                        }
+                    }
+                }
+                Obj::Tensor(t) => {
+                    // Several results of one op (`out, (h, c) = lstm(x)`): new tensors with its
+                    // history.
+                    for p in parts.iter_mut() {
+                        let t2 = t.sibling(self.heap.len() as ObjId);
+                        p.push(self.alloc(Obj::Tensor(t2)));
+                    }
+                }
+                Obj::Other => parts.iter_mut().for_each(|p| p.push(OTHER)),
+                _ => {
+                    for p in parts.iter_mut() {
+                        p.push(self.alloc(Obj::Unknown));
+                    }
+                }
+            }
+        }
+        parts
+    }
+}
+
+impl Interp<'_, '_> {
+    /// The plain name an expression writes through (`y` in `y += 1`, `x` in `x[0] = 1`, `x` in
+    /// `x.mul_(2).add_(1)`).
+    pub(crate) fn obj_name(&self, c: Code<'_>, e: ExprId) -> Option<Name> {
+        match *c.expr(e) {
+            Expr::Name { name, .. } => Some(name),
+            Expr::Subscript { value, .. } => self.obj_name(c, value),
+            Expr::Call { func, .. } => match *c.expr(func) {
+                Expr::Attr { value, attr, .. } if self.name(attr).ends_with('_') => {
+                    self.obj_name(c, value)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! What a backward reaches: `backward()` (or a graph returned out of a function analysed on
+//! its own) walks the graph of its roots; every clobbered save it reaches is a form ③ event.
+//! And stale reads: a name read after an in-place write changed its tensor (IP402).
+
+use super::*;
+use crate::events::{Event, Trigger, WriteId};
+
+impl Interp<'_, '_> {
+    pub fn check_graph(&mut self, roots: &Vals, trigger: Span, retain: bool, backward: bool) {
+        let mut flat = Vals::new();
+        self.flatten(roots, &mut flat, &mut FxHashSet::default());
+        let mut stack: Vec<NodeId> = flat
+            .iter()
+            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
+            .collect();
+        let mut visited = FxHashSet::default();
+        let mut reached = Vec::new();
+        while let Some(n) = stack.pop() {
+            if !visited.insert(n) {
+                continue;
+            }
+            self.steps += 1;
+            let node = self.nodes.get(n);
+            reached.extend(node.saves.iter().copied());
+            stack.extend(node.parents.iter().copied());
+        }
+        let trigger = Trigger {
+            range: trigger,
+            backward,
+        };
+        for s in &reached {
+            let Some(ws) = self.state.clobbered.get(s).cloned() else {
+                continue;
+            };
+            for w in ws {
+                self.report(Event::Clobber {
+                    write: w,
+                    save: *s,
+                    trigger,
+                });
+            }
+        }
+        if !retain {
+            for s in reached {
+                self.state.clobbered.remove(&s);
+                let storage = self.saves.get(s).storage;
+                if let Some(live) = self.state.live.get_mut(&storage) {
+                    live.retain(|x| *x != s);
+                }
+            }
+        }
+    }
+
+    pub fn report_stale_read(&mut self, name: Name, writes: &[WriteId], read: Span) {
+        for w in writes {
+            let write = &self.writes[*w as usize];
+            let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
+            bindings.extend(self.state.bound_at.get(&name).copied());
+            self.report(Event::StaleRead {
+                write: *w,
+                name,
+                read,
+                bindings,
+            });
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! Calls: evaluating arguments, dispatching on the callee, inlining the file's functions and
+//! methods with the real arguments, instantiating its classes, and running a function on its
+//! own as a unit.
+
+use super::*;
+
+impl Interp<'_, '_> {
+    pub(super) fn eval_call(&mut self, c: Code<'_>, e: ExprId, func: ExprId, args: u32) -> Vals {
+        let a = self.eval_args(c, args);
+        let call = c.span(e);
+        if let Expr::Attr { value, attr, .. } = *c.expr(func) {
+            let recv = self.eval_opt(c, value);
+            let mut out = Vals::new();
+            let mut tensors = Vals::new();
+            for r in recv.iter().copied() {
+                let res = match self.obj(r) {
+                    Obj::Tensor(_) => {
+                        tensors.push(r);
+                        continue;
+                    }
+                    Obj::Unknown => self.unknown_method(c, e, r, attr, &a, value),
+                    Obj::Path(p) => {
+                        let path = self.path_join(*p, attr);
+                        self.call_path(c, e, path, &a)
+                    }
+                    Obj::Module(_) => self.module_method(c, e, r, attr, &a),
+                    Obj::Optimizer { params, .. } => {
+                        let params = params.clone();
+                        self.optimizer_method(r, &params, attr, &a, call)
+                    }
+                    Obj::Seq(_) => self.seq_method(r, attr, &a),
+                    Obj::Params { .. } => smallvec![r],
+                    Obj::Class(k) => match self.find_method(&k.clone(), attr) {
+                        Some(def) => self.inline(def, None, &a, call),
+                        None => self.opaque_call(&a, call),
+                    },
+                    Obj::GradCtx(_) => smallvec![r],
+                    Obj::Other => smallvec![OTHER],
+                    _ => self.opaque_call(&a, call),
+                };
+                out.extend(res);
+            }
+            if !tensors.is_empty() {
+                out.extend(self.tensor_method(c, e, &tensors, attr, &a, value));
+            }
+            if out.is_empty() {
+                out.push(UNKNOWN);
+            }
+            return out;
+        }
+        let callee = self.eval_opt(c, func);
+        let mut out = Vals::new();
+        for f in callee {
+            out.extend(self.call_value(c, e, f, &a));
+        }
+        if out.is_empty() {
+            out.push(UNKNOWN);
+        }
+        out
+    }
+
+    fn eval_args(&mut self, c: Code<'_>, args: u32) -> Args {
+        let spec = c.body.args[args as usize];
+        let mut out = Args::default();
+        for a in c.body.exprs_of(spec.positional) {
+            if let Expr::Starred(inner) = *c.expr(a) {
+                let v = self.eval_opt(c, inner);
+                // `f(*layers)`: one argument per position of the list, in order (of the longest
+                // list when the name may hold several).
+                let longest = v
+                    .iter()
+                    .filter_map(|x| match self.obj(*x) {
+                        Obj::Seq(items) => Some(items.clone()),
+                        _ => None,
+                    })
+                    .max_by_key(|items| items.len());
+                match longest {
+                    Some(items) if v.len() == 1 || !items.is_empty() => {
+                        out.positional.extend(items.into_iter().map(|i| (i, None)));
+                    }
+                    _ => {
+                        let e = self.elements(&v);
+                        out.positional.push((e, None));
+                    }
+                }
+                continue;
+            }
+            let v = self.eval(c, a);
+            out.positional.push((v, Some(a)));
+        }
+        for k in c.body.list(spec.keywords) {
+            let kw = c.body.keywords[*k as usize];
+            let v = self.eval_opt(c, kw.value);
+            if let Some(name) = kw.name {
+                out.keywords
+                    .push((name, v, kw.value, Span::new(c.item, kw.span)));
+            }
+        }
+        out
+    }
+
+    pub fn call_value(&mut self, c: Code<'_>, e: ExprId, callee: ObjId, args: &Args) -> Vals {
+        let call = c.span(e);
+        match self.obj(callee).clone() {
+            Obj::Path(p) => self.call_path(c, e, p, args),
+            Obj::Func(def) => self.inline(def, None, args, call),
+            Obj::Bound(s, def) => self.inline(def, Some(s), args, call),
+            Obj::Class(k) => smallvec![self.instantiate(&k, args, call)],
+            Obj::Module(_) => self.call_module(c, e, callee, args),
+            Obj::Other => smallvec![OTHER],
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    /// A call we cannot see into: its result carries the history of every tensor argument.
+    pub fn opaque_call(&mut self, args: &Args, call: Span) -> Vals {
+        let mut inputs = Vals::new();
+        let mut seen = FxHashSet::default();
+        for v in args.all_values() {
+            self.flatten(v, &mut inputs, &mut seen);
+        }
+        let tensors: Vals = inputs
+            .iter()
+            .copied()
+            .filter(|v| self.maybe_tensor(*v))
+            .collect();
+        // `itertools.chain(a.parameters(), b.parameters())`, `filter(..., m.parameters())`: the
+        // parameters themselves, not a new tensor.
+        let from_params = args
+            .all_values()
+            .flatten()
+            .any(|v| matches!(self.obj(*v), Obj::Params { .. }));
+        if from_params {
+            return smallvec![self.alloc(Obj::Seq(vec![tensors]))];
+        }
+        if tensors.is_empty() {
+            // Modules passed through wrappers (`torch.compile(model)`) stay themselves.
+            let modules: Vals = inputs
+                .iter()
+                .copied()
+                .filter(|v| matches!(self.obj(*v), Obj::Module(_)))
+                .collect();
+            if !modules.is_empty() && args.positional.len() == 1 {
+                return modules;
+            }
+            return smallvec![self.alloc(Obj::Unknown)];
+        }
+        // The result carries their history but may be anything (a list, a dict, a tensor).
+        let out = self.derive(&[tensors], call, crate::ops::Saves::default(), None, false);
+        if let Some(t) = self.tensor_mut(out) {
+            t.known = false;
+        }
+        smallvec![out]
+    }
+
+    /// The function behind a location, with its body.
+    pub fn resolve_def(&mut self, def: DefLoc) -> Option<(Arc<Body>, FuncId)> {
+        let body = self.body_of(def.item)?;
+        let f = match def.func.get() {
+            Some(f) => f,
+            None => body.root_def()?,
+        };
+        (f.idx() < body.funcs.len()).then_some((body, f))
+    }
+
+    /// Execute a function or method body with these arguments.
+    pub fn inline(
+        &mut self,
+        def: DefLoc,
+        self_obj: Option<ObjId>,
+        args: &Args,
+        call: Span,
+    ) -> Vals {
+        if self.inlining.contains(&def) || self.inlining.len() >= MAX_INLINE || self.exhausted() {
+            return self.opaque_call(args, call);
+        }
+        let Some((body, f)) = self.resolve_def(def) else {
+            return self.opaque_call(args, call);
+        };
+        let c = Code {
+            body: &body,
+            item: def.item,
+        };
+        let fd = *body.func(f);
+        let env = self.bind_params(c, &fd, self_obj, args);
+        self.inline_with(def, env, c, &fd, args, call)
+    }
+
+    /// Run a function body with its parameters bound in `env`.
+    fn inline_with(
+        &mut self,
+        def: DefLoc,
+        env: Env,
+        c: Code<'_>,
+        fd: &FuncDef,
+        args: &Args,
+        call: Span,
+    ) -> Vals {
+        let saved_env = std::mem::replace(&mut self.state.env, env);
+        let saved_bound = std::mem::take(&mut self.state.bound_at);
+        let saved_stale = std::mem::take(&mut self.state.stale);
+        self.outer_envs.push(saved_env);
+        let saved_mode = self.grad_enabled;
+        if !fd.lambda && self.runs_without_grad(c, fd) {
+            self.grad_enabled = false;
+        }
+        let saved_site = self.call_site;
+        if self.call_site.is_none() {
+            self.call_site = Some(call);
+        }
+        self.inlining.push(def);
+        self.frames.push(Frame::new(false));
+        let saved_assign = self.assign_rhs.take();
+        let saved_stmt = self.stmt;
+        let first_write = self.writes.len();
+        self.exec_block(c, fd.body);
+        self.stmt = saved_stmt;
+        self.assign_rhs = saved_assign;
+        let frame = self.frames.pop().expect("the callee's frame");
+        self.inlining.pop();
+        self.call_site = saved_site;
+        self.grad_enabled = saved_mode;
+        self.join_here(&frame.ret_state);
+        self.state.dead = false;
+        self.state.env = self.outer_envs.pop().unwrap_or_default();
+        self.state.bound_at = saved_bound;
+        self.state.stale = saved_stale;
+        self.mark_stale_after_call(call, first_write);
+        if fd.generator {
+            return self.opaque_call(args, call);
+        }
+        if frame.returns.is_empty() {
+            return smallvec![OTHER];
+        }
+        frame.returns
+    }
+
+    /// `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale.
+    fn mark_stale_after_call(&mut self, call: Span, first_write: usize) {
+        let Some((rhs, target)) = self.assign_rhs else {
+            return;
+        };
+        if rhs != call {
+            return;
+        }
+        for w in first_write..self.writes.len() {
+            let t = self.write_targets[w];
+            if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
+                continue;
+            }
+            let names: SmallVec<[Name; 4]> = self
+                .state
+                .env
+                .iter()
+                .filter(|(n, vs)| vs.contains(&t) && **n != target)
+                .map(|(n, _)| *n)
+                .collect();
+            for n in names {
+                let e = self.state.stale.entry(n).or_default();
+                if !e.contains(&(w as u32)) {
+                    e.push(w as u32);
+                }
+            }
+        }
+    }
+
+    /// The callee's environment: its parameters bound to the arguments (or defaults).
+    fn bind_params(
+        &mut self,
+        c: Code<'_>,
+        fd: &FuncDef,
+        self_obj: Option<ObjId>,
+        args: &Args,
+    ) -> Env {
+        let mut env = Env::default();
+        let mut positional = args.positional.iter();
+        let mut self_pending = self_obj;
+        for p in c.body.list(fd.params) {
+            let p = c.body.params[*p as usize];
+            let vals = if let Some(s) = self_pending.take() {
+                smallvec![s]
+            } else if p.kind == ParamKind::VarArgs {
+                let rest: Vec<Vals> = positional.by_ref().map(|(v, _)| v.clone()).collect();
+                smallvec![self.alloc(Obj::Seq(rest))]
+            } else if p.kind == ParamKind::KwArgs {
+                smallvec![self.alloc(Obj::Unknown)]
+            } else if let Some((v, ..)) = args.keyword(p.name) {
+                v.clone()
+            } else if let Some((v, _)) = positional.next() {
+                v.clone()
+            } else if let Some(d) = p.default.get() {
+                self.eval(c, d)
+            } else {
+                smallvec![self.alloc(Obj::Unknown)]
+            };
+            env.insert(p.name, vals);
+        }
+        env
+    }
+
+    /// Functions whose body runs with grad disabled: `@torch.no_grad()` /
+    /// `@torch.inference_mode()` decorated ones, and methods of a `torch.autograd.Function`.
+    pub fn runs_without_grad(&mut self, c: Code<'_>, fd: &FuncDef) -> bool {
+        if fd.decorators.no_grad {
+            return true;
+        }
+        match fd.owner {
+            Owner::Class(k) => c.body.class(k).autograd_function,
+            Owner::ItemClass => self
+                .prog
+                .parent_class(c.item)
+                .and_then(|p| self.body_of(p))
+                .and_then(|b| b.root_class().map(|k| b.class(k).autograd_function))
+                .unwrap_or(false),
+            Owner::None => false,
+        }
+    }
+
+    /// A class of the file: its methods and (evaluated) base classes.
+    pub fn class_ref(&mut self, c: Code<'_>, k: ClassId) -> ClassObj {
+        let def = *c.body.class(k);
+        let mut methods = FxHashMap::default();
+        for f in c.body.list(def.methods) {
+            let name = c.body.funcs[*f as usize].name;
+            methods.insert(
+                name,
+                DefLoc {
+                    item: c.item,
+                    func: FuncId(*f),
+                },
+            );
+        }
+        // A class item: its methods are the function items of its body.
+        let is_item_class = c.body.root_class() == Some(k);
+        if is_item_class {
+            if let Some(item) = self.prog.item(c.item) {
+                for ch in &item.children {
+                    let child = &self.prog.items[*ch as usize];
+                    if child.kind() == crate::syntax::outline::ItemKind::Function {
+                        if let Some(name) = child.name {
+                            methods.insert(name, self.prog.item_def(child.id));
+                        }
+                    }
+                }
+            }
+        }
+        let mut bases = Vec::new();
+        for b in c.body.exprs_of(def.bases) {
+            bases.extend(self.eval(c, b));
+        }
+        ClassObj {
+            name: def.name,
+            loc: ClassLoc {
+                item: c.item,
+                class: k,
+            },
+            span: Span::new(c.item, def.span),
+            methods,
+            bases,
+        }
+    }
+
+    /// Find a method on a class of the file or its bases of the file.
+    pub fn find_method(&self, class: &ClassObj, name: Name) -> Option<DefLoc> {
+        self.find_method_depth(class, name, 0)
+    }
+
+    fn find_method_depth(&self, class: &ClassObj, name: Name, depth: usize) -> Option<DefLoc> {
+        if let Some(m) = class.methods.get(&name) {
+            return Some(*m);
+        }
+        if depth > 16 {
+            return None;
+        }
+        for b in &class.bases {
+            if let Obj::Class(k) = self.obj(*b) {
+                if let Some(m) = self.find_method_depth(k, name, depth + 1) {
+                    return Some(m);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether a class of the file derives (directly or through the file's classes) from
+    /// `torch.nn.Module`.
+    pub fn class_is_module(&self, class: &ClassObj) -> bool {
+        self.class_is_module_depth(class, 0)
+    }
+
+    fn class_is_module_depth(&self, class: &ClassObj, depth: usize) -> bool {
+        class.bases.iter().any(|b| match self.obj(*b) {
+            Obj::Path(p) => {
+                let p = self.name(*p);
+                p.starts_with("torch.nn") || p.ends_with("Module") || p.contains("nn.")
+            }
+            Obj::Class(k) => depth < 16 && self.class_is_module_depth(k, depth + 1),
+            _ => false,
+        }) || class.methods.contains_key(&known::FORWARD)
+    }
+
+    pub fn instantiate(&mut self, class: &Arc<ClassObj>, args: &Args, call: Span) -> ObjId {
+        let module = ModuleObj {
+            class: class.name,
+            local: Some(class.clone()),
+            inplace: None,
+            attrs: FxHashMap::default(),
+            children: Vec::new(),
+            origin: call,
+            hooks: Vec::new(),
+        };
+        let obj = self.alloc(Obj::Module(Box::new(module)));
+        if let Some(init) = self.find_method(class, known::INIT) {
+            self.inline(init, Some(obj), args, call);
+        }
+        obj
+    }
+
+    /// An instance built by a caller we do not see: `__init__` runs with unknown arguments.
+    fn instantiate_unknown(&mut self, class: &Arc<ClassObj>) -> ObjId {
+        let obj = self.alloc(Obj::Module(Box::new(ModuleObj {
+            class: class.name,
+            local: Some(class.clone()),
+            inplace: None,
+            attrs: FxHashMap::default(),
+            children: Vec::new(),
+            origin: class.span,
+            hooks: Vec::new(),
+        })));
+        let Some(init) = self.find_method(class, known::INIT) else {
+            return obj;
+        };
+        let Some((body, f)) = self.resolve_def(init) else {
+            return obj;
+        };
+        let c = Code {
+            body: &body,
+            item: init.item,
+        };
+        let fd = *body.func(f);
+        let env = self.unknown_params(c, &fd, Some(obj));
+        self.inline_with(init, env, c, &fd, &Args::default(), class.span);
+        obj
+    }
+
+    // ------------------------------------------------------------------- a function as a unit
+
+    /// Analyse a function on its own: its arguments unknown (a `forward` argument carries
+    /// grad), `self` an instance of its class after `__init__`.
+    pub fn run_function(&mut self, def: DefLoc) {
+        let Some((body, f)) = self.resolve_def(def) else {
+            return;
+        };
+        let c = Code {
+            body: &body,
+            item: def.item,
+        };
+        let fd = *body.func(f);
+        self.budget = budget_for(fd.lines as usize);
+        self.frames = vec![Frame::new(true)];
+        self.inlining = vec![def];
+        self.grad_enabled = !self.runs_without_grad(c, &fd);
+        let self_obj = self.enclosing_class(c, &fd).map(|k| self.instance_for(&k));
+        let env = self.unknown_params(c, &fd, self_obj);
+        self.state.env = env;
+        self.exec_block(c, fd.body);
+    }
+
+    /// Parameters bound to what an unknown caller may pass: a literal default or a non-tensor
+    /// annotation is no tensor; a `forward` argument is a tensor that carries grad; an argument
+    /// of a plain function is a tensor that may not.
+    fn unknown_params(&mut self, c: Code<'_>, fd: &FuncDef, self_obj: Option<ObjId>) -> Env {
+        let name = self.name(fd.name);
+        let is_forward = self_obj.is_some_and(|o| self.is_module(o))
+            && matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl");
+        let in_module = self_obj.is_some_and(|o| self.is_module(o));
+        let mut self_pending = self_obj.filter(|_| !fd.decorators.staticmethod);
+        let mut env = Env::default();
+        for p in c.body.list(fd.params) {
+            let p = c.body.params[*p as usize];
+            let obj = if let Some(s) = self_pending.take() {
+                s
+            } else if p.literal_default || p.annotation == Annotation::NonTensor {
+                // `n=3`, `n: int`, `config: BertConfig`: not a tensor.
+                OTHER
+            } else if p.kind != ParamKind::Normal {
+                self.alloc(Obj::Unknown)
+            } else {
+                let known = is_forward || p.annotation == Annotation::Tensor;
+                let t = self.param_tensor(Span::new(c.item, p.span), known);
+                // Arguments of plain functions carry no grad unless a caller passes it.
+                if !in_module {
+                    if let Some(tt) = self.tensor_mut(t) {
+                        tt.grad = Tri::No;
+                    }
+                }
+                t
+            };
+            env.insert(p.name, smallvec![obj]);
+        }
+        env
+    }
+
+    /// A function argument: a tensor that may require grad (a `forward` argument is one).
+    fn param_tensor(&mut self, span: Span, known: bool) -> ObjId {
+        let id = self.heap.len() as ObjId;
+        self.alloc(Obj::Tensor(TensorObj::fresh(id, Tri::Maybe, known, span)))
+    }
+
+    /// The class a function is a method of.
+    fn enclosing_class(&mut self, c: Code<'_>, fd: &FuncDef) -> Option<Arc<ClassObj>> {
+        match fd.owner {
+            Owner::None => None,
+            Owner::Class(k) => Some(Arc::new(self.class_ref(c, k))),
+            Owner::ItemClass => {
+                let parent = self.prog.parent_class(c.item)?;
+                let body = self.body_of(parent)?;
+                let k = body.root_class()?;
+                let pc = Code {
+                    body: &body,
+                    item: parent,
+                };
+                Some(Arc::new(self.class_ref(pc, k)))
+            }
+        }
+    }
+
+    /// One instance per class for analysing its methods on their own (`__init__` has run).
+    fn instance_for(&mut self, class: &Arc<ClassObj>) -> ObjId {
+        if let Some(&o) = self.instances.get(&class.loc) {
+            return o;
+        }
+        let saved_state = std::mem::take(&mut self.state);
+        let saved_frames = std::mem::replace(&mut self.frames, vec![Frame::new(false)]);
+        let saved_inlining = std::mem::take(&mut self.inlining);
+        let obj = self.instantiate_unknown(class);
+        self.state = saved_state;
+        self.frames = saved_frames;
+        self.inlining = saved_inlining;
+        self.instances.insert(class.loc, obj);
+        obj
+    }
+}

@@ -1,0 +1,415 @@
+//! Expressions: names, attributes, subscripts, operators, literals, containers,
+//! comprehensions.
+
+use super::*;
+
+impl Interp<'_, '_> {
+    pub fn eval(&mut self, c: Code<'_>, e: ExprId) -> Vals {
+        if self.depth > MAX_DEPTH || self.exhausted() {
+            return smallvec![UNKNOWN];
+        }
+        self.depth += 1;
+        let v = self.eval_inner(c, e);
+        self.depth -= 1;
+        self.bounded(v)
+    }
+
+    /// `eval`, or unknown for a missing expression.
+    pub fn eval_opt(&mut self, c: Code<'_>, e: ExprId) -> Vals {
+        match e.get() {
+            Some(e) => self.eval(c, e),
+            None => smallvec![UNKNOWN],
+        }
+    }
+
+    fn eval_inner(&mut self, c: Code<'_>, e: ExprId) -> Vals {
+        match *c.expr(e) {
+            Expr::Name { name, reads } => self.lookup(c, e, name, reads),
+            Expr::Attr { value, attr, .. } => {
+                let owners = self.eval(c, value);
+                let mut out = Vals::new();
+                for o in owners {
+                    for x in self.attribute_of(c, e, o, attr) {
+                        if !out.contains(&x) {
+                            out.push(x);
+                        }
+                    }
+                }
+                out
+            }
+            Expr::Call { func, args } => self.eval_call(c, e, func, args),
+            Expr::Subscript { value, sub } => self.eval_subscript(c, e, value, sub),
+            Expr::Binary { op, left, right } => {
+                let a = self.eval_opt(c, left);
+                let b = self.eval_opt(c, right);
+                self.binary(op, &a, &b, c.span(e))
+            }
+            Expr::Unary { operand } => {
+                let a = self.eval_opt(c, operand);
+                if a.iter().any(|v| self.maybe_tensor(*v)) {
+                    let t = self.apply_op("neg", OpLabel::Static("-"), &[a], c.span(e), false);
+                    smallvec![t]
+                } else {
+                    smallvec![OTHER]
+                }
+            }
+            Expr::Not(x) => {
+                let v = self.eval_opt(c, x);
+                if v.as_slice() == [TRUE] {
+                    smallvec![FALSE]
+                } else if v.as_slice() == [FALSE] {
+                    smallvec![TRUE]
+                } else {
+                    smallvec![OTHER]
+                }
+            }
+            Expr::Bool { and, left, right } => {
+                let a = self.eval_opt(c, left);
+                let b = self.eval_opt(c, right);
+                bool_op(and, a, b)
+            }
+            Expr::Compare { operands, is } => self.eval_comparison(c, operands, is),
+            Expr::Seq { items, .. } => {
+                let mut slots = Vec::new();
+                for i in c.body.exprs_of(items) {
+                    if let Expr::Starred(inner) = *c.expr(i) {
+                        let v = self.eval_opt(c, inner);
+                        slots.push(self.elements(&v));
+                    } else {
+                        slots.push(self.eval(c, i));
+                    }
+                }
+                smallvec![self.alloc(Obj::Seq(slots))]
+            }
+            Expr::Starred(inner) => {
+                self.eval_opt(c, inner);
+                smallvec![self.alloc(Obj::Unknown)]
+            }
+            Expr::Dict { keys, values } => {
+                let mut slots = Vec::new();
+                let pairs: SmallVec<[(u32, u32); 8]> = c
+                    .body
+                    .list(keys)
+                    .iter()
+                    .copied()
+                    .zip(c.body.list(values).iter().copied())
+                    .collect();
+                for (k, v) in pairs {
+                    let (k, v) = (ExprId(k), ExprId(v));
+                    match k.get() {
+                        Some(k) => {
+                            self.eval(c, k);
+                            slots.push(self.eval_opt(c, v));
+                        }
+                        None => {
+                            // `**other`: evaluated, its entries unknown.
+                            self.eval_opt(c, v);
+                            slots.push(smallvec![self.alloc(Obj::Unknown)]);
+                        }
+                    }
+                }
+                smallvec![self.alloc(Obj::Seq(slots))]
+            }
+            Expr::Comp {
+                elt, value, gens, ..
+            } => self.eval_comprehension(c, elt, value, gens),
+            Expr::Lambda(f) => smallvec![self.alloc(Obj::Func(DefLoc {
+                item: c.item,
+                func: f
+            }))],
+            Expr::IfExp { body, test, orelse } => {
+                let mut out = self.eval_opt(c, body);
+                self.eval_opt(c, test);
+                out.extend(self.eval_opt(c, orelse));
+                out
+            }
+            Expr::Named { target, value } => {
+                let v = self.eval_opt(c, value);
+                self.bind_name(c, target, None, v.clone(), None);
+                v
+            }
+            Expr::Await(x) | Expr::Yield(x) => match x.get() {
+                Some(x) => self.eval(c, x),
+                None => smallvec![UNKNOWN],
+            },
+            Expr::True => smallvec![TRUE],
+            Expr::False => smallvec![FALSE],
+            Expr::None => smallvec![NONE],
+            Expr::Int(_) | Expr::Float | Expr::Str(_) | Expr::OtherStr | Expr::Ellipsis => {
+                smallvec![OTHER]
+            }
+            Expr::Other(list) => {
+                for x in c.body.exprs_of(list) {
+                    self.eval(c, x);
+                }
+                smallvec![self.alloc(Obj::Unknown)]
+            }
+        }
+    }
+
+    /// `x is None` / `x is not None` on values we know; other comparisons are unknown.
+    fn eval_comparison(&mut self, c: Code<'_>, operands: List, is: Option<bool>) -> Vals {
+        let parts: SmallVec<[Vals; 2]> = c
+            .body
+            .exprs_of(operands)
+            .collect::<SmallVec<[ExprId; 2]>>()
+            .into_iter()
+            .map(|p| self.eval(c, p))
+            .collect();
+        if let ([a, b], Some(is)) = (parts.as_slice(), is) {
+            if b.as_slice() == [NONE] && !a.is_empty() {
+                let known = |v: &ObjId| {
+                    matches!(
+                        self.obj(*v),
+                        Obj::Module(_)
+                            | Obj::Tensor(_)
+                            | Obj::Optimizer { .. }
+                            | Obj::Func(_)
+                            | Obj::Class(_)
+                    )
+                };
+                let is_none = if a.iter().all(|v| *v == NONE) {
+                    Some(true)
+                } else if a.iter().all(known) {
+                    Some(false)
+                } else {
+                    None
+                };
+                if let Some(n) = is_none {
+                    let truth = if is { n } else { !n };
+                    return smallvec![if truth { TRUE } else { FALSE }];
+                }
+            }
+        }
+        smallvec![OTHER]
+    }
+
+    fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {
+        self.steps += 1 + self.state.env.len() as u64 / 16;
+        let saved_env = self.state.env.clone();
+        for g in c.body.list(gens) {
+            let g = c.body.generators[*g as usize];
+            let iter = self.eval_opt(c, g.iter);
+            let elems = self.elements(&iter);
+            if !g.target.is_none() {
+                self.bind_target(c, g.target, elems, None);
+            }
+            for cond in c.body.exprs_of(g.ifs) {
+                self.eval(c, cond);
+            }
+        }
+        let result = match (elt.get(), value.get()) {
+            (_, Some(v)) => {
+                if let Some(k) = elt.get() {
+                    let _ = k;
+                }
+                self.eval(c, v)
+            }
+            (Some(e), None) => self.eval(c, e),
+            (None, None) => Vals::new(),
+        };
+        self.state.env = saved_env;
+        smallvec![self.alloc(Obj::Seq(vec![result]))]
+    }
+
+    fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {
+        if reads && self.state.stale.contains_key(&name) {
+            let writes = self.state.stale.remove(&name).unwrap_or_default();
+            self.report_stale_read(name, &writes, c.span(e));
+        }
+        if let Some(v) = self.state.env.get(&name) {
+            let v = v.clone();
+            if !self.state.orphaned.is_empty() {
+                for o in &v {
+                    if let Some(evs) = self.state.orphaned.remove(o) {
+                        for ev in evs {
+                            self.report(ev);
+                        }
+                    }
+                }
+            }
+            return v;
+        }
+        if let Some(env) = self.outer_envs.first() {
+            if let Some(v) = env.get(&name) {
+                return v.clone();
+            }
+        }
+        if let Some(v) = self.globals.get(&name) {
+            self.globals_read.insert(name);
+            return v.clone();
+        }
+        self.globals_read.insert(name);
+        match name {
+            known::TRUE => smallvec![TRUE],
+            known::FALSE => smallvec![FALSE],
+            known::NONE => smallvec![NONE],
+            _ => {
+                let builtins = self.intern("builtins");
+                let p = self.path_join(builtins, name);
+                smallvec![self.alloc(Obj::Path(p))]
+            }
+        }
+    }
+
+    fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
+        let base = self.eval_opt(c, value);
+        let index = self.index_of(c, sub);
+        let mut out = Vals::new();
+        for b in base {
+            if out.len() > MAX_VALUES {
+                return smallvec![UNKNOWN];
+            }
+            match self.obj(b) {
+                // A string key means a dict (or a mapping-like output), never tensor indexing.
+                Obj::Tensor(_) if index == Index::Key => out.push(self.alloc(Obj::Unknown)),
+                Obj::Tensor(_) => out.push(self.view_of(b, c.span(e))),
+                Obj::Seq(items) => {
+                    let items = items.clone();
+                    self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
+                    if self.seq_element(&items, index, &mut out) {
+                        return smallvec![UNKNOWN];
+                    }
+                }
+                Obj::Module(m) if !m.children.is_empty() => {
+                    let ch = m.children.clone();
+                    match index {
+                        Index::At(i) if i >= 0 && (i as usize) < ch.len() => {
+                            out.push(ch[i as usize])
+                        }
+                        _ => out.extend(ch),
+                    }
+                }
+                Obj::Params { tensors, .. } => out.extend(tensors.clone()),
+                Obj::Other => out.push(OTHER),
+                _ => out.push(self.alloc(Obj::Unknown)),
+            }
+        }
+        if out.is_empty() {
+            out.push(UNKNOWN);
+        }
+        out
+    }
+
+    /// The element(s) of a container at `index`; true when there are too many to keep.
+    fn seq_element(&mut self, items: &[Vals], index: Index, out: &mut Vals) -> bool {
+        let n = items.len() as i64;
+        let resolve = |i: i64| {
+            if i < 0 {
+                (n + i).max(0) as usize
+            } else {
+                i as usize
+            }
+        };
+        match index {
+            Index::At(i) if items.len() > 1 && items.get(resolve(i)).is_some() => {
+                out.extend(items[resolve(i)].iter().copied())
+            }
+            Index::Range(lo, hi) => {
+                let lo = lo.map(resolve).unwrap_or(0).min(items.len());
+                let hi = hi
+                    .map(resolve)
+                    .unwrap_or(items.len())
+                    .clamp(lo, items.len());
+                out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
+            }
+            _ => {
+                // An element we cannot pin down (a comprehension's one slot stands for all its
+                // elements): a stand-in with the history but its own storage, so different
+                // elements never look like aliases.
+                for v in items.iter().flatten() {
+                    if out.len() > MAX_VALUES {
+                        return true;
+                    }
+                    match self.obj(*v) {
+                        Obj::Tensor(t) => {
+                            let t = t.sibling(self.heap.len() as ObjId);
+                            out.push(self.alloc(Obj::Tensor(t)));
+                        }
+                        _ => out.push(*v),
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// What a subscript indexes with, after evaluating its parts.
+    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> Index {
+        let s = c.body.subscripts[sub as usize];
+        for p in c.body.exprs_of(s.parts) {
+            self.eval(c, p);
+        }
+        s.index
+    }
+
+    /// The values a `for` loop over `vals` binds.
+    pub fn elements(&mut self, vals: &Vals) -> Vals {
+        let mut out = Vals::new();
+        for v in vals {
+            if out.len() > MAX_VALUES {
+                return smallvec![UNKNOWN];
+            }
+            match self.obj(*v) {
+                Obj::Seq(items) => {
+                    for x in items.iter().flatten() {
+                        if !out.contains(x) {
+                            out.push(*x);
+                        }
+                    }
+                }
+                Obj::Params { tensors, .. } => out.extend(tensors.iter().copied()),
+                Obj::Module(m) => out.extend(m.children.iter().copied()),
+                Obj::Tensor(t) => {
+                    let r = t.origin;
+                    out.push(self.view_of(*v, r));
+                }
+                Obj::Other => out.push(OTHER),
+                _ => out.push(self.alloc(Obj::Unknown)),
+            }
+        }
+        if out.is_empty() {
+            out.push(UNKNOWN);
+        }
+        out
+    }
+
+    /// The children to run a loop over one by one: a single `ModuleList`/`Sequential`, or a
+    /// literal list of modules, of at most 32 entries.
+    pub(super) fn unrollable(&self, iter: &Vals) -> Option<Vec<ObjId>> {
+        let [one] = iter.as_slice() else { return None };
+        let children: Vec<ObjId> = match self.obj(*one) {
+            Obj::Module(m) if !m.children.is_empty() => m.children.clone(),
+            Obj::Seq(items) if !items.is_empty() && items.iter().all(|i| i.len() == 1) => {
+                items.iter().map(|i| i[0]).collect()
+            }
+            _ => return None,
+        };
+        let modules = children
+            .iter()
+            .all(|c| matches!(self.obj(*c), Obj::Module(_)));
+        (modules && children.len() <= 32).then_some(children)
+    }
+}
+
+/// `a and b` / `a or b`: known truth values decide; else either operand may be the result.
+fn bool_op(and: bool, a: Vals, b: Vals) -> Vals {
+    let (t, f) = ([TRUE], [FALSE]);
+    match (and, a.as_slice(), b.as_slice()) {
+        (true, x, _) if x == f => a,
+        (true, x, _) if x == t => b,
+        (true, _, y) if y == f => b,
+        (false, x, _) if x == t => a,
+        (false, x, _) if x == f => b,
+        (false, _, y) if y == t => b,
+        _ => {
+            let mut out = a;
+            out.extend(b);
+            out.retain(|v| *v != TRUE && *v != FALSE);
+            if out.is_empty() {
+                out.push(OTHER);
+            }
+            out
+        }
+    }
+}

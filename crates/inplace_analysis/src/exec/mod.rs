@@ -1,0 +1,495 @@
+//! The abstract interpreter: executes lowered bodies over the domain and records events.
+//!
+//! One [`Interp`] runs one *unit*: the module body, or one function on its own (its arguments
+//! unknown, `self` an instance of its class). A function unit starts from the module unit's
+//! final heap and graph (shared, see [`crate::domain::Layered`]) and its final environment (the
+//! globals), so units do not depend on each other's order and each can be reused on its own.
+//!
+//! Split by concern: [`stmt`] statements and control flow, [`assign`] binding targets,
+//! [`expr`] expressions, [`call`] calls and inlining of the file's functions and classes,
+//! [`torch`] torch functions and builtins, [`tensor`] tensor methods, ops and their saves,
+//! [`module`] `nn` modules, [`optim`] optimizers and rebinding, [`write`] in-place writes,
+//! [`backward`] what a backward reaches.
+
+mod assign;
+mod backward;
+mod call;
+mod expr;
+mod module;
+mod optim;
+mod stmt;
+mod tensor;
+mod torch;
+mod write;
+
+use crate::domain::*;
+use crate::events::{Event, Write};
+use crate::ir::*;
+use crate::program::Program;
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::{smallvec, SmallVec};
+use std::sync::Arc;
+
+/// Deepest expression or statement nesting that is walked; deeper code is unknown.
+const MAX_DEPTH: usize = 200;
+/// Deepest chain of inlined calls.
+const MAX_INLINE: usize = 6;
+/// Loop bodies run this many times (enough for a write in one iteration to meet a backward in
+/// the next; saves are fresh each iteration, so more runs find nothing new).
+const LOOP_RUNS: usize = 2;
+/// Most values a container slot keeps.
+const MAX_SEQ: usize = 32;
+/// Most alternatives an expression's value set keeps; a larger set is unknown.
+const MAX_VALUES: usize = 256;
+/// Most positions a list keeps apart; later appends share the last one.
+const MAX_SLOTS: usize = 64;
+
+/// Steps allowed for a scope of `lines` lines: enough to inline and unroll ordinary code,
+/// bounded so that a file's analysis stays linear in its size.
+pub(crate) fn budget_for(lines: usize) -> u64 {
+    2_000 + 30 * lines as u64
+}
+
+/// The body being executed, and its item.
+#[derive(Clone, Copy)]
+pub(crate) struct Code<'b> {
+    pub body: &'b Body,
+    pub item: ItemId,
+}
+
+impl Code<'_> {
+    pub fn span(&self, e: ExprId) -> Span {
+        Span::new(self.item, self.body.expr_span(e))
+    }
+    pub fn stmt_span(&self, s: StmtId) -> Span {
+        Span::new(self.item, self.body.stmt_span(s))
+    }
+    pub fn expr(&self, e: ExprId) -> &Expr {
+        self.body.expr(e)
+    }
+}
+
+pub(crate) struct Frame {
+    /// A function analysed on its own (its arguments unknown): a returned graph flows out.
+    pub standalone: bool,
+    pub returns: Vals,
+    pub ret_state: State,
+    /// (break states, continue states) of the loops being run.
+    pub loops: Vec<(State, State)>,
+}
+
+impl Frame {
+    fn new(standalone: bool) -> Frame {
+        Frame {
+            standalone,
+            returns: Vals::new(),
+            ret_state: State::dead(),
+            loops: Vec::new(),
+        }
+    }
+}
+
+/// A call's evaluated arguments; the expressions are the caller's.
+#[derive(Default, Clone)]
+pub(crate) struct Args {
+    pub positional: Vec<(Vals, Option<ExprId>)>,
+    pub keywords: Vec<(Name, Vals, ExprId, Span)>,
+}
+
+impl Args {
+    pub fn keyword(&self, name: Name) -> Option<(&Vals, ExprId, Span)> {
+        self.keywords
+            .iter()
+            .find(|(n, ..)| *n == name)
+            .map(|(_, v, e, s)| (v, *e, *s))
+    }
+    pub fn first(&self) -> Option<&Vals> {
+        self.positional.first().map(|(v, _)| v)
+    }
+    pub fn all_values(&self) -> impl Iterator<Item = &Vals> {
+        self.positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(self.keywords.iter().map(|(_, v, ..)| v))
+    }
+    pub fn one(v: Vals) -> Args {
+        Args {
+            positional: vec![(v, None)],
+            keywords: Vec::new(),
+        }
+    }
+}
+
+/// What a `.data` read was: whether its alias was bound to a name, and whether it was written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DataRead {
+    /// Where the attribute's name (`data`) starts.
+    pub name_at: u32,
+    pub kept: bool,
+    pub written: bool,
+}
+
+/// The module unit's final heap, graph and environment: where function units start.
+#[derive(Clone, Default)]
+pub(crate) struct Frozen {
+    pub heap: Arc<Vec<Obj>>,
+    pub nodes: Arc<Vec<GraphNode>>,
+    pub saves: Arc<Vec<Save>>,
+    pub globals: Arc<Env>,
+    pub loose_attrs: Arc<FxHashMap<(ObjId, Name), ObjId>>,
+}
+
+/// What one unit observed.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct UnitOutput {
+    pub events: Vec<Event>,
+    pub writes: Vec<Write>,
+    pub saves: FxHashMap<SaveId, Save>,
+    /// Every in-place write: its range and the names sharing the written version counter.
+    pub sites: Vec<(Span, Vec<Name>)>,
+    pub steps: u64,
+    /// The budget ran out: the rest of the unit was not analysed.
+    pub exhausted: bool,
+    /// Items whose bodies ran (the unit depends on their text).
+    pub touched: FxHashSet<ItemId>,
+    /// Globals read (a function unit depends on their values).
+    pub globals_read: FxHashSet<Name>,
+}
+
+pub(crate) struct Interp<'p, 't> {
+    pub prog: &'p Program<'t>,
+    pub names: &'p mut Interner,
+    pub heap: Layered<Obj>,
+    pub nodes: Layered<GraphNode>,
+    pub saves: Layered<Save>,
+    pub writes: Vec<Write>,
+    /// The (first) object each write wrote.
+    pub write_targets: Vec<ObjId>,
+    pub events: Vec<Event>,
+    seen_events: FxHashSet<Event>,
+    pub state: State,
+    /// Environments of the functions being inlined (the first is the outermost scope's).
+    pub outer_envs: Vec<Env>,
+    /// The module's final environment, for functions analysed on their own.
+    pub globals: Arc<Env>,
+    pub grad_enabled: bool,
+    pub frames: Vec<Frame>,
+    pub inlining: Vec<DefLoc>,
+    pub call_site: Option<Span>,
+    pub steps: u64,
+    pub budget: u64,
+    pub depth: usize,
+    /// The statement being executed.
+    pub stmt: Option<StmtRef>,
+    pub sites: FxHashMap<Span, Vec<Name>>,
+    pub data_reads: FxHashMap<Span, DataRead>,
+    /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
+    pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
+    pub instances: FxHashMap<ClassLoc, ObjId>,
+    /// The right-hand side of the plain assignment being evaluated and its target name.
+    pub assign_rhs: Option<(Span, Name)>,
+    /// `builtins.x` and `a.b` paths, interned once.
+    paths: FxHashMap<(Name, Name), Name>,
+    pub touched: FxHashSet<ItemId>,
+    pub globals_read: FxHashSet<Name>,
+    exhausted: bool,
+}
+
+impl<'p, 't> Interp<'p, 't> {
+    /// An interpreter for a unit starting from `frozen` (the module unit starts from nothing).
+    pub fn new(prog: &'p Program<'t>, names: &'p mut Interner, frozen: &Frozen) -> Self {
+        let mut it = Interp {
+            prog,
+            names,
+            heap: Layered::on(frozen.heap.clone()),
+            nodes: Layered::on(frozen.nodes.clone()),
+            saves: Layered::on(frozen.saves.clone()),
+            writes: Vec::new(),
+            write_targets: Vec::new(),
+            events: Vec::new(),
+            seen_events: FxHashSet::default(),
+            state: State::default(),
+            outer_envs: Vec::new(),
+            globals: frozen.globals.clone(),
+            grad_enabled: true,
+            frames: vec![Frame::new(false)],
+            inlining: Vec::new(),
+            call_site: None,
+            steps: 0,
+            budget: 0,
+            depth: 0,
+            stmt: None,
+            sites: FxHashMap::default(),
+            data_reads: FxHashMap::default(),
+            loose_attrs: (*frozen.loose_attrs).clone(),
+            instances: FxHashMap::default(),
+            assign_rhs: None,
+            paths: FxHashMap::default(),
+            touched: FxHashSet::default(),
+            globals_read: FxHashSet::default(),
+            exhausted: false,
+        };
+        if it.heap.len() == 0 {
+            for obj in [Obj::Unknown, Obj::Other, Obj::Other, Obj::Other, Obj::Other] {
+                it.heap.push(obj);
+            }
+        }
+        it
+    }
+
+    pub fn alloc(&mut self, obj: Obj) -> ObjId {
+        // Every object is charged: containers read element by element could otherwise
+        // allocate without bound inside one statement.
+        self.steps += 1;
+        self.heap.push(obj)
+    }
+
+    #[inline]
+    pub fn obj(&self, id: ObjId) -> &Obj {
+        self.heap.get(id)
+    }
+
+    #[inline]
+    pub fn obj_mut(&mut self, id: ObjId) -> &mut Obj {
+        self.heap.get_mut(id)
+    }
+
+    pub fn tensor(&self, id: ObjId) -> Option<&TensorObj> {
+        match self.obj(id) {
+            Obj::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn tensor_mut(&mut self, id: ObjId) -> Option<&mut TensorObj> {
+        match self.obj_mut(id) {
+            Obj::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self, n: Name) -> &str {
+        self.names.resolve(n)
+    }
+
+    pub fn intern(&mut self, s: &str) -> Name {
+        self.names.intern(s)
+    }
+
+    /// `a.b` as a name, interned once per pair.
+    pub fn path_join(&mut self, a: Name, b: Name) -> Name {
+        if let Some(p) = self.paths.get(&(a, b)) {
+            return *p;
+        }
+        let s = format!("{}.{}", self.names.resolve(a), self.names.resolve(b));
+        let p = self.names.intern(&s);
+        self.paths.insert((a, b), p);
+        p
+    }
+
+    /// The body of an item, noting that this unit depends on it.
+    pub fn body_of(&mut self, item: ItemId) -> Option<Arc<Body>> {
+        self.touched.insert(item);
+        self.prog.body(item, self.names)
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.steps > self.budget
+    }
+
+    /// True once the budget is spent, after which the unit stops (what it found is kept).
+    pub fn out_of_budget(&mut self) -> bool {
+        if self.steps > self.budget {
+            self.exhausted = true;
+            return true;
+        }
+        false
+    }
+
+    /// A copy of the state for another path, charged to the budget by its size.
+    pub fn fork(&mut self) -> State {
+        self.steps += self.state.weight();
+        self.state.clone()
+    }
+
+    /// Merge `other` into `into`, charged to the budget.
+    pub fn join(&mut self, into: &mut State, other: &State) {
+        self.steps += other.weight();
+        into.join(other);
+    }
+
+    /// Merge `other` into the current state, charged to the budget.
+    pub fn join_here(&mut self, other: &State) {
+        self.steps += other.weight();
+        self.state.join(other);
+    }
+
+    pub fn report(&mut self, e: Event) {
+        if self.seen_events.insert(e.clone()) {
+            self.events.push(e);
+        }
+    }
+
+    /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
+    /// parameters, containers) is kept, and at most `MAX_SEQ` values per slot.
+    pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
+        let keep: Vals = vals
+            .iter()
+            .copied()
+            .filter(|v| {
+                matches!(
+                    self.obj(*v),
+                    Obj::Tensor(_)
+                        | Obj::Module(_)
+                        | Obj::Params { .. }
+                        | Obj::Seq(_)
+                        | Obj::Optimizer { .. }
+                )
+            })
+            .collect();
+        if let Obj::Seq(items) = self.obj_mut(seq) {
+            while items.len() <= slot {
+                items.push(Vals::new());
+            }
+            for v in keep {
+                if items[slot].len() >= MAX_SEQ {
+                    break;
+                }
+                if !items[slot].contains(&v) {
+                    items[slot].push(v);
+                }
+            }
+        }
+    }
+
+    /// A value set of more than [`MAX_VALUES`] alternatives is unknown.
+    pub fn bounded(&self, v: Vals) -> Vals {
+        if v.len() > MAX_VALUES {
+            smallvec![UNKNOWN]
+        } else {
+            v
+        }
+    }
+
+    pub fn heap_origin(&self, v: ObjId) -> Option<Span> {
+        match self.obj(v) {
+            Obj::Tensor(t) => Some(t.origin),
+            Obj::Module(m) => Some(m.origin),
+            _ => None,
+        }
+    }
+
+    pub fn maybe_tensor(&self, v: ObjId) -> bool {
+        matches!(self.obj(v), Obj::Tensor(_))
+    }
+
+    pub fn is_module(&self, v: ObjId) -> bool {
+        match self.obj(v) {
+            Obj::Module(m) => m.local.as_ref().is_none_or(|c| self.class_is_module(c)),
+            _ => false,
+        }
+    }
+
+    /// Everything reachable inside containers (for backward roots and optimizer params).
+    pub fn flatten(&self, vals: &Vals, out: &mut Vals, seen: &mut FxHashSet<ObjId>) {
+        for v in vals {
+            if !seen.insert(*v) {
+                continue;
+            }
+            match self.obj(*v) {
+                Obj::Seq(items) => {
+                    for i in items {
+                        self.flatten(i, out, seen);
+                    }
+                }
+                Obj::Params { tensors, .. } => self.flatten(tensors, out, seen),
+                _ => out.push(*v),
+            }
+        }
+    }
+
+    /// The tensors among `vals` and inside their containers.
+    pub fn flat_tensors(&self, vals: &Vals) -> Vals {
+        let mut flat = Vals::new();
+        self.flatten(vals, &mut flat, &mut FxHashSet::default());
+        flat.retain(|v| self.maybe_tensor(*v));
+        flat
+    }
+
+    // ------------------------------------------------------------------------------- units
+
+    /// Run the module's items in order.
+    pub fn run_module(&mut self) {
+        self.budget = budget_for(self.prog.text.lines().count());
+        for i in 0..self.prog.items.len() {
+            if self.state.dead || self.out_of_budget() {
+                break;
+            }
+            let item = &self.prog.items[i];
+            if item.parent().is_some() {
+                continue;
+            }
+            let id = item.id;
+            let Some(body) = self.body_of(id) else {
+                continue;
+            };
+            let c = Code {
+                body: &body,
+                item: id,
+            };
+            self.exec_block(c, body.root);
+        }
+    }
+
+    /// What the module unit leaves for the function units, and what it observed.
+    pub fn finish_module(mut self) -> (Frozen, UnitOutput) {
+        let out = self.output();
+        let frozen = Frozen {
+            globals: Arc::new(std::mem::take(&mut self.state.env)),
+            loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
+            heap: self.heap.freeze(),
+            nodes: self.nodes.freeze(),
+            saves: self.saves.freeze(),
+        };
+        (frozen, out)
+    }
+
+    /// The events of the unit, with the writes and saves they name.
+    pub fn output(&mut self) -> UnitOutput {
+        let mut reads: Vec<(Span, DataRead)> = self
+            .data_reads
+            .iter()
+            .filter(|(_, r)| !r.written)
+            .map(|(s, r)| (*s, *r))
+            .collect();
+        reads.sort_by_key(|(s, _)| *s);
+        for (attr, r) in reads {
+            self.report(Event::DataRead {
+                attr,
+                name_at: r.name_at,
+                kept: r.kept,
+            });
+        }
+        let mut saves = FxHashMap::default();
+        for e in &self.events {
+            if let Event::Clobber { save, .. } = e {
+                saves.insert(*save, self.saves.get(*save).clone());
+            }
+        }
+        let mut sites: Vec<(Span, Vec<Name>)> =
+            self.sites.iter().map(|(s, n)| (*s, n.clone())).collect();
+        sites.sort_by_key(|(s, _)| *s);
+        UnitOutput {
+            events: std::mem::take(&mut self.events),
+            writes: std::mem::take(&mut self.writes),
+            saves,
+            sites,
+            steps: self.steps,
+            exhausted: self.exhausted,
+            touched: std::mem::take(&mut self.touched),
+            globals_read: std::mem::take(&mut self.globals_read),
+        }
+    }
+}
+
+pub(crate) type Saves = SmallVec<[SaveId; 2]>;

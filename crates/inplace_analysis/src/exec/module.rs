@@ -1,0 +1,397 @@
+//! `nn` modules: construction (parameters, `inplace=True`, containers), calls (the file's own
+//! `forward`, `Sequential` in order, layers from the op table, forward hooks), module methods,
+//! and list/dict methods.
+
+use super::write::WriteSpec;
+use super::*;
+use crate::events::WriteKind;
+use crate::ops::{self, ArgKind, Saves as OpSaves};
+
+impl Interp<'_, '_> {
+    pub(super) fn new_module(&mut self, c: Code<'_>, e: ExprId, class: &str, args: &Args) -> ObjId {
+        let origin = c.span(e);
+        let inplace = args
+            .keyword(known::INPLACE)
+            .filter(|(v, ..)| v.contains(&TRUE))
+            .map(|(_, _, span)| span)
+            .or_else(|| {
+                // `nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`: `inplace` given by position.
+                let (v, n) = args.positional.get(ops::module_inplace_position(class)?)?;
+                v.contains(&TRUE).then(|| n.map(|n| c.span(n))).flatten()
+            })
+            .map(|arg| InplaceArg { arg, call: origin });
+        let mut children = Vec::new();
+        let mut attrs = FxHashMap::default();
+        match class {
+            "Sequential" | "ModuleList" => {
+                let mut flat = Vals::new();
+                let mut seen = FxHashSet::default();
+                for (v, _) in &args.positional {
+                    self.flatten(v, &mut flat, &mut seen);
+                }
+                children = flat
+                    .into_iter()
+                    .filter(|v| matches!(self.obj(*v), Obj::Module(_)))
+                    .collect();
+            }
+            "ModuleDict" | "ParameterList" | "ParameterDict" => {
+                let mut flat = Vals::new();
+                let mut seen = FxHashSet::default();
+                for (v, _) in &args.positional {
+                    self.flatten(v, &mut flat, &mut seen);
+                }
+                children = flat.into_vec();
+            }
+            _ => {
+                let params: Vec<String> = match ops::table().module(class) {
+                    Some(spec) => spec.params.clone(),
+                    None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
+                    None => Vec::new(),
+                };
+                for p in params {
+                    let t = self.new_leaf(true, origin);
+                    let name = self.intern(&p);
+                    attrs.insert(name, smallvec![t]);
+                }
+                // Wrappers (`DataParallel(model)`) hold the wrapped module.
+                if let Some((v, _)) = args.positional.first() {
+                    for m in v.clone() {
+                        if matches!(self.obj(m), Obj::Module(_)) {
+                            children.push(m);
+                            attrs.insert(known::MODULE, smallvec![m]);
+                        }
+                    }
+                }
+            }
+        }
+        let class = self.intern(class);
+        self.alloc(Obj::Module(Box::new(ModuleObj {
+            class,
+            local: None,
+            inplace,
+            attrs,
+            children,
+            origin,
+            hooks: Vec::new(),
+        })))
+    }
+
+    pub(super) fn call_module(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
+        self.call_module_at(c, e, m, args, None)
+    }
+
+    /// Call a module; `site` is where its saves are reported (its constructor inside a
+    /// `Sequential`, else the call).
+    fn call_module_at(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        args: &Args,
+        site: Option<Span>,
+    ) -> Vals {
+        let out = self.call_module_body(c, e, m, args, site);
+        let hooks = match self.obj(m) {
+            Obj::Module(module) => module.hooks.clone(),
+            _ => Vec::new(),
+        };
+        if hooks.is_empty() {
+            return out;
+        }
+        // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
+        // replaces the output.
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let input_tuple = self.alloc(Obj::Seq(inputs));
+        let mut result = out;
+        for hook in hooks {
+            let hook_args = Args {
+                positional: vec![
+                    (smallvec![m], None),
+                    (smallvec![input_tuple], None),
+                    (result.clone(), None),
+                ],
+                keywords: Vec::new(),
+            };
+            let returned = self.call_value(c, e, hook, &hook_args);
+            if returned.iter().any(|v| self.maybe_tensor(*v)) {
+                result = returned;
+            }
+        }
+        result
+    }
+
+    fn call_module_body(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        args: &Args,
+        site: Option<Span>,
+    ) -> Vals {
+        let call = c.span(e);
+        let save_at = site.unwrap_or(call);
+        let Obj::Module(module) = self.obj(m).clone() else {
+            return smallvec![UNKNOWN];
+        };
+        if let Some(k) = &module.local {
+            return match self
+                .find_method(k, known::FORWARD)
+                .or_else(|| self.find_method(k, known::CALL))
+            {
+                Some(def) => self.inline(def, Some(m), args, call),
+                None => self.opaque_call(args, call),
+            };
+        }
+        let input = args.first().cloned().unwrap_or_default();
+        let class = self.name(module.class).to_string();
+        match class.as_str() {
+            "Sequential" => {
+                let mut x = input;
+                for child in module.children.clone() {
+                    let a = Args::one(x);
+                    let origin = self.heap_origin(child);
+                    x = self.call_module_at(c, e, child, &a, origin);
+                }
+                return x;
+            }
+            "DataParallel" | "DistributedDataParallel" => {
+                if let Some(inner) = module.children.first() {
+                    return self.call_module(c, e, *inner, args);
+                }
+            }
+            _ => {}
+        }
+        let label = OpLabel::Module {
+            origin: module.origin,
+            class: module.class,
+        };
+        let spec = ops::table().module(&class);
+        if let Some(arg) = module.inplace {
+            let tensors = self.as_tensors(&input);
+            let (through, keep) = self.first_arg_names(c, args, call);
+            let kind = WriteKind::InplaceModule {
+                call,
+                ctor: arg.call,
+            };
+            let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
+            self.write(&tensors, w);
+            if spec.is_some_and(|s| s.result) && self.grad_enabled {
+                let mut saves = Saves::new();
+                for t in tensors.clone() {
+                    if let Some(tt) = self.tensor(t).filter(|tt| tt.grad.is_possible()) {
+                        let st = tt.storage;
+                        saves.push(self.record_save(st, true, label, save_at));
+                    }
+                }
+                self.extend_history(&tensors, saves, None);
+            }
+            return input;
+        }
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        let input_grad = self.arg_kind(&input) == ArgKind::Grad;
+        let (saves_result, saves_input) = spec.map_or((false, false), |s| (s.result, s.input));
+        let mut inputs: Vals = args
+            .positional
+            .iter()
+            .flat_map(|(v, _)| v.iter().copied())
+            .collect();
+        if inputs.len() > MAX_VALUES {
+            inputs.truncate(MAX_VALUES);
+        }
+        let grad_params: Vals = if self.grad_enabled {
+            params.clone()
+        } else {
+            Vals::new()
+        };
+        let out = self.derive(
+            &[inputs, grad_params],
+            call,
+            OpSaves::default(),
+            Some(label),
+            true,
+        );
+        // Record the saves against the real inputs and parameters.
+        if !self.grad_enabled || !self.tensor(out).is_some_and(|t| t.grad.is_possible()) {
+            return smallvec![out];
+        }
+        let mut new_saves = Saves::new();
+        if saves_result {
+            new_saves.push(self.record_save(out, true, label, save_at));
+        }
+        if saves_input {
+            for v in input.clone() {
+                if let Some(st) = self.tensor(v).map(|t| t.storage) {
+                    new_saves.push(self.record_save(st, false, label, save_at));
+                }
+            }
+        }
+        if input_grad {
+            for p in params {
+                if let Some(st) = self.tensor(p).map(|t| t.storage) {
+                    new_saves.push(self.record_save(st, false, label, save_at));
+                }
+            }
+        }
+        if let Some(n) = self.tensor(out).and_then(|t| t.node) {
+            self.nodes.get_mut(n).saves.extend(new_saves);
+        }
+        smallvec![out]
+    }
+
+    /// All parameters of a module and its submodules.
+    pub fn module_params(&self, m: ObjId, out: &mut Vals, seen: &mut FxHashSet<ObjId>) {
+        if !seen.insert(m) {
+            return;
+        }
+        match self.obj(m) {
+            Obj::Module(module) => {
+                for vals in module.attrs.values() {
+                    for v in vals {
+                        self.module_params(*v, out, seen);
+                    }
+                }
+                for ch in &module.children {
+                    self.module_params(*ch, out, seen);
+                }
+            }
+            Obj::Tensor(t) if t.leaf => out.push(m),
+            Obj::Seq(items) => {
+                for v in items.iter().flatten() {
+                    self.module_params(*v, out, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn module_method(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        meth: Name,
+        args: &Args,
+    ) -> Vals {
+        let call = c.span(e);
+        if let Obj::Module(module) = self.obj(m) {
+            if let Some(v) = module.attrs.get(&meth).cloned() {
+                let mut out = Vals::new();
+                for f in v {
+                    out.extend(self.call_value(c, e, f, args));
+                }
+                return out;
+            }
+            if let Some(k) = module.local.clone() {
+                if let Some(def) = self.find_method(&k, meth) {
+                    return self.inline(def, Some(m), args, call);
+                }
+            }
+        }
+        let name = self.name(meth).to_string();
+        match name.as_str() {
+            "parameters" | "named_parameters" => {
+                let mut ps = Vals::new();
+                self.module_params(m, &mut ps, &mut FxHashSet::default());
+                let params = self.alloc(Obj::Params {
+                    owners: smallvec![m],
+                    tensors: ps.clone(),
+                });
+                if name == "named_parameters" {
+                    let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], ps]));
+                    return smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))];
+                }
+                smallvec![params]
+            }
+            "forward" => self.call_module(c, e, m, args),
+            "children" | "modules" => {
+                let ch = match self.obj(m) {
+                    Obj::Module(module) => {
+                        let mut v: Vals = module.children.iter().copied().collect();
+                        for vals in module.attrs.values() {
+                            v.extend(
+                                vals.iter()
+                                    .copied()
+                                    .filter(|x| matches!(self.obj(*x), Obj::Module(_))),
+                            );
+                        }
+                        v
+                    }
+                    _ => Vals::new(),
+                };
+                smallvec![self.alloc(Obj::Seq(vec![ch]))]
+            }
+            "add_module" | "register_module" => {
+                if let (Some((_, Some(key))), Some((v, _))) =
+                    (args.positional.first(), args.positional.get(1))
+                {
+                    if let Expr::Str(key) = *c.expr(*key) {
+                        let v = v.clone();
+                        if let Obj::Module(module) = self.obj_mut(m) {
+                            module.attrs.insert(key, v);
+                        }
+                    }
+                }
+                smallvec![OTHER]
+            }
+            "register_parameter" | "register_buffer" => smallvec![OTHER],
+            "append" => {
+                if let Some(v) = args.first().cloned() {
+                    if let Obj::Module(module) = self.obj_mut(m) {
+                        module.children.extend(v);
+                    }
+                }
+                smallvec![OTHER]
+            }
+            _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
+            "register_forward_hook" => {
+                if let Some(hook) = args.first().cloned() {
+                    if let Obj::Module(module) = self.obj_mut(m) {
+                        module.hooks.extend(hook);
+                    }
+                }
+                smallvec![self.alloc(Obj::Unknown)]
+            }
+            "zero_grad" | "state_dict" | "load_state_dict" | "register_full_backward_hook" => {
+                smallvec![OTHER]
+            }
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args) -> Vals {
+        match self.name(meth) {
+            m @ ("append" | "extend" | "insert" | "add") => {
+                let extend = m == "extend";
+                let mut add = Vals::new();
+                for v in args.all_values().cloned().collect::<Vec<_>>() {
+                    if extend {
+                        add.extend(self.elements(&v));
+                    } else {
+                        add.extend(v.iter().copied());
+                    }
+                }
+                let slot = match self.obj(s) {
+                    Obj::Seq(items) => items.len().min(MAX_SLOTS - 1),
+                    _ => 0,
+                };
+                self.seq_insert(s, slot, &add);
+                smallvec![OTHER]
+            }
+            m @ ("pop" | "get" | "values" | "copy") => {
+                let whole = matches!(m, "values" | "copy");
+                let e = self.elements(&smallvec![s]);
+                if whole {
+                    return smallvec![self.alloc(Obj::Seq(vec![e]))];
+                }
+                e
+            }
+            "items" => {
+                let e = self.elements(&smallvec![s]);
+                let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
+            }
+            _ => smallvec![OTHER],
+        }
+    }
+}

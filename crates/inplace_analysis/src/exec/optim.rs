@@ -1,0 +1,203 @@
+//! Optimizers: the parameters they hold, `step()` writing all of them, and parameters or
+//! modules rebound to new objects while an optimizer holds the old ones (IP403).
+
+use super::write::WriteSpec;
+use super::*;
+use crate::events::{Event, WriteKind};
+
+impl Interp<'_, '_> {
+    pub(super) fn new_optimizer(&mut self, params: &Vals, origin: Span) -> ObjId {
+        let mut flat = Vals::new();
+        self.flatten(params, &mut flat, &mut FxHashSet::default());
+        let mut owners = Vals::new();
+        let mut stack: Vec<ObjId> = params.iter().copied().collect();
+        let mut seen = FxHashSet::default();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            match self.obj(v) {
+                Obj::Params { owners: o, .. } => owners.extend(o.iter().copied()),
+                Obj::Seq(items) => stack.extend(items.iter().flatten().copied()),
+                _ => {}
+            }
+        }
+        let tensors: Vals = flat.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
+        let opt = self.alloc(Obj::Optimizer {
+            params: tensors.clone(),
+            origin,
+        });
+        for t in tensors {
+            self.state.held.insert(t, opt);
+        }
+        for o in owners {
+            if matches!(self.obj(o), Obj::Module(_)) {
+                self.state.held.insert(o, opt);
+            }
+        }
+        opt
+    }
+
+    pub(super) fn optimizer_method(
+        &mut self,
+        opt: ObjId,
+        params: &Vals,
+        meth: Name,
+        args: &Args,
+        call: Span,
+    ) -> Vals {
+        if let Some(evs) = self.state.orphaned.remove(&opt) {
+            for e in evs {
+                self.report(e);
+            }
+        }
+        match self.name(meth) {
+            "step" => {
+                // Every held parameter is written in place (under no_grad, so no form ①).
+                if !params.is_empty() {
+                    let spec = WriteSpec::new(WriteKind::Step, call, call).no_leaf_check();
+                    self.write(params, spec);
+                }
+                smallvec![OTHER]
+            }
+            "add_param_group" => {
+                let mut flat = Vals::new();
+                for v in args.all_values() {
+                    self.flatten(v, &mut flat, &mut FxHashSet::default());
+                }
+                let new: Vals = flat.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
+                for t in &new {
+                    self.state.held.insert(*t, opt);
+                }
+                if let Obj::Optimizer { params, .. } = self.obj_mut(opt) {
+                    params.extend(new);
+                }
+                smallvec![OTHER]
+            }
+            _ => smallvec![OTHER],
+        }
+    }
+
+    pub(super) fn check_rebind(
+        &mut self,
+        c: Code<'_>,
+        name: Name,
+        target: ExprId,
+        new: &Vals,
+        s: StmtId,
+    ) {
+        let old = self.state.env.get(&name).cloned().unwrap_or_default();
+        self.check_rebind_objs(c, &old, new, target, s, name);
+    }
+
+    /// `name` (held in `old`) is bound to `new` by statement `s`, through `target`.
+    pub(super) fn check_rebind_objs(
+        &mut self,
+        c: Code<'_>,
+        old: &Vals,
+        new: &Vals,
+        target: ExprId,
+        s: StmtId,
+        name: Name,
+    ) {
+        for o in old {
+            if new.contains(o) {
+                continue;
+            }
+            let held_by = self.state.held.get(o).copied();
+            let new_is_leaf = new.iter().any(|n| self.tensor(*n).is_some_and(|t| t.leaf));
+            let reads_grad = match *c.body.stmt(s) {
+                Stmt::Assign { value, .. } => mentions_grad_of(c, value, name),
+                _ => false,
+            };
+            let event = |optimizer: Option<Span>, update: bool| Event::Rebind {
+                stmt: StmtRef {
+                    item: c.item,
+                    stmt: s,
+                },
+                span: c.stmt_span(s),
+                target: c.span(target),
+                name,
+                optimizer,
+                update,
+            };
+            match (self.obj(*o), held_by) {
+                (Obj::Module(_), Some(opt)) => {
+                    // A wrapper that keeps the old parameters is fine (`DataParallel(model)`).
+                    let mut old_params = Vals::new();
+                    self.module_params(*o, &mut old_params, &mut FxHashSet::default());
+                    let mut new_params = Vals::new();
+                    for n in new {
+                        self.module_params(*n, &mut new_params, &mut FxHashSet::default());
+                    }
+                    if old_params.iter().all(|p| new_params.contains(p)) && !old_params.is_empty() {
+                        continue;
+                    }
+                    let e = event(self.optimizer_origin(opt), false);
+                    // Reported once the optimizer is used again (a new one may replace it).
+                    self.state.orphan(opt, e);
+                    return;
+                }
+                (Obj::Tensor(_), Some(opt)) => {
+                    let e = event(self.optimizer_origin(opt), reads_grad);
+                    self.state.orphan(opt, e);
+                    return;
+                }
+                // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the
+                // right way to restart from an update.
+                (Obj::Tensor(t), None) if t.leaf && reads_grad && !new_is_leaf => {
+                    self.report(event(None, true));
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn optimizer_origin(&self, opt: ObjId) -> Option<Span> {
+        match self.obj(opt) {
+            Obj::Optimizer { origin, .. } => Some(*origin),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `e` reads `name.grad` (an update like `w - lr * w.grad`).
+fn mentions_grad_of(c: Code<'_>, e: ExprId, name: Name) -> bool {
+    let mut stack = vec![e];
+    let mut budget = 10_000;
+    while let Some(x) = stack.pop() {
+        budget -= 1;
+        if x.is_none() || budget == 0 {
+            continue;
+        }
+        match *c.expr(x) {
+            Expr::Attr { value, attr, .. } => {
+                if attr == known::GRAD
+                    && matches!(*c.expr(value), Expr::Name { name: n, .. } if n == name)
+                {
+                    return true;
+                }
+                stack.push(value);
+            }
+            Expr::Binary { left, right, .. } | Expr::Bool { left, right, .. } => {
+                stack.extend([left, right])
+            }
+            Expr::Unary { operand } | Expr::Not(operand) => stack.push(operand),
+            Expr::Call { func, args } => {
+                stack.push(func);
+                let a = c.body.args[args as usize];
+                stack.extend(c.body.exprs_of(a.positional));
+                for k in c.body.list(a.keywords) {
+                    stack.push(c.body.keywords[*k as usize].value);
+                }
+            }
+            Expr::Subscript { value, .. } => stack.push(value),
+            Expr::Seq { items, .. } | Expr::Other(items) => stack.extend(c.body.exprs_of(items)),
+            Expr::IfExp { body, test, orelse } => stack.extend([body, test, orelse]),
+            Expr::Starred(v) | Expr::Await(v) => stack.push(v),
+            _ => {}
+        }
+    }
+    false
+}

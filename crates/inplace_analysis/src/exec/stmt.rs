@@ -1,0 +1,356 @@
+//! Statements and control flow: branches are run separately and joined, loops twice, `try`
+//! handlers from before and after their body, `with` blocks in their grad mode.
+
+use super::*;
+
+impl Interp<'_, '_> {
+    pub fn exec_block(&mut self, c: Code<'_>, block: Block) {
+        if self.depth > MAX_DEPTH {
+            return;
+        }
+        self.depth += 1;
+        for s in c.body.stmts_of(block) {
+            if self.state.dead || self.out_of_budget() {
+                break;
+            }
+            self.exec_stmt(c, s);
+        }
+        self.depth -= 1;
+    }
+
+    fn exec_stmt(&mut self, c: Code<'_>, s: StmtId) {
+        self.steps += 1;
+        let saved = self.stmt.replace(StmtRef {
+            item: c.item,
+            stmt: s,
+        });
+        match *c.body.stmt(s) {
+            Stmt::Expr(e) => {
+                let vals = self.eval(c, e);
+                // `torch.set_grad_enabled(False)` as a statement switches the mode.
+                for v in vals {
+                    if let Obj::GradCtx(GradCtx::Set(on)) = self.obj(v) {
+                        self.grad_enabled = *on;
+                    }
+                }
+            }
+            Stmt::Assign { targets, value } => self.exec_assign(c, s, targets, value),
+            Stmt::AugAssign { target, op, value } => self.exec_aug_assign(c, s, target, op, value),
+            Stmt::Return(e) => self.exec_return(c, s, e),
+            Stmt::If {
+                cond,
+                body,
+                clauses,
+            } => self.exec_if(c, cond, body, clauses),
+            Stmt::For {
+                target,
+                iter,
+                body,
+                orelse,
+            } => self.exec_for(c, target, iter, body, orelse),
+            Stmt::While { cond, body, orelse } => self.exec_while(c, cond, body, orelse),
+            Stmt::Try(t) => self.exec_try(c, t),
+            Stmt::With { items, body } => self.exec_with(c, items, body),
+            Stmt::Def(f) => {
+                let def = DefLoc {
+                    item: c.item,
+                    func: f,
+                };
+                let o = self.alloc(Obj::Func(def));
+                let name = c.body.func(f).name;
+                self.bind_name(c, name, None, smallvec![o], None);
+            }
+            Stmt::Class(k) => {
+                let class = self.class_ref(c, k);
+                let name = class.name;
+                let o = self.alloc(Obj::Class(Arc::new(class)));
+                self.bind_name(c, name, None, smallvec![o], None);
+            }
+            Stmt::Import(list) => {
+                for i in c.body.list(list) {
+                    let imp = c.body.imports[*i as usize];
+                    let p = self.alloc(Obj::Path(imp.path));
+                    self.bind_name(c, imp.bind, None, smallvec![p], None);
+                }
+            }
+            Stmt::Break | Stmt::Continue => {
+                let is_break = matches!(c.body.stmt(s), Stmt::Break);
+                let state = self.state.clone();
+                if let Some((breaks, conts)) =
+                    self.frames.last_mut().and_then(|f| f.loops.last_mut())
+                {
+                    if is_break {
+                        breaks.join(&state);
+                    } else {
+                        conts.join(&state);
+                    }
+                }
+                self.state.dead = true;
+            }
+            Stmt::Raise(list) => {
+                for e in c.body.exprs_of(list) {
+                    self.eval(c, e);
+                }
+                self.state.dead = true;
+            }
+            Stmt::Match { subject, cases } => {
+                if !subject.is_none() {
+                    self.eval(c, subject);
+                }
+                let before = self.fork();
+                let mut out = State::dead();
+                for case in c.body.stmts_of(cases) {
+                    self.state = before.clone();
+                    if let Stmt::Block(b) = *c.body.stmt(case) {
+                        self.exec_block(c, b);
+                    }
+                    let st = std::mem::take(&mut self.state);
+                    self.join(&mut out, &st);
+                }
+                self.join(&mut out, &before);
+                self.state = out;
+            }
+            Stmt::Block(b) => self.exec_block(c, b),
+            Stmt::Pass => {}
+            Stmt::Other(list) => {
+                for e in c.body.exprs_of(list) {
+                    self.eval(c, e);
+                }
+            }
+        }
+        self.stmt = saved;
+    }
+
+    fn exec_return(&mut self, c: Code<'_>, s: StmtId, e: ExprId) {
+        let vals = match e.get() {
+            Some(e) => self.eval(c, e),
+            None => smallvec![OTHER],
+        };
+        let standalone = self.frames.len() == 1 && self.frames[0].standalone;
+        if standalone && self.grad_enabled {
+            self.check_graph(&vals, c.stmt_span(s), true, false);
+        }
+        let state = self.state.clone();
+        self.steps += state.weight();
+        let frame = self.frames.last_mut().expect("a frame");
+        for v in &vals {
+            if !frame.returns.contains(v) {
+                frame.returns.push(*v);
+            }
+        }
+        frame.ret_state.join(&state);
+        self.state.dead = true;
+    }
+
+    fn exec_if(&mut self, c: Code<'_>, cond: ExprId, body: Block, clauses: List) {
+        let cond = self.eval_opt(c, cond);
+        // A condition known to be true or false takes one branch only.
+        if cond.as_slice() == [TRUE] {
+            return self.exec_block(c, body);
+        }
+        let clauses: Vec<Clause> = c
+            .body
+            .list(clauses)
+            .iter()
+            .map(|i| c.body.clauses[*i as usize])
+            .collect();
+        if cond.as_slice() == [FALSE] {
+            return self.exec_alternatives(c, &clauses);
+        }
+        let before = self.fork();
+        self.exec_block(c, body);
+        let mut out = std::mem::take(&mut self.state);
+        let mut has_else = false;
+        let mut running = before;
+        for clause in clauses {
+            self.steps += 1;
+            self.state = running.clone();
+            match clause.cond.get() {
+                Some(cond) => {
+                    self.eval(c, cond);
+                    running = self.state.clone();
+                    self.exec_block(c, clause.body);
+                }
+                None => {
+                    has_else = true;
+                    self.exec_block(c, clause.body);
+                }
+            }
+            let st = std::mem::take(&mut self.state);
+            self.join(&mut out, &st);
+        }
+        if !has_else {
+            self.join(&mut out, &running);
+        }
+        self.state = out;
+    }
+
+    /// The `elif`/`else` clauses of an `if` whose own condition is false.
+    fn exec_alternatives(&mut self, c: Code<'_>, clauses: &[Clause]) {
+        let Some((first, rest)) = clauses.split_first() else {
+            return;
+        };
+        let Some(cond) = first.cond.get() else {
+            return self.exec_block(c, first.body);
+        };
+        let cond = self.eval(c, cond);
+        if cond.as_slice() == [FALSE] {
+            return self.exec_alternatives(c, rest);
+        }
+        let before = self.fork();
+        self.exec_block(c, first.body);
+        if cond.as_slice() == [TRUE] {
+            return;
+        }
+        let taken = std::mem::replace(&mut self.state, before);
+        self.exec_alternatives(c, rest);
+        self.join_here(&taken);
+    }
+
+    /// Run a loop body (twice, or once when the budget is low) and join the exits.
+    fn run_loop(&mut self, mut body: impl FnMut(&mut Self)) {
+        let entry = self.fork();
+        let mut exit = entry;
+        let runs = if self.exhausted() { 1 } else { LOOP_RUNS };
+        for _ in 0..runs {
+            self.push_loop();
+            body(self);
+            let (breaks, conts) = self.pop_loop();
+            self.join_here(&conts);
+            let st = self.state.clone();
+            self.join(&mut exit, &st);
+            self.join(&mut exit, &breaks);
+            // The next iteration runs after this one (not after zero iterations).
+            if self.state.dead {
+                break;
+            }
+        }
+        self.state = exit;
+    }
+
+    fn push_loop(&mut self) {
+        if let Some(f) = self.frames.last_mut() {
+            f.loops.push((State::dead(), State::dead()));
+        }
+    }
+
+    fn pop_loop(&mut self) -> (State, State) {
+        self.frames
+            .last_mut()
+            .and_then(|f| f.loops.pop())
+            .unwrap_or_else(|| (State::dead(), State::dead()))
+    }
+
+    fn exec_for(&mut self, c: Code<'_>, target: ExprId, iter: ExprId, body: Block, orelse: Block) {
+        let iter = if iter.is_none() {
+            smallvec![UNKNOWN]
+        } else {
+            self.eval(c, iter)
+        };
+        if let Some(children) = self.unrollable(&iter) {
+            // `for layer in self.layers:` runs each child in order.
+            let mut exit = self.fork();
+            self.push_loop();
+            for child in children {
+                if self.state.dead {
+                    break;
+                }
+                if !target.is_none() {
+                    self.bind_target(c, target, smallvec![child], None);
+                }
+                self.exec_block(c, body);
+                let conts = match self.frames.last_mut().and_then(|f| f.loops.last_mut()) {
+                    Some(l) => std::mem::replace(&mut l.1, State::dead()),
+                    None => State::dead(),
+                };
+                self.join_here(&conts);
+            }
+            let (breaks, _) = self.pop_loop();
+            let st = self.state.clone();
+            self.join(&mut exit, &st);
+            self.join(&mut exit, &breaks);
+            self.state = exit;
+            return;
+        }
+        let elems = self.elements(&iter);
+        self.run_loop(|it| {
+            if !target.is_none() {
+                it.bind_target(c, target, elems.clone(), None);
+            }
+            it.exec_block(c, body);
+        });
+        self.exec_block(c, orelse);
+    }
+
+    fn exec_while(&mut self, c: Code<'_>, cond: ExprId, body: Block, orelse: Block) {
+        self.run_loop(|it| {
+            if !cond.is_none() {
+                it.eval(c, cond);
+            }
+            it.exec_block(c, body);
+        });
+        self.exec_block(c, orelse);
+    }
+
+    fn exec_try(&mut self, c: Code<'_>, t: u32) {
+        let t = c.body.tries[t as usize];
+        let before = self.fork();
+        self.exec_block(c, t.body);
+        let after_body = self.fork();
+        let mut out = State::dead();
+        for h in c.body.list(t.handlers) {
+            let h = c.body.handlers[*h as usize];
+            // The handler may start anywhere in the body: from before it or after it.
+            let mut start = before.clone();
+            self.join(&mut start, &after_body);
+            self.state = start;
+            if let Some(alias) = h.alias.get() {
+                let o = self.alloc(Obj::Other);
+                self.bind_target(c, alias, smallvec![o], None);
+            }
+            self.exec_block(c, h.body);
+            let st = std::mem::take(&mut self.state);
+            self.join(&mut out, &st);
+        }
+        match t.orelse {
+            Some(b) => {
+                self.state = after_body.clone();
+                self.exec_block(c, b);
+                let st = std::mem::take(&mut self.state);
+                self.join(&mut out, &st);
+            }
+            None => self.join(&mut out, &after_body),
+        }
+        self.state = out;
+        if let Some(f) = t.finally {
+            let was_dead = self.state.dead;
+            if was_dead {
+                self.state = after_body;
+            }
+            self.exec_block(c, f);
+            self.state.dead |= was_dead;
+        }
+    }
+
+    fn exec_with(&mut self, c: Code<'_>, items: List, body: Block) {
+        let saved_mode = self.grad_enabled;
+        for i in c.body.list(items) {
+            let item = c.body.with_items[*i as usize];
+            let vals = self.eval(c, item.expr);
+            for v in &vals {
+                match self.obj(*v) {
+                    Obj::GradCtx(GradCtx::NoGrad) => self.grad_enabled = false,
+                    Obj::GradCtx(GradCtx::EnableGrad) => self.grad_enabled = true,
+                    Obj::GradCtx(GradCtx::Set(on)) => self.grad_enabled = *on,
+                    _ => {}
+                }
+            }
+            if let Some(alias) = item.alias.get() {
+                let o = self.alloc(Obj::Unknown);
+                self.bind_target(c, alias, smallvec![o], None);
+            }
+        }
+        self.exec_block(c, body);
+        self.grad_enabled = saved_mode;
+    }
+}

@@ -1,0 +1,554 @@
+//! Tensors: methods, operators, ops from the measured table and what they save, views,
+//! `.detach()`, `.data`, `.grad`, leaves, and attributes of every kind of object.
+
+use super::torch::strip_inplace;
+use super::write::WriteSpec;
+use super::*;
+use crate::events::WriteKind;
+use crate::ops::{self, ArgKind, Saves as OpSaves};
+
+/// Methods whose result is a new tensor with the receiver's history and nothing saved.
+const COPIES: &[&str] = &[
+    "clone",
+    "to",
+    "cuda",
+    "cpu",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "type",
+    "type_as",
+    "contiguous",
+    "long",
+    "int",
+    "bool",
+];
+
+/// View methods that give several views at once.
+const SPLITS: &[&str] = &[
+    "unbind",
+    "split",
+    "chunk",
+    "tensor_split",
+    "split_with_sizes",
+    "hsplit",
+    "vsplit",
+];
+
+impl Interp<'_, '_> {
+    pub(super) fn tensor_method(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        recv: &Vals,
+        meth: Name,
+        args: &Args,
+        recv_expr: ExprId,
+    ) -> Vals {
+        let call = c.span(e);
+        let m = self.name(meth).to_string();
+        match m.as_str() {
+            "backward" => {
+                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                self.check_graph(recv, call, retain, true);
+                return smallvec![OTHER];
+            }
+            "detach" => return recv.iter().map(|v| self.detach_of(*v, call)).collect(),
+            "detach_" => {
+                // Cuts the history in place; the data and its version stay as they are.
+                for v in recv {
+                    if let Some(t) = self.tensor_mut(*v) {
+                        t.grad = Tri::No;
+                        t.leaf = false;
+                        t.node = None;
+                    }
+                }
+                return recv.clone();
+            }
+            "requires_grad_" => {
+                let on = !self.arg_is_false(c, args, 0, known::REQUIRES_GRAD);
+                for v in recv {
+                    if let Some(t) = self.tensor_mut(*v) {
+                        t.grad = if on { Tri::Yes } else { Tri::No };
+                        t.leaf = on && t.node.is_none();
+                    }
+                }
+                return recv.clone();
+            }
+            "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
+            _ if COPIES.contains(&m.as_str()) => {
+                return smallvec![self.derive(
+                    std::slice::from_ref(recv),
+                    call,
+                    OpSaves::default(),
+                    None,
+                    false
+                )];
+            }
+            _ => {}
+        }
+        if ops::NON_TENSOR.contains(&m.as_str()) {
+            return smallvec![OTHER];
+        }
+        if ops::VIEW_OPS.contains(&m.as_str()) {
+            let views: Vals = recv.iter().map(|v| self.view_of(*v, call)).collect();
+            if SPLITS.contains(&m.as_str()) {
+                return smallvec![self.alloc(Obj::Seq(vec![views]))];
+            }
+            return views;
+        }
+        if let Some(base) = strip_inplace(&m) {
+            let through = self.obj_name(c, recv_expr);
+            let keep = self.keep_name(call, through);
+            let value = args.first().cloned();
+            let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
+                .through(through, keep)
+                .value(value.as_ref())
+                .call(e);
+            self.write(recv, spec);
+            self.inplace_saves_by_name(recv, base, value.as_ref(), call);
+            return recv.clone();
+        }
+        let mut inputs = vec![recv.clone()];
+        inputs.extend(args.positional.iter().map(|(v, _)| v.clone()));
+        if ops::table().op(&m).is_some()
+            || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
+        {
+            let name = self.dim_variant(&m, args, 0);
+            return smallvec![self.apply_op(&name, OpLabel::Method(meth), &inputs, call, false)];
+        }
+        smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
+    }
+
+    /// A method on a value we do not model: module and optimizer idioms, else a tensor guess.
+    pub(super) fn unknown_method(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        recv: ObjId,
+        meth: Name,
+        args: &Args,
+        recv_expr: ExprId,
+    ) -> Vals {
+        let call = c.span(e);
+        let m = self.name(meth).to_string();
+        match m.as_str() {
+            "parameters" | "named_parameters" => {
+                return smallvec![self.alloc(Obj::Params {
+                    owners: smallvec![recv],
+                    tensors: Vals::new()
+                })]
+            }
+            "backward" => {
+                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                self.check_graph(&smallvec![recv], call, retain, true);
+                return smallvec![OTHER];
+            }
+            // `scaler.step(optimizer)` (AMP) steps that optimizer.
+            "step"
+                if args.first().is_some_and(|v| {
+                    v.iter()
+                        .any(|o| matches!(self.obj(*o), Obj::Optimizer { .. }))
+                }) =>
+            {
+                let opts = args.first().cloned().unwrap_or_default();
+                for o in opts {
+                    if let Obj::Optimizer { params, .. } = self.obj(o).clone() {
+                        let step = self.intern("step");
+                        self.optimizer_method(o, &params, step, &Args::default(), call);
+                    }
+                }
+                return smallvec![OTHER];
+            }
+            "step" | "zero_grad" | "update" | "append" | "extend" | "items" | "keys" | "values"
+            | "get" | "pop" => return self.opaque_call(args, call),
+            _ => {}
+        }
+        if strip_inplace(&m).is_some() && !m.starts_with('_') {
+            // Only tensors have `add_`-style methods: this value is one.
+            if let Obj::Unknown = self.obj(recv) {
+                let origin = c.span(recv_expr);
+                *self.obj_mut(recv) =
+                    Obj::Tensor(TensorObj::fresh(recv, Tri::Maybe, false, origin));
+            }
+            return self.tensor_method(c, e, &smallvec![recv], meth, args, recv_expr);
+        }
+        // The receiver's own history is not known; the arguments' is.
+        self.opaque_call(args, call)
+    }
+
+    pub fn binary(&mut self, op: BinOp, a: &Vals, b: &Vals, origin: Span) -> Vals {
+        let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
+        if !any_tensor {
+            // `list(a.parameters()) + list(b.parameters())`: the items of both lists.
+            let seqs: Vec<Vec<Vals>> = a
+                .iter()
+                .chain(b.iter())
+                .filter_map(|v| match self.obj(*v) {
+                    Obj::Seq(items) => Some(items.clone()),
+                    _ => None,
+                })
+                .collect();
+            if op == BinOp::Add && !seqs.is_empty() {
+                let mut items = seqs.concat();
+                if items.len() > MAX_SLOTS {
+                    // Keep lists bounded (`x = x + x` in a loop): the rest share the last slot.
+                    let rest: Vals = items.drain(MAX_SLOTS - 1..).flatten().take(32).collect();
+                    items.push(rest);
+                }
+                return smallvec![self.alloc(Obj::Seq(items))];
+            }
+            return smallvec![self.alloc(Obj::Unknown)];
+        }
+        let Some(name) = op.op_name() else {
+            return smallvec![self.derive(
+                &[a.clone(), b.clone()],
+                origin,
+                OpSaves::default(),
+                None,
+                false
+            )];
+        };
+        smallvec![self.apply_op(
+            name,
+            OpLabel::Operator(op),
+            &[a.clone(), b.clone()],
+            origin,
+            false
+        )]
+    }
+
+    pub(super) fn arg_kind(&self, vals: &Vals) -> ArgKind {
+        let mut kind = ArgKind::Scalar;
+        for v in vals {
+            match self.tensor(*v) {
+                Some(t) if t.grad.is_possible() => return ArgKind::Grad,
+                Some(_) => kind = ArgKind::Const,
+                None => {}
+            }
+        }
+        kind
+    }
+
+    /// Apply an op from the table: a new result tensor whose node records what the op saved.
+    pub fn apply_op(
+        &mut self,
+        name: &str,
+        label: OpLabel,
+        inputs: &[Vals],
+        origin: Span,
+        known: bool,
+    ) -> ObjId {
+        let a = inputs
+            .first()
+            .map(|v| self.arg_kind(v))
+            .unwrap_or(ArgKind::Scalar);
+        let b = inputs.get(1).map(|v| self.arg_kind(v));
+        let saves = if self.grad_enabled {
+            ops::table().saves(name, a, b)
+        } else {
+            OpSaves::default()
+        };
+        self.derive(inputs, origin, saves, Some(label), known)
+    }
+
+    /// A new tensor computed from `inputs`; `saves` says which of them (and itself) its
+    /// backward reads.
+    pub fn derive(
+        &mut self,
+        inputs: &[Vals],
+        origin: Span,
+        saves: OpSaves,
+        op: Option<OpLabel>,
+        known: bool,
+    ) -> ObjId {
+        let mut grad = Tri::No;
+        let mut parents = SmallVec::<[NodeId; 2]>::new();
+        // The result is known to be a tensor when a torch function made it or an input is one.
+        let mut known = known;
+        for vals in inputs {
+            for v in vals {
+                if let Some(t) = self.tensor(*v) {
+                    known |= t.known;
+                    grad = grad.max(t.grad);
+                    if let Some(n) = t.node {
+                        if !parents.contains(&n) {
+                            parents.push(n);
+                        }
+                    }
+                }
+            }
+        }
+        if !self.grad_enabled {
+            grad = Tri::No;
+        }
+        let id = self.heap.len() as ObjId;
+        let label = op.unwrap_or(OpLabel::Static(""));
+        let mut node_saves = Saves::new();
+        if grad.is_possible() {
+            if saves.result {
+                node_saves.push(self.record_save(id, true, label, origin));
+            }
+            for (i, flag) in [(0usize, saves.input), (1usize, saves.other)] {
+                if !flag {
+                    continue;
+                }
+                if let Some(vals) = inputs.get(i) {
+                    for v in vals.clone() {
+                        if let Some(t) = self.tensor(v) {
+                            let storage = t.storage;
+                            node_saves.push(self.record_save(storage, false, label, origin));
+                        }
+                    }
+                }
+            }
+        }
+        let node = grad.is_possible().then(|| {
+            self.nodes.push(GraphNode {
+                saves: node_saves,
+                parents,
+            })
+        });
+        let mut t = TensorObj::fresh(id, grad, known, origin);
+        t.node = node;
+        self.alloc(Obj::Tensor(t))
+    }
+
+    pub(super) fn record_save(
+        &mut self,
+        storage: ObjId,
+        output: bool,
+        op: OpLabel,
+        range: Span,
+    ) -> SaveId {
+        let id = self.saves.push(Save {
+            storage,
+            output,
+            op,
+            range,
+        });
+        self.state.live.entry(storage).or_default().push(id);
+        id
+    }
+
+    /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
+    /// saves `w`), recorded after the write so they carry the new version.
+    pub fn inplace_saves_by_name(
+        &mut self,
+        targets: &Vals,
+        base: &str,
+        other: Option<&Vals>,
+        origin: Span,
+    ) {
+        if !self.grad_enabled {
+            return;
+        }
+        let a = self.arg_kind(targets);
+        let b = other.map(|o| self.arg_kind(o));
+        let s = ops::table().saves(base, a, b);
+        let grad_any = a == ArgKind::Grad || b == Some(ArgKind::Grad);
+        if !grad_any || !(s.result || s.other) {
+            return;
+        }
+        let label = OpLabel::Inplace(self.intern(base));
+        let mut saves = Saves::new();
+        for t in targets.clone() {
+            if let Some(tt) = self.tensor(t) {
+                let storage = tt.storage;
+                if s.result {
+                    saves.push(self.record_save(storage, true, label, origin));
+                }
+            }
+        }
+        if let (true, Some(o)) = (s.other, other) {
+            for v in o.clone() {
+                if let Some(tt) = self.tensor(v) {
+                    let storage = tt.storage;
+                    saves.push(self.record_save(storage, false, label, origin));
+                }
+            }
+        }
+        self.extend_history(targets, saves, other);
+    }
+
+    /// After an in-place op, the written tensors' history includes the op.
+    pub(super) fn extend_history(&mut self, targets: &Vals, saves: Saves, other: Option<&Vals>) {
+        let mut parents = SmallVec::<[NodeId; 2]>::new();
+        for v in targets.iter().chain(other.into_iter().flatten()) {
+            if let Some(n) = self.tensor(*v).and_then(|t| t.node) {
+                if !parents.contains(&n) {
+                    parents.push(n);
+                }
+            }
+        }
+        let n = self.nodes.push(GraphNode { saves, parents });
+        for v in targets {
+            if let Some(t) = self.tensor_mut(*v) {
+                t.node = Some(n);
+                if t.grad == Tri::No {
+                    t.grad = Tri::Maybe;
+                }
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- views, detach, data, grad
+
+    pub fn view_of(&mut self, base: ObjId, origin: Span) -> ObjId {
+        let Some(t) = self.tensor(base) else {
+            return self.alloc(Obj::Unknown);
+        };
+        let mut v = t.clone();
+        v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
+        v.leaf = false;
+        v.view_origin = Some(origin);
+        v.origin = origin;
+        v.grad_tensor = None;
+        if !self.grad_enabled {
+            v.grad = Tri::No;
+        }
+        self.alloc(Obj::Tensor(v))
+    }
+
+    pub fn detach_of(&mut self, base: ObjId, origin: Span) -> ObjId {
+        let Some(t) = self.tensor(base) else {
+            return self.alloc(Obj::Unknown);
+        };
+        let mut v = t.clone();
+        v.grad = Tri::No;
+        v.leaf = false;
+        v.view_of_leaf = false;
+        v.node = None;
+        v.view_origin = Some(origin);
+        v.origin = origin;
+        v.grad_tensor = None;
+        self.alloc(Obj::Tensor(v))
+    }
+
+    pub fn data_alias(&mut self, base: ObjId, origin: Span) -> ObjId {
+        let id = self.detach_of(base, origin);
+        if let Some(t) = self.tensor_mut(id) {
+            t.counter = false;
+            t.view_origin = None;
+        }
+        id
+    }
+
+    pub fn new_leaf(&mut self, grad: bool, origin: Span) -> ObjId {
+        let id = self.heap.len() as ObjId;
+        let mut t = TensorObj::fresh(id, if grad { Tri::Yes } else { Tri::No }, true, origin);
+        t.leaf = grad;
+        self.alloc(Obj::Tensor(t))
+    }
+
+    /// The tensors among `vals`; unknown values written in place are taken for tensors.
+    pub fn as_tensors(&mut self, vals: &Vals) -> Vals {
+        let mut out = Vals::new();
+        for v in vals {
+            match self.obj(*v) {
+                Obj::Tensor(_) => out.push(*v),
+                Obj::Unknown if *v != UNKNOWN => {
+                    *self.obj_mut(*v) =
+                        Obj::Tensor(TensorObj::fresh(*v, Tri::Maybe, false, Span::default()));
+                    out.push(*v);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// `o.attr`, where `e` is the attribute expression.
+    pub(super) fn attribute_of(&mut self, c: Code<'_>, e: ExprId, o: ObjId, attr: Name) -> Vals {
+        let range = c.span(e);
+        match self.obj(o).clone() {
+            Obj::Path(p) => {
+                if let Some(v) = self.loose_attrs.get(&(o, attr)) {
+                    return smallvec![*v];
+                }
+                let path = self.path_join(p, attr);
+                smallvec![self.alloc(Obj::Path(path))]
+            }
+            Obj::Tensor(t) => self.tensor_attribute(c, e, o, &t, attr, range),
+            Obj::Module(m) => {
+                if let Some(v) = m.attrs.get(&attr) {
+                    return v.clone();
+                }
+                if let Some(k) = &m.local {
+                    if let Some(def) = self.find_method(k, attr) {
+                        return smallvec![self.alloc(Obj::Bound(o, def))];
+                    }
+                }
+                if attr == known::TRAINING {
+                    return smallvec![OTHER];
+                }
+                smallvec![self.loose_attr(o, attr)]
+            }
+            Obj::Class(k) => match self.find_method(&k, attr) {
+                Some(def) => smallvec![self.alloc(Obj::Func(def))],
+                None => smallvec![self.alloc(Obj::Unknown)],
+            },
+            Obj::Other => smallvec![OTHER],
+            _ => smallvec![self.loose_attr(o, attr)],
+        }
+    }
+
+    /// The attribute of an object we do not model, the same object each time.
+    fn loose_attr(&mut self, o: ObjId, attr: Name) -> ObjId {
+        if let Some(v) = self.loose_attrs.get(&(o, attr)) {
+            return *v;
+        }
+        let v = self.alloc(Obj::Unknown);
+        self.loose_attrs.insert((o, attr), v);
+        v
+    }
+
+    fn tensor_attribute(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        o: ObjId,
+        t: &TensorObj,
+        attr: Name,
+        range: Span,
+    ) -> Vals {
+        if attr == known::DATA {
+            let alias = self.data_alias(o, range);
+            if t.known || t.grad == Tri::Yes {
+                let name_at = match *c.expr(e) {
+                    Expr::Attr { attr_at, .. } => attr_at,
+                    _ => range.rel.start,
+                };
+                let kept = self.stmt.is_some_and(|s| {
+                    s.item == c.item
+                        && matches!(*c.body.stmt(s.stmt), Stmt::Assign { value, .. } if value == e)
+                });
+                self.data_reads.entry(range).or_insert(DataRead {
+                    name_at,
+                    kept,
+                    written: false,
+                });
+            }
+            return smallvec![alias];
+        }
+        if attr == known::GRAD {
+            if let Some(g) = t.grad_tensor {
+                return smallvec![g];
+            }
+            let g = self.new_leaf(false, range);
+            if let Some(t) = self.tensor_mut(o) {
+                t.grad_tensor = Some(g);
+            }
+            return smallvec![g];
+        }
+        let a = self.name(attr);
+        if ops::VIEW_ATTRS.contains(&a) {
+            return smallvec![self.view_of(o, range)];
+        }
+        if ops::NON_TENSOR.contains(&a) {
+            return smallvec![OTHER];
+        }
+        smallvec![self.alloc(Obj::Unknown)]
+    }
+}

@@ -1,0 +1,381 @@
+//! Calls by qualified name: torch functions, `torch.nn.functional`, grad-mode contexts,
+//! factories, `nn` classes, optimizers, and Python builtins.
+
+use super::write::WriteSpec;
+use super::*;
+use crate::events::{Event, WriteKind};
+use crate::ops::{self, Saves};
+
+/// The `torch.nn.functional` spelling of an in-place function (`relu_` -> `relu`).
+pub(crate) fn strip_inplace(name: &str) -> Option<&str> {
+    name.strip_suffix('_')
+        .filter(|n| !n.ends_with('_') && !n.is_empty())
+}
+
+impl Interp<'_, '_> {
+    /// The argument at position `i` or keyword `kw`, as written (the caller's expression).
+    pub(super) fn arg_expr(&self, args: &Args, i: usize, kw: Name) -> Option<ExprId> {
+        args.keyword(kw)
+            .map(|(_, e, _)| e)
+            .or_else(|| args.positional.get(i).and_then(|(_, e)| *e))
+    }
+
+    /// The argument is the literal `False`.
+    pub(super) fn arg_is_false(&self, c: Code<'_>, args: &Args, i: usize, kw: Name) -> bool {
+        self.arg_expr(args, i, kw)
+            .is_some_and(|e| matches!(c.expr(e), Expr::False))
+    }
+
+    /// A keyword given with any value but the literal `False`.
+    pub(super) fn keyword_on(&self, c: Code<'_>, args: &Args, kw: Name) -> bool {
+        args.keyword(kw)
+            .is_some_and(|(_, e, _)| !matches!(c.expr(e), Expr::False))
+    }
+
+    pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
+        let call = c.span(e);
+        let p = self.name(path).to_string();
+        let first_arg = args.first().cloned().unwrap_or_default();
+        if let Some(b) = p.strip_prefix("builtins.") {
+            return self.call_builtin(b, args, call);
+        }
+        if !p.starts_with("torch") {
+            return self.opaque_call(args, call);
+        }
+        if let Some(v) = self.grad_mode_call(c, &p, args, call) {
+            return v;
+        }
+        match p.as_str() {
+            "torch.autograd.backward" => {
+                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                self.check_graph(&first_arg, call, retain, true);
+                return smallvec![OTHER];
+            }
+            "torch.autograd.grad" => {
+                let outputs = args
+                    .keyword(known::OUTPUTS)
+                    .map(|(v, ..)| v.clone())
+                    .unwrap_or(first_arg);
+                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH)
+                    || args.keyword(known::CREATE_GRAPH).is_some();
+                self.check_graph(&outputs, call, retain, true);
+                return smallvec![self.alloc(Obj::Unknown)];
+            }
+            "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
+                let grad = p.ends_with("Parameter")
+                    && !self.arg_is_false(c, args, 1, known::REQUIRES_GRAD);
+                return smallvec![self.new_leaf(grad, call)];
+            }
+            _ => {}
+        }
+        let last = p.rsplit('.').next().unwrap_or(&p).to_string();
+        if p.starts_with("torch.optim.") && !p.contains("lr_scheduler") && !p.contains("swa_utils")
+        {
+            let params = args
+                .keyword(known::PARAMS)
+                .map(|(v, ..)| v.clone())
+                .unwrap_or(first_arg);
+            return smallvec![self.new_optimizer(&params, call)];
+        }
+        if p.starts_with("torch.nn.init.") {
+            if !first_arg.is_empty() {
+                let tensors = self.as_tensors(&first_arg);
+                let name = self.intern(&last);
+                let spec = WriteSpec::new(WriteKind::Init(name), call, call).no_leaf_check();
+                self.write(&tensors, spec);
+            }
+            return first_arg;
+        }
+        if let Some(f) = p.strip_prefix("torch.nn.functional.") {
+            return self.call_functional(c, e, f, args);
+        }
+        let is_nn_class = p.starts_with("torch.nn.")
+            && last
+                .chars()
+                .next()
+                .is_some_and(|ch| ch.is_ascii_uppercase());
+        if is_nn_class && !p.starts_with("torch.nn.functional") && !p.starts_with("torch.nn.utils")
+        {
+            return smallvec![self.new_module(c, e, &last, args)];
+        }
+        if let Some(f) = p.strip_prefix("torch.") {
+            if !f.contains('.') || f.starts_with("special.") || f.starts_with("linalg.") {
+                let f = f.rsplit('.').next().unwrap_or(f);
+                return self.call_torch_fn(c, e, f, args);
+            }
+        }
+        self.opaque_call(args, call)
+    }
+
+    /// `torch.no_grad()` and friends: a context object; anomaly mode is also an event.
+    fn grad_mode_call(&mut self, c: Code<'_>, p: &str, args: &Args, call: Span) -> Option<Vals> {
+        let ctx = match p {
+            "torch.no_grad" | "torch.autograd.no_grad" | "torch.autograd.grad_mode.no_grad" => {
+                GradCtx::NoGrad
+            }
+            "torch.enable_grad" | "torch.autograd.enable_grad" => GradCtx::EnableGrad,
+            "torch.inference_mode" | "torch.autograd.inference_mode" => {
+                if self.arg_is_false(c, args, 0, known::MODE) {
+                    GradCtx::EnableGrad
+                } else {
+                    GradCtx::NoGrad
+                }
+            }
+            "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {
+                GradCtx::Set(!self.arg_is_false(c, args, 0, known::MODE))
+            }
+            "torch.autograd.set_detect_anomaly"
+            | "torch.autograd.detect_anomaly"
+            | "torch.autograd.anomaly_mode.set_detect_anomaly"
+            | "torch.autograd.anomaly_mode.detect_anomaly" => {
+                let off = self.arg_is_false(c, args, 0, known::MODE);
+                if !off && self.inlining.len() <= 1 {
+                    self.report(Event::Anomaly { call });
+                }
+                GradCtx::Anomaly
+            }
+            _ => return None,
+        };
+        Some(smallvec![self.alloc(Obj::GradCtx(ctx))])
+    }
+
+    fn call_builtin(&mut self, name: &str, args: &Args, call: Span) -> Vals {
+        let first = args.first().cloned().unwrap_or_default();
+        match name {
+            "isinstance" => self.eval_isinstance(args),
+            // Over numbers these give numbers; over tensors, a tensor with their history.
+            "min" | "max" | "abs" | "pow" | "divmod" => {
+                let any_tensor = args.all_values().flatten().any(|v| self.maybe_tensor(*v));
+                if any_tensor {
+                    self.opaque_call(args, call)
+                } else {
+                    smallvec![OTHER]
+                }
+            }
+            "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
+            | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
+            | "callable" | "setattr" | "vars" | "dir" => smallvec![OTHER],
+            "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
+                let source = if name == "filter" {
+                    args.positional
+                        .get(1)
+                        .map(|(v, _)| v.clone())
+                        .unwrap_or_default()
+                } else {
+                    first
+                };
+                let e = self.elements(&source);
+                smallvec![self.alloc(Obj::Seq(vec![e]))]
+            }
+            "enumerate" => {
+                let e = self.elements(&first);
+                let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
+            }
+            "zip" => {
+                let mut cols = Vec::new();
+                for (v, _) in &args.positional {
+                    cols.push(self.elements(v));
+                }
+                let tuple = self.alloc(Obj::Seq(cols));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![tuple]]))]
+            }
+            "next" => self.elements(&first),
+            "getattr" => smallvec![self.alloc(Obj::Unknown)],
+            // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
+            "super" => match self.state.env.get(&known::SELF).cloned() {
+                Some(s) => s,
+                None => smallvec![self.alloc(Obj::Unknown)],
+            },
+            _ => self.opaque_call(args, call),
+        }
+    }
+
+    /// `max(x, dim)` saves other tensors than `max(x)`: the table has a `.dim` entry for such
+    /// reductions. `dim_pos` is the position of `dim` among the positional arguments.
+    pub(super) fn dim_variant(&self, name: &str, args: &Args, dim_pos: usize) -> String {
+        let variant = format!("{name}.dim");
+        if ops::table().op(&variant).is_none() {
+            return name.to_string();
+        }
+        let positional_dim = args
+            .positional
+            .get(dim_pos)
+            .is_some_and(|(v, _)| !v.is_empty() && v.iter().all(|x| !self.maybe_tensor(*x)));
+        if args.keyword(known::DIM).is_some() || positional_dim {
+            variant
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// `isinstance(m, nn.Conv2d)` on a module we know.
+    fn eval_isinstance(&mut self, args: &Args) -> Vals {
+        let (Some((objs, _)), Some((classes, _))) =
+            (args.positional.first(), args.positional.get(1))
+        else {
+            return smallvec![OTHER];
+        };
+        let mut names = Vec::new();
+        let mut flat = Vals::new();
+        self.flatten(classes, &mut flat, &mut FxHashSet::default());
+        for k in &flat {
+            match self.obj(*k) {
+                Obj::Path(p) if self.name(*p).starts_with("torch.nn.") => {
+                    names.push(self.name(*p).rsplit('.').next().unwrap_or("").to_string())
+                }
+                _ => return smallvec![OTHER],
+            }
+        }
+        let mut answer = None;
+        for o in objs {
+            let this = match self.obj(*o) {
+                Obj::Module(m) if m.local.is_none() => {
+                    let class = self.name(m.class);
+                    names.iter().any(|n| n == class)
+                }
+                _ => return smallvec![OTHER],
+            };
+            if answer.is_some_and(|a| a != this) {
+                return smallvec![OTHER];
+            }
+            answer = Some(this);
+        }
+        match answer {
+            Some(true) => smallvec![TRUE],
+            Some(false) => smallvec![FALSE],
+            None => smallvec![OTHER],
+        }
+    }
+
+    fn call_torch_fn(&mut self, c: Code<'_>, e: ExprId, f: &str, args: &Args) -> Vals {
+        let call = c.span(e);
+        let first = args.first().cloned().unwrap_or_default();
+        if let Some((out, value, span)) = args.keyword(known::OUT) {
+            let out = out.clone();
+            let tensors = self.as_tensors(&out);
+            let through = self.obj_name(c, value);
+            let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
+            self.write(&tensors, spec);
+            return out;
+        }
+        if ops::FACTORIES.contains(&f) {
+            let grad = self.keyword_on(c, args, known::REQUIRES_GRAD);
+            return smallvec![self.new_leaf(grad, call)];
+        }
+        let fname = self.intern(f);
+        if matches!(
+            f,
+            "cat" | "stack" | "concat" | "hstack" | "vstack" | "einsum"
+        ) {
+            let tensors = self.flat_tensors(&args.all_values().flatten().copied().collect());
+            let saves = if f == "einsum" {
+                Saves {
+                    input: true,
+                    other: false,
+                    result: false,
+                }
+            } else {
+                Saves::default()
+            };
+            return smallvec![self.derive(
+                &[tensors],
+                call,
+                saves,
+                Some(OpLabel::Torch(fname)),
+                false
+            )];
+        }
+        if f == "detach" || ops::VIEW_OPS.contains(&f) {
+            return first
+                .iter()
+                .map(|v| {
+                    if f == "detach" {
+                        self.detach_of(*v, call)
+                    } else {
+                        self.view_of(*v, call)
+                    }
+                })
+                .collect();
+        }
+        if let Some(base) = strip_inplace(f) {
+            return self.inplace_call(c, e, fname, base, args);
+        }
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let name = self.dim_variant(f, args, 1);
+        smallvec![self.apply_op(&name, OpLabel::Torch(fname), &inputs, call, true)]
+    }
+
+    /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
+    fn inplace_call(&mut self, c: Code<'_>, e: ExprId, f: Name, base: &str, args: &Args) -> Vals {
+        let call = c.span(e);
+        let first = args.first().cloned().unwrap_or_default();
+        let tensors = self.as_tensors(&first);
+        let (through, keep) = self.first_arg_names(c, args, call);
+        let spec = WriteSpec::new(WriteKind::TorchFn(f), call, call)
+            .through(through, keep)
+            .call(e);
+        self.write(&tensors, spec);
+        let other = args.positional.get(1).map(|(v, _)| v.clone());
+        self.inplace_saves_by_name(&tensors, base, other.as_ref(), call);
+        first
+    }
+
+    fn call_functional(&mut self, c: Code<'_>, e: ExprId, f: &str, args: &Args) -> Vals {
+        let call = c.span(e);
+        let first = args.first().cloned().unwrap_or_default();
+        let (through, keep) = self.first_arg_names(c, args, call);
+        // `inplace=True`, or `True` at the position of `inplace` (`F.leaky_relu(x, 0.2, True)`).
+        let by_position = ops::functional_inplace_position(f)
+            .and_then(|i| args.positional.get(i))
+            .filter(|(v, _)| v.contains(&TRUE))
+            .and_then(|(_, n)| n.map(|n| c.span(n)));
+        let inplace_arg = args
+            .keyword(known::INPLACE)
+            .filter(|(v, ..)| v.contains(&TRUE))
+            .map(|(_, _, span)| span)
+            .or(by_position);
+        if let (Some(arg), true) = (inplace_arg, ops::functional_inplace_position(f).is_some()) {
+            let tensors = self.as_tensors(&first);
+            let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)
+                .through(through, keep)
+                .call(e);
+            self.write(&tensors, spec);
+            self.inplace_saves_by_name(&tensors, f, None, call);
+            return first;
+        }
+        let fname = self.intern(f);
+        if let Some(base) = strip_inplace(f) {
+            return self.inplace_call(c, e, fname, base, args);
+        }
+        let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        if let (1, Some((w, ..))) = (inputs.len(), args.keyword(known::WEIGHT)) {
+            inputs.push(w.clone());
+        }
+        smallvec![self.apply_op(f, OpLabel::Functional(fname), &inputs, call, true)]
+    }
+
+    /// The name the first argument is written through, and the name that keeps its meaning.
+    pub(super) fn first_arg_names(
+        &self,
+        c: Code<'_>,
+        args: &Args,
+        call: Span,
+    ) -> (Option<Name>, Option<Name>) {
+        let through = args
+            .positional
+            .first()
+            .and_then(|(_, n)| *n)
+            .and_then(|n| self.obj_name(c, n));
+        (through, self.keep_name(call, through))
+    }
+
+    /// The name that keeps its meaning after an in-place call: the assignment target when the
+    /// call is the whole right-hand side (`h = torch.relu_(feat)`), else the written name.
+    pub(super) fn keep_name(&self, call: Span, through: Option<Name>) -> Option<Name> {
+        match self.assign_rhs {
+            Some((range, name)) if range == call => Some(name),
+            _ => through,
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! In-place writes: what each one does to the state (clobbered saves, stale names, a leaf
+//! written) and the events it raises at once (forms ① and ②, `.data` writes).
+
+use super::*;
+use crate::events::{Event, Write, WriteId, WriteKind};
+
+/// What a write is, for [`Interp::write`].
+pub(crate) struct WriteSpec<'v> {
+    pub kind: WriteKind,
+    /// The culprit.
+    pub range: Span,
+    /// The whole statement or call.
+    pub site: Span,
+    /// The call that writes (a method or torch function).
+    pub call: Option<ExprId>,
+    /// The name written through.
+    pub through: Option<Name>,
+    /// The name that rightly sees the new value.
+    pub keep: Option<Name>,
+    /// The value written, when there is one.
+    pub value: Option<&'v Vals>,
+    /// Forms ① and ② apply (not for `optimizer.step()`, `nn.init`, `.data`).
+    pub checks_leaf: bool,
+}
+
+impl<'v> WriteSpec<'v> {
+    pub fn new(kind: WriteKind, range: Span, site: Span) -> WriteSpec<'v> {
+        WriteSpec {
+            kind,
+            range,
+            site,
+            call: None,
+            through: None,
+            keep: None,
+            value: None,
+            checks_leaf: true,
+        }
+    }
+    pub fn through(mut self, through: Option<Name>, keep: Option<Name>) -> Self {
+        self.through = through;
+        self.keep = keep;
+        self
+    }
+    pub fn value(mut self, v: Option<&'v Vals>) -> Self {
+        self.value = v;
+        self
+    }
+    pub fn call(mut self, e: ExprId) -> Self {
+        self.call = Some(e);
+        self
+    }
+    pub fn no_leaf_check(mut self) -> Self {
+        self.checks_leaf = false;
+        self
+    }
+}
+
+impl Interp<'_, '_> {
+    /// An in-place write into `targets`.
+    pub fn write(&mut self, targets: &Vals, w: WriteSpec<'_>) -> WriteId {
+        self.steps += targets.len() as u64;
+        let no_grad = !self.grad_enabled || !w.checks_leaf;
+        let first = targets.first().copied().unwrap_or(UNKNOWN);
+        let view_origin = self.tensor(first).and_then(|t| t.view_origin);
+        let through_bound = w.through.and_then(|n| self.state.bound_at.get(&n).copied());
+        self.writes.push(Write {
+            range: w.range,
+            site: w.site,
+            stmt: self.stmt,
+            call: w.call,
+            kind: w.kind,
+            view_origin,
+            call_site: self.call_site,
+            through_bound,
+            under_no_grad: !self.grad_enabled,
+        });
+        self.write_targets.push(first);
+        let wid = (self.writes.len() - 1) as WriteId;
+        self.record_site(w.range, targets);
+        let value_grad = w.value.map(|v| {
+            v.iter()
+                .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
+        });
+        // A write through a name that may point to several tensors counts only where every
+        // possibility agrees: all are leaves (forms ①②), all carry a live save (form ③), or
+        // there is just one (IP402).
+        let tensors: SmallVec<[TensorObj; 2]> = targets
+            .iter()
+            .filter_map(|t| self.tensor(*t).cloned())
+            .collect();
+        let single = tensors.len() == 1;
+        // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
+        let plain_buffer = !tensors.is_empty()
+            && tensors
+                .iter()
+                .all(|t| t.grad == Tri::No && t.node.is_none() && t.counter);
+        let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
+        let all_saved = tensors.iter().all(|t| {
+            self.state
+                .live
+                .get(&t.storage)
+                .is_some_and(|s| !s.is_empty())
+        });
+        for t in targets {
+            let Some(tt) = self.tensor(*t).cloned() else {
+                continue;
+            };
+            // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
+            if !no_grad && tt.counter && all_leaf {
+                let through_view = tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript);
+                if through_view || tt.leaf {
+                    self.report(Event::LeafWrite {
+                        write: wid,
+                        through_view,
+                        view: tt.view_origin,
+                    });
+                }
+            }
+            if !tt.counter {
+                self.write_through_data(wid, &tt, w.kind);
+                continue;
+            }
+            // A step writes every parameter for certain (they are not alternatives).
+            let must = single || all_saved || w.kind == WriteKind::Step;
+            if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
+                for s in saves {
+                    let entry = self.state.clobbered.entry(s).or_default();
+                    if !entry.contains(&wid) {
+                        entry.push(wid);
+                    }
+                }
+            }
+            // IP402: other names bound to this very object now see the new value (an optimizer
+            // step is meant to be seen).
+            if tt.known && single && w.kind != WriteKind::Step {
+                self.mark_stale(*t, wid, w.keep);
+            }
+            let grad_on = self.grad_enabled;
+            if let (Some(g), Some(tm)) = (value_grad, self.tensor_mut(*t)) {
+                if g.is_possible() && grad_on && tm.grad == Tri::No {
+                    tm.grad = g;
+                }
+            }
+        }
+        // Copying a tensor with history into a plain buffer (`buf[t] = h`, `buf.copy_(h)`)
+        // makes that history part of the buffer's (autograd's CopySlices).
+        if let Some(v) = w.value {
+            let carries = v
+                .iter()
+                .any(|x| self.tensor(*x).is_some_and(|t| t.node.is_some()));
+            if carries && plain_buffer && self.grad_enabled {
+                let tensors: Vals = targets
+                    .iter()
+                    .copied()
+                    .filter(|t| self.maybe_tensor(*t))
+                    .collect();
+                self.extend_history(&tensors, Saves::new(), Some(v));
+            }
+        }
+        wid
+    }
+
+    /// Form ④: a write through `.data` does not bump the counter autograd checks.
+    fn write_through_data(&mut self, wid: WriteId, t: &TensorObj, kind: WriteKind) {
+        if let Some(r) = self.data_reads.get_mut(&t.origin) {
+            r.written = true;
+        }
+        // `x.data = v` swaps the storage; what autograd saved keeps the old one.
+        let live = kind != WriteKind::DataAssign
+            && self
+                .state
+                .live
+                .get(&t.storage)
+                .is_some_and(|s| !s.is_empty());
+        self.report(Event::DataWrite { write: wid, live });
+    }
+
+    /// Every other name bound to object `t` is stale after write `wid`.
+    fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
+        let stale: SmallVec<[Name; 4]> = self
+            .state
+            .env
+            .iter()
+            .filter(|(n, vs)| vs.contains(&t) && Some(**n) != keep)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in stale {
+            let e = self.state.stale.entry(n).or_default();
+            if !e.contains(&wid) {
+                e.push(wid);
+            }
+        }
+    }
+
+    /// Remember which names share the version counter a write bumps (for hover).
+    fn record_site(&mut self, range: Span, targets: &Vals) {
+        let storages: SmallVec<[ObjId; 2]> = targets
+            .iter()
+            .filter_map(|t| self.tensor(*t).filter(|tt| tt.counter).map(|tt| tt.storage))
+            .collect();
+        if storages.is_empty() {
+            self.sites.entry(range).or_default();
+            return;
+        }
+        let mut names: SmallVec<[Name; 4]> = SmallVec::new();
+        for (name, vals) in &self.state.env {
+            let shares = vals.iter().any(|v| {
+                self.tensor(*v)
+                    .is_some_and(|t| t.counter && storages.contains(&t.storage))
+            });
+            if shares {
+                names.push(*name);
+            }
+        }
+        let entry = self.sites.entry(range).or_default();
+        for n in names {
+            if !entry.contains(&n) {
+                entry.push(n);
+            }
+        }
+    }
+}

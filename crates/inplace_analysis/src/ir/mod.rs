@@ -1,0 +1,556 @@
+//! The intermediate representation the interpreter walks: one [`Body`] per item (a top-level
+//! statement, a function, a class header or a class-body statement), lowered once from its
+//! syntax tree. Statements and expressions live in arenas and refer to each other by index;
+//! names are interned; every node keeps its byte range *relative to its item's start*, so a
+//! body stays valid when its item moves in the file. Nothing here knows tree-sitter.
+
+pub mod names;
+
+pub use names::{known, Interner, Name};
+
+/// An item of a file: stable for as long as its text does not change (see
+/// [`crate::file::FileIr`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ItemId(pub u32);
+
+/// A byte range relative to the start of the item it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Rel {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Rel {
+    pub fn new(start: u32, end: u32) -> Rel {
+        Rel { start, end }
+    }
+    pub fn contains(self, o: Rel) -> bool {
+        self.start <= o.start && o.end <= self.end
+    }
+}
+
+/// A place in a file: a range within an item. Moves with its item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Span {
+    pub item: ItemId,
+    pub rel: Rel,
+}
+
+impl Span {
+    pub fn new(item: ItemId, rel: Rel) -> Span {
+        Span { item, rel }
+    }
+    /// Whether `o` lies within this span (in the same item).
+    pub fn contains(self, o: Span) -> bool {
+        self.item == o.item && self.rel.contains(o.rel)
+    }
+}
+
+macro_rules! id {
+    ($($name:ident),*) => {$(
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+        impl $name {
+            pub const NONE: $name = $name(u32::MAX);
+            pub fn is_none(self) -> bool { self.0 == u32::MAX }
+            pub fn get(self) -> Option<$name> { (!self.is_none()).then_some(self) }
+            pub fn idx(self) -> usize { self.0 as usize }
+        }
+    )*};
+}
+
+id!(ExprId, StmtId, FuncId, ClassId);
+
+/// A function: `func` in the body of `item` (`FuncId::NONE`: the item's own definition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DefLoc {
+    pub item: ItemId,
+    pub func: FuncId,
+}
+
+/// A class defined in the body of `item` (a class item defines its class as `ClassId(0)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClassLoc {
+    pub item: ItemId,
+    pub class: ClassId,
+}
+
+/// A statement of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StmtRef {
+    pub item: ItemId,
+    pub stmt: StmtId,
+}
+
+/// A list of ids in [`Body::lists`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct List {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl List {
+    pub const EMPTY: List = List { start: 0, len: 0 };
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A block of statements.
+pub type Block = List;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    MatMul,
+    Pow,
+    FloorDiv,
+    Mod,
+    /// `&`, `|`, `^`, `<<`, `>>`, ...: no op of the table.
+    Other,
+}
+
+impl BinOp {
+    /// The op table's name (`add`, `mul`, ...).
+    pub fn op_name(self) -> Option<&'static str> {
+        Some(match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::MatMul => "matmul",
+            BinOp::Pow => "pow",
+            BinOp::FloorDiv => "floor_divide",
+            BinOp::Mod => "remainder",
+            BinOp::Other => return None,
+        })
+    }
+
+    pub fn from_text(op: &str) -> BinOp {
+        match op.trim_end_matches('=') {
+            "+" => BinOp::Add,
+            "-" => BinOp::Sub,
+            "*" => BinOp::Mul,
+            "/" => BinOp::Div,
+            "@" => BinOp::MatMul,
+            "**" => BinOp::Pow,
+            "//" => BinOp::FloorDiv,
+            "%" => BinOp::Mod,
+            _ => BinOp::Other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SeqKind {
+    Tuple,
+    List,
+    Set,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompKind {
+    List,
+    Set,
+    Generator,
+    Dict,
+}
+
+/// What a subscript indexes with, as far as it is a literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Index {
+    /// `[2]`, `[-1]`
+    At(i64),
+    /// `[1:]`, `[:3]`, `[:]`
+    Range(Option<i64>, Option<i64>),
+    /// `["key"]`
+    Key,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expr {
+    /// A name; `reads` is false where only metadata is read (`x.shape`, `x is None`).
+    Name {
+        name: Name,
+        reads: bool,
+    },
+    /// `value.attr`; the attribute's name starts at `attr_at` (relative).
+    Attr {
+        value: ExprId,
+        attr: Name,
+        attr_at: u32,
+    },
+    /// A call; its arguments are `Body::args[args]`.
+    Call {
+        func: ExprId,
+        args: u32,
+    },
+    /// `value[...]`; the index is `Body::subscripts[sub]`.
+    Subscript {
+        value: ExprId,
+        sub: u32,
+    },
+    Binary {
+        op: BinOp,
+        left: ExprId,
+        right: ExprId,
+    },
+    /// `-x`, `+x`, `~x`.
+    Unary {
+        operand: ExprId,
+    },
+    Not(ExprId),
+    Bool {
+        and: bool,
+        left: ExprId,
+        right: ExprId,
+    },
+    /// `a < b`, `a is None`: operands, and whether the (single) operator is `is` / `is not`.
+    Compare {
+        operands: List,
+        is: Option<bool>,
+    },
+    Seq {
+        kind: SeqKind,
+        items: List,
+    },
+    /// `*x` in a list, tuple or call.
+    Starred(ExprId),
+    /// A dict literal: keys and values (a key of `ExprId::NONE` is `**splat`).
+    Dict {
+        keys: List,
+        values: List,
+    },
+    Comp {
+        kind: CompKind,
+        elt: ExprId,
+        value: ExprId,
+        gens: List,
+    },
+    Lambda(FuncId),
+    IfExp {
+        body: ExprId,
+        test: ExprId,
+        orelse: ExprId,
+    },
+    Named {
+        target: Name,
+        value: ExprId,
+    },
+    Await(ExprId),
+    Yield(ExprId),
+    True,
+    False,
+    None,
+    Int(i64),
+    Float,
+    /// A plain string literal and its value.
+    Str(Name),
+    /// An f-string, a concatenation with one, or bytes.
+    OtherStr,
+    Ellipsis,
+    /// Anything else: its parts are evaluated, its value is unknown.
+    Other(List),
+}
+
+/// A call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Args {
+    /// Positional arguments (a `Starred` one is `*xs`).
+    pub positional: List,
+    /// Indexes into [`Body::keywords`].
+    pub keywords: List,
+    /// The argument list with its parentheses.
+    pub span: Rel,
+    /// `f(x for x in xs)`.
+    pub generator: bool,
+}
+
+/// `name=value` (or `**value` when `name` is `None`); `span` covers the whole argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Keyword {
+    pub name: Option<Name>,
+    pub value: ExprId,
+    pub span: Rel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Subscript {
+    pub index: Index,
+    /// The index expressions (evaluated for their effects).
+    pub parts: List,
+}
+
+/// `for target in iter if cond` in a comprehension.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generator {
+    pub target: ExprId,
+    pub iter: ExprId,
+    pub ifs: List,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stmt {
+    Expr(ExprId),
+    /// `a = b = value` (targets in order); an annotation without a value has no targets.
+    Assign {
+        targets: List,
+        value: ExprId,
+    },
+    AugAssign {
+        target: ExprId,
+        op: BinOp,
+        value: ExprId,
+    },
+    Return(ExprId),
+    /// `if`, then its `elif`/`else` clauses (indexes into [`Body::clauses`]).
+    If {
+        cond: ExprId,
+        body: Block,
+        clauses: List,
+    },
+    For {
+        target: ExprId,
+        iter: ExprId,
+        body: Block,
+        orelse: Block,
+    },
+    While {
+        cond: ExprId,
+        body: Block,
+        orelse: Block,
+    },
+    /// Index into [`Body::tries`].
+    Try(u32),
+    /// Items are indexes into [`Body::with_items`].
+    With {
+        items: List,
+        body: Block,
+    },
+    Def(FuncId),
+    Class(ClassId),
+    /// Indexes into [`Body::imports`].
+    Import(List),
+    Break,
+    Continue,
+    Raise(List),
+    Match {
+        subject: ExprId,
+        cases: List,
+    },
+    Block(Block),
+    Pass,
+    /// Anything else: its expressions are evaluated.
+    Other(List),
+}
+
+/// An `elif cond:` (cond set) or `else:` (cond `NONE`) clause.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clause {
+    pub cond: ExprId,
+    pub body: Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Try {
+    pub body: Block,
+    /// `except` handlers: (the `as` target or `NONE`, the body), in [`Body::handlers`].
+    pub handlers: List,
+    pub orelse: Option<Block>,
+    pub finally: Option<Block>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Handler {
+    pub alias: ExprId,
+    pub body: Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WithItem {
+    pub expr: ExprId,
+    pub alias: ExprId,
+}
+
+/// One name an import binds: `import a.b` binds `a` to path `a`; `import a.b as c` binds `c`
+/// to `a.b`; `from m import x as y` binds `y` to `m.x`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Import {
+    pub bind: Name,
+    pub path: Name,
+    pub span: Rel,
+}
+
+/// What a parameter's annotation says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Annotation {
+    None,
+    /// Mentions `Tensor`.
+    Tensor,
+    /// A type that is no tensor (`int`, `str`, a config class).
+    NonTensor,
+    /// Mentions modules, containers or `Any`: it may hold tensors.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Normal,
+    /// `*args`
+    VarArgs,
+    /// `**kwargs`
+    KwArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Param {
+    pub name: Name,
+    pub kind: ParamKind,
+    pub default: ExprId,
+    /// The default is a literal (`n=3`, `mode="x"`, `eps=-1e-5`, a tuple).
+    pub literal_default: bool,
+    pub annotation: Annotation,
+    pub span: Rel,
+}
+
+/// Decorators the analysis knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Decorators {
+    pub staticmethod: bool,
+    pub classmethod: bool,
+    /// `@torch.no_grad()`, `@torch.inference_mode()`.
+    pub no_grad: bool,
+    pub property: bool,
+}
+
+/// Where a function is defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// At module level, or nested in a function.
+    None,
+    /// A method of a class defined in the same body.
+    Class(ClassId),
+    /// A method of the class whose body holds this item (found through the file's items).
+    ItemClass,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FuncDef {
+    pub name: Name,
+    pub params: List,
+    /// The statements (for a lambda: one `Return`).
+    pub body: Block,
+    pub lambda: bool,
+    pub generator: bool,
+    pub decorators: Decorators,
+    pub owner: Owner,
+    /// The whole definition, decorators included.
+    pub span: Rel,
+    /// Lines in its text (its share of the step budget).
+    pub lines: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassDef {
+    pub name: Name,
+    pub bases: List,
+    /// Methods defined in this body (`FuncId`s); a class item's methods are items of their own.
+    pub methods: List,
+    /// Derives from `torch.autograd.Function`: its methods run without grad.
+    pub autograd_function: bool,
+    pub span: Rel,
+}
+
+/// One item, lowered.
+#[derive(Debug, Clone, Default)]
+pub struct Body {
+    pub exprs: Vec<Expr>,
+    pub expr_spans: Vec<Rel>,
+    pub stmts: Vec<Stmt>,
+    pub stmt_spans: Vec<Rel>,
+    /// Ids of every [`List`].
+    pub lists: Vec<u32>,
+    pub args: Vec<Args>,
+    pub keywords: Vec<Keyword>,
+    pub subscripts: Vec<Subscript>,
+    pub generators: Vec<Generator>,
+    pub clauses: Vec<Clause>,
+    pub tries: Vec<Try>,
+    pub handlers: Vec<Handler>,
+    pub with_items: Vec<WithItem>,
+    pub imports: Vec<Import>,
+    pub params: Vec<Param>,
+    pub funcs: Vec<FuncDef>,
+    pub classes: Vec<ClassDef>,
+    /// The item's statements.
+    pub root: Block,
+}
+
+impl Body {
+    /// The definition an item of kind function is (its first statement).
+    pub fn root_def(&self) -> Option<FuncId> {
+        self.stmts_of(self.root).find_map(|s| match self.stmt(s) {
+            Stmt::Def(f) => Some(*f),
+            _ => None,
+        })
+    }
+
+    /// The class a class item defines.
+    pub fn root_class(&self) -> Option<ClassId> {
+        self.stmts_of(self.root).find_map(|s| match self.stmt(s) {
+            Stmt::Class(c) => Some(*c),
+            _ => None,
+        })
+    }
+
+    pub fn expr(&self, e: ExprId) -> &Expr {
+        &self.exprs[e.idx()]
+    }
+    pub fn stmt(&self, s: StmtId) -> &Stmt {
+        &self.stmts[s.idx()]
+    }
+    pub fn expr_span(&self, e: ExprId) -> Rel {
+        self.expr_spans[e.idx()]
+    }
+    pub fn stmt_span(&self, s: StmtId) -> Rel {
+        self.stmt_spans[s.idx()]
+    }
+    pub fn list(&self, l: List) -> &[u32] {
+        &self.lists[l.start as usize..(l.start + l.len) as usize]
+    }
+    pub fn exprs_of(&self, l: List) -> impl Iterator<Item = ExprId> + '_ {
+        self.list(l).iter().map(|&i| ExprId(i))
+    }
+    pub fn stmts_of(&self, l: List) -> impl Iterator<Item = StmtId> + '_ {
+        self.list(l).iter().map(|&i| StmtId(i))
+    }
+    pub fn func(&self, f: FuncId) -> &FuncDef {
+        &self.funcs[f.idx()]
+    }
+    pub fn class(&self, c: ClassId) -> &ClassDef {
+        &self.classes[c.idx()]
+    }
+    /// Approximate heap size, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.exprs.capacity() * (size_of::<Expr>() + size_of::<Rel>())
+            + self.stmts.capacity() * (size_of::<Stmt>() + size_of::<Rel>())
+            + self.lists.capacity() * 4
+            + self.args.capacity() * size_of::<Args>()
+            + self.keywords.capacity() * size_of::<Keyword>()
+            + self.subscripts.capacity() * size_of::<Subscript>()
+            + self.funcs.capacity() * size_of::<FuncDef>()
+            + self.params.capacity() * size_of::<Param>()
+            + self.generators.capacity() * size_of::<Generator>()
+            + self.clauses.capacity() * size_of::<Clause>()
+            + self.tries.capacity() * size_of::<Try>()
+            + self.handlers.capacity() * size_of::<Handler>()
+            + self.with_items.capacity() * size_of::<WithItem>()
+            + self.imports.capacity() * size_of::<Import>()
+            + self.classes.capacity() * size_of::<ClassDef>()
+    }
+}

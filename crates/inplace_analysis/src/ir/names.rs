@@ -1,0 +1,122 @@
+//! Interned names: every identifier, attribute, keyword and import path of a file is a small
+//! integer, so environments and attribute maps hash integers, not strings. The interner belongs
+//! to a file (or to an open document, across its versions); the names the analysis looks for
+//! are interned first, at fixed ids.
+
+use lasso::{Key, Rodeo, Spur};
+use rustc_hash::FxBuildHasher;
+
+/// An interned string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(u32);
+
+macro_rules! known {
+    ($( $konst:ident = $text:literal, )*) => {
+        /// Names the analysis looks for, interned at fixed ids.
+        pub mod known {
+            use super::Name;
+            known!(@consts 0u32; $( $konst, )*);
+        }
+        const KNOWN: &[&str] = &[ $( $text, )* ];
+    };
+    (@consts $n:expr; $first:ident, $( $rest:ident, )*) => {
+        pub const $first: Name = Name($n);
+        known!(@consts $n + 1u32; $( $rest, )*);
+    };
+    (@consts $n:expr;) => {};
+}
+
+known! {
+    SELF = "self",
+    TRUE = "True",
+    FALSE = "False",
+    NONE = "None",
+    INIT = "__init__",
+    CALL = "__call__",
+    FORWARD = "forward",
+    DATA = "data",
+    GRAD = "grad",
+    REQUIRES_GRAD = "requires_grad",
+    INPLACE = "inplace",
+    OUT = "out",
+    SUPER = "super",
+    TORCH = "torch",
+    MODULE = "module",
+    TRAINING = "training",
+    PARAMS = "params",
+    WEIGHT = "weight",
+    RETAIN_GRAPH = "retain_graph",
+    CREATE_GRAPH = "create_graph",
+    OUTPUTS = "outputs",
+    MODE = "mode",
+    DIM = "dim",
+    EMPTY = "",
+}
+
+/// The interner of one file or document.
+pub struct Interner {
+    rodeo: Rodeo<Spur, FxBuildHasher>,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Interner({} names)", self.rodeo.len())
+    }
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Interner {
+    pub fn new() -> Self {
+        let mut rodeo = Rodeo::with_hasher(FxBuildHasher);
+        for (i, k) in KNOWN.iter().enumerate() {
+            let key: Spur = rodeo.get_or_intern_static(k);
+            debug_assert_eq!(key.into_usize(), i);
+        }
+        Interner { rodeo }
+    }
+
+    pub fn intern(&mut self, s: &str) -> Name {
+        Name(self.rodeo.get_or_intern(s).into_usize() as u32)
+    }
+
+    /// The name of `s` if it was interned.
+    pub fn get(&self, s: &str) -> Option<Name> {
+        self.rodeo.get(s).map(|k| Name(k.into_usize() as u32))
+    }
+
+    pub fn resolve(&self, n: Name) -> &str {
+        Spur::try_from_usize(n.0 as usize)
+            .and_then(|k| self.rodeo.try_resolve(&k))
+            .unwrap_or("")
+    }
+
+    pub fn len(&self) -> usize {
+        self.rodeo.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rodeo.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_have_fixed_ids() {
+        let mut i = Interner::new();
+        assert_eq!(i.intern("self"), known::SELF);
+        assert_eq!(i.intern("forward"), known::FORWARD);
+        assert_eq!(i.resolve(known::EMPTY), "");
+        let x = i.intern("x");
+        assert_eq!(i.resolve(x), "x");
+        assert_eq!(i.get("x"), Some(x));
+        assert_eq!(i.get("y"), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! One version of a file as the analysis sees it: its text, its items (from the outline), and
+//! the bodies of the items lowered so far. Bodies are lowered on first use, so an item no
+//! analysed code reaches is never parsed; a caller that keeps bodies across versions (the
+//! language server) hands them in, keyed by item id.
+
+use crate::ir::{Body, ClassLoc, DefLoc, FuncId, Interner, ItemId, Name, Span};
+use crate::syntax::outline::{ItemKind, Outline, OutlineItem};
+use crate::syntax::{lower_item, python_parser};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
+use tree_sitter::Parser;
+
+/// An item of this version.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub id: ItemId,
+    pub outline: OutlineItem,
+    /// The name of a function or class item.
+    pub name: Option<Name>,
+    /// Items of a class's body, in order.
+    pub children: Vec<u32>,
+}
+
+impl Item {
+    pub fn kind(&self) -> ItemKind {
+        self.outline.kind
+    }
+    pub fn parent(&self) -> Option<u32> {
+        self.outline.parent
+    }
+}
+
+/// Bodies lowered so far, by item id (the server keeps them across versions).
+pub type BodyCache = FxHashMap<ItemId, Arc<Body>>;
+
+pub struct Program<'t> {
+    pub text: &'t str,
+    pub items: Vec<Item>,
+    pub noqa_comments: Vec<(u32, u32)>,
+    pub mentions_torch: bool,
+    index: FxHashMap<ItemId, u32>,
+    bodies: RefCell<BodyCache>,
+    parser: RefCell<Option<Parser>>,
+    /// Items lowered by this version (not found in the cache handed in).
+    lowered: RefCell<u32>,
+}
+
+impl<'t> Program<'t> {
+    /// The program of `text`, with item ids from `ids` (one per outline item; `None`: their
+    /// positions) and bodies already lowered.
+    pub fn new(
+        text: &'t str,
+        outline: Outline,
+        ids: Option<Vec<ItemId>>,
+        bodies: BodyCache,
+        names: &mut Interner,
+    ) -> Program<'t> {
+        let n = outline.items.len();
+        let ids = ids.unwrap_or_else(|| (0..n as u32).map(ItemId).collect());
+        let mut items: Vec<Item> = outline
+            .items
+            .into_iter()
+            .zip(ids)
+            .map(|(o, id)| Item {
+                id,
+                name: o
+                    .name
+                    .map(|(s, e)| names.intern(&text[s as usize..e as usize])),
+                outline: o,
+                children: Vec::new(),
+            })
+            .collect();
+        for i in 0..items.len() {
+            if let Some(p) = items[i].outline.parent {
+                items[p as usize].children.push(i as u32);
+            }
+        }
+        let index = items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (it.id, i as u32))
+            .collect();
+        Program {
+            text,
+            items,
+            noqa_comments: outline.noqa_comments,
+            mentions_torch: outline.mentions_torch,
+            index,
+            bodies: RefCell::new(bodies),
+            parser: RefCell::new(None),
+            lowered: RefCell::new(0),
+        }
+    }
+
+    /// A program of `text` on its own (no cache).
+    pub fn of(text: &'t str, names: &mut Interner) -> Program<'t> {
+        let outline = crate::syntax::outline::outline(text);
+        Program::new(text, outline, None, BodyCache::default(), names)
+    }
+
+    pub fn position(&self, id: ItemId) -> Option<usize> {
+        self.index.get(&id).map(|&i| i as usize)
+    }
+
+    pub fn item(&self, id: ItemId) -> Option<&Item> {
+        self.position(id).map(|i| &self.items[i])
+    }
+
+    /// The item's start in the file.
+    pub fn item_start(&self, id: ItemId) -> Option<usize> {
+        self.item(id).map(|i| i.outline.start as usize)
+    }
+
+    /// A span as a byte range of the file (None when its item is gone).
+    pub fn range(&self, s: Span) -> Option<crate::TextRange> {
+        let base = self.item_start(s.item)?;
+        Some(crate::TextRange::new(
+            base + s.rel.start as usize,
+            base + s.rel.end as usize,
+        ))
+    }
+
+    /// The source text of a span.
+    pub fn text_of(&self, s: Span) -> &'t str {
+        self.range(s)
+            .and_then(|r| self.text.get(r.start..r.end))
+            .unwrap_or("")
+    }
+
+    /// The item's body, lowered now if it was not yet.
+    pub fn body(&self, id: ItemId, names: &mut Interner) -> Option<Arc<Body>> {
+        if let Some(b) = self.bodies.borrow().get(&id) {
+            return Some(b.clone());
+        }
+        let item = self.item(id)?;
+        let mut parser = self.parser.borrow_mut();
+        let parser = parser.get_or_insert_with(python_parser);
+        let body = Arc::new(lower_item(self.text, &item.outline, parser, names));
+        *self.lowered.borrow_mut() += 1;
+        self.bodies.borrow_mut().insert(id, body.clone());
+        Some(body)
+    }
+
+    /// A body already lowered (no parse).
+    pub fn lowered_body(&self, id: ItemId) -> Option<Arc<Body>> {
+        self.bodies.borrow().get(&id).cloned()
+    }
+
+    /// How many items this version lowered.
+    pub fn lowered_count(&self) -> u32 {
+        *self.lowered.borrow()
+    }
+
+    /// The bodies lowered so far (for the next version).
+    pub fn into_bodies(self) -> BodyCache {
+        self.bodies.into_inner()
+    }
+
+    /// The function of a function item.
+    pub fn item_def(&self, id: ItemId) -> DefLoc {
+        DefLoc {
+            item: id,
+            func: FuncId::NONE,
+        }
+    }
+
+    /// The class a class item defines.
+    pub fn item_class(&self, id: ItemId, names: &mut Interner) -> Option<ClassLoc> {
+        let body = self.body(id, names)?;
+        Some(ClassLoc {
+            item: id,
+            class: body.root_class()?,
+        })
+    }
+
+    /// The class item whose body holds item `id`.
+    pub fn parent_class(&self, id: ItemId) -> Option<ItemId> {
+        let it = self.item(id)?;
+        it.parent().map(|p| self.items[p as usize].id)
+    }
+
+    /// Lines of an item (its share of a step budget).
+    pub fn item_lines(&self, id: ItemId) -> usize {
+        self.item(id).map_or(1, |it| {
+            let o = &it.outline;
+            1 + self.text[o.start as usize..o.end as usize]
+                .bytes()
+                .filter(|b| *b == b'\n')
+                .count()
+        })
+    }
+}

@@ -1,0 +1,210 @@
+//! From events to findings: which rule claims each event, one finding per rule and range
+//! (and one form ③ finding per write, the most specific), `# noqa`, and only then the
+//! rendering of messages, related locations and fixes.
+
+use crate::domain::OpLabel;
+use crate::events::{Event, Write, WriteId};
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, TextRange};
+use crate::ir::{Body, Interner, ItemId, Name, Span, Stmt};
+use crate::line_index::LineIndex;
+use crate::noqa::NoqaMap;
+use crate::program::Program;
+use crate::registry::Rule;
+use crate::rules;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// What rendering needs of the file and of the unit an event came from.
+pub(crate) struct RenderCtx<'a> {
+    pub prog: &'a Program<'a>,
+    pub names: &'a Interner,
+    pub lines: &'a LineIndex,
+    pub unit: &'a UnitOutput,
+    pub torch: Option<&'a str>,
+}
+
+impl<'a> RenderCtx<'a> {
+    pub fn range(&self, s: Span) -> Option<TextRange> {
+        self.prog.range(s)
+    }
+
+    pub fn text(&self, s: Span) -> &'a str {
+        self.prog.text_of(s)
+    }
+
+    pub fn slice(&self, r: TextRange) -> &'a str {
+        self.prog.text.get(r.start..r.end).unwrap_or("")
+    }
+
+    pub fn text_all(&self) -> &'a str {
+        self.prog.text
+    }
+
+    pub fn name(&self, n: Name) -> &'a str {
+        self.names.resolve(n)
+    }
+
+    pub fn body(&self, item: ItemId) -> Option<Arc<Body>> {
+        self.prog.lowered_body(item)
+    }
+
+    pub fn torch_alias(&self) -> Option<&'a str> {
+        self.torch
+    }
+
+    /// 1-based line of a span's start.
+    pub fn line(&self, s: Span) -> usize {
+        self.range(s).map_or(0, |r| self.lines.line_of(r.start) + 1)
+    }
+
+    /// The source of a span as it reads in a message: one line, at most 60 characters.
+    pub fn snippet(&self, s: Span) -> String {
+        let one: String = self
+            .text(s)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if one.chars().count() > 60 {
+            one.chars().take(57).collect::<String>() + "..."
+        } else {
+            one
+        }
+    }
+
+    pub fn write(&self, w: WriteId) -> &'a Write {
+        &self.unit.writes[w as usize]
+    }
+
+    /// How an op reads in a message (`torch.sigmoid`, `nn.Sigmoid()`, `*`).
+    pub fn op(&self, op: OpLabel) -> String {
+        match op {
+            OpLabel::Torch(n) => format!("torch.{}", self.name(n)),
+            OpLabel::Functional(n) => format!("F.{}", self.name(n)),
+            OpLabel::Method(n) => format!(".{}()", self.name(n)),
+            OpLabel::Operator(o) => match o {
+                crate::ir::BinOp::Add => "+",
+                crate::ir::BinOp::Sub => "-",
+                crate::ir::BinOp::Mul => "*",
+                crate::ir::BinOp::Div => "/",
+                crate::ir::BinOp::MatMul => "@",
+                crate::ir::BinOp::Pow => "**",
+                crate::ir::BinOp::FloorDiv => "//",
+                crate::ir::BinOp::Mod => "%",
+                crate::ir::BinOp::Other => "?",
+            }
+            .to_string(),
+            OpLabel::Inplace(n) => format!("{}_", self.name(n)),
+            OpLabel::Module { origin, class } => {
+                let text = self.text(origin);
+                if !text.is_empty() && text.len() <= 48 && !text.contains('\n') {
+                    text.to_string()
+                } else {
+                    format!("nn.{}", self.name(class))
+                }
+            }
+            OpLabel::Static(s) => s.to_string(),
+        }
+    }
+}
+
+/// The local name of the `torch` module (`th` after `import torch as th`), from the module's
+/// imports.
+pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String> {
+    for item in &prog.items {
+        if item.parent().is_some() {
+            continue;
+        }
+        let Some(body) = prog.lowered_body(item.id) else {
+            continue;
+        };
+        let mut stack: Vec<crate::ir::Block> = vec![body.root];
+        while let Some(block) = stack.pop() {
+            for s in body.stmts_of(block) {
+                match *body.stmt(s) {
+                    Stmt::Import(list) => {
+                        for i in body.list(list) {
+                            let imp = body.imports[*i as usize];
+                            if names.resolve(imp.path) == "torch" {
+                                return Some(names.resolve(imp.bind).to_string());
+                            }
+                        }
+                    }
+                    Stmt::If {
+                        body: b, clauses, ..
+                    } => {
+                        stack.push(b);
+                        for c in body.list(clauses) {
+                            stack.push(body.clauses[*c as usize].body);
+                        }
+                    }
+                    Stmt::Try(t) => {
+                        let t = body.tries[t as usize];
+                        stack.push(t.body);
+                        for h in body.list(t.handlers) {
+                            stack.push(body.handlers[*h as usize].body);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Findings of a file from the outputs of its units, in order.
+pub(crate) fn findings(
+    prog: &Program<'_>,
+    names: &Interner,
+    lines: &LineIndex,
+    units: &[&UnitOutput],
+) -> Vec<Finding> {
+    // Which rule claims each event, at which range; the first event per (rule, range) wins.
+    let mut chosen: Vec<(Rule, TextRange, usize, &Event)> = Vec::new();
+    let mut seen: FxHashMap<(Rule, TextRange), ()> = FxHashMap::default();
+    for (u, unit) in units.iter().enumerate() {
+        for ev in &unit.events {
+            let Some((rule, span)) = rules::classify(ev, unit) else {
+                continue;
+            };
+            let Some(range) = prog.range(span) else {
+                continue;
+            };
+            if seen.insert((rule, range), ()).is_none() {
+                chosen.push((rule, range, u, ev));
+            }
+        }
+    }
+    // One form ③ finding per write: the most specific rule.
+    let mut best: FxHashMap<TextRange, (u8, Rule)> = FxHashMap::default();
+    for (rule, range, ..) in &chosen {
+        if let Some(rank) = rules::form3_rank(*rule) {
+            let e = best.entry(*range).or_insert((rank, *rule));
+            if rank < e.0 {
+                *e = (rank, *rule);
+            }
+        }
+    }
+    chosen.retain(|(rule, range, ..)| {
+        rules::form3_rank(*rule).is_none() || best.get(range).map(|b| b.1) == Some(*rule)
+    });
+    let noqa = NoqaMap::from_comments(prog.text, &prog.noqa_comments, lines);
+    chosen.retain(|(rule, range, ..)| !noqa.suppresses(lines.line_of(range.start), *rule));
+    let torch = torch_alias(prog, names);
+    let mut out: Vec<Finding> = chosen
+        .into_iter()
+        .filter_map(|(rule, _, u, ev)| {
+            let ctx = RenderCtx {
+                prog,
+                names,
+                lines,
+                unit: units[u],
+                torch: torch.as_deref(),
+            };
+            rules::render(rule, &ctx, ev)
+        })
+        .collect();
+    out.sort_by_key(|f| (f.range, f.rule));
+    out
+}

@@ -1,0 +1,753 @@
+//! The outline of a file, from its tokens alone (no parse): its *items*, the top-level
+//! statements and, inside class bodies, the statements of the body (methods, nested classes),
+//! each with its byte range, and what its tokens say about it: the *seeds* (tokens that can
+//! start an in-place hazard) and the names it refers to. The analysis parses and lowers only
+//! the items that can matter, and the server reuses everything of an item whose text did not
+//! change.
+
+use super::lexer::{tokenize, Sink, Tk, Tok};
+use crate::ops;
+use rustc_hash::FxHashMap;
+use std::sync::LazyLock;
+
+/// What an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    /// Any statement that is not a definition (imports, assignments, `if`, loops, ...).
+    Statement,
+    /// `def` / `async def`, with its decorators.
+    Function,
+    /// `class`, with its decorators; its body's statements are items of their own.
+    Class,
+}
+
+/// Tokens that can start an in-place hazard (a bit set).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Seeds(pub u16);
+
+impl Seeds {
+    /// `+=`, `-=`, ...
+    pub const AUG_ASSIGN: u16 = 1;
+    /// `x.add_(...)`, `torch.relu_(...)`, `nn.init.normal_(...)`.
+    pub const INPLACE_CALL: u16 = 1 << 1;
+    /// `x[i] = v` (not with a string key: that is a dict).
+    pub const SUBSCRIPT_STORE: u16 = 1 << 2;
+    /// `inplace=...`, or `True` with an activation that takes `inplace` by position.
+    pub const INPLACE_ARG: u16 = 1 << 3;
+    /// `out=` keyword.
+    pub const OUT_ARG: u16 = 1 << 4;
+    /// `.step(`
+    pub const STEP: u16 = 1 << 5;
+    /// `.data`
+    pub const DATA: u16 = 1 << 6;
+    /// `.grad` (an update of a leaf from its gradient).
+    pub const GRAD: u16 = 1 << 7;
+    /// `set_detect_anomaly`, `detect_anomaly`.
+    pub const ANOMALY: u16 = 1 << 8;
+    /// `optim` (optimizers are built or imported).
+    pub const OPTIM: u16 = 1 << 9;
+    /// `setattr` (an attribute replaced by name).
+    pub const SETATTR: u16 = 1 << 10;
+
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    pub fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// What an item's tokens say about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Summary {
+    pub seeds: Seeds,
+    /// Hashes of the names it uses (not after a `.`), sorted, without repeats.
+    pub names: Vec<u64>,
+    /// Hashes of the attribute names it uses after a `.` (but `self.x` and `super().x`),
+    /// sorted, without repeats.
+    pub attrs: Vec<u64>,
+    /// `self.x`: attributes of the instance (methods of its class, in a method).
+    pub self_attrs: Vec<u64>,
+    /// `super().x`: attributes found on the base classes.
+    pub super_attrs: Vec<u64>,
+    /// `self(...)`: calls the instance (its `forward`).
+    pub calls_self: bool,
+}
+
+impl Summary {
+    pub fn uses_name(&self, h: u64) -> bool {
+        self.names.binary_search(&h).is_ok()
+    }
+    /// Whether it uses attribute `h` after any receiver.
+    pub fn uses_attr(&self, h: u64) -> bool {
+        self.attrs.binary_search(&h).is_ok()
+            || self.self_attrs.binary_search(&h).is_ok()
+            || self.super_attrs.binary_search(&h).is_ok()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutlineItem {
+    pub kind: ItemKind,
+    /// The start of the item's first line (before its indentation).
+    pub line_start: u32,
+    /// Its first token (a decorator's `@`, `def`, `class`, or the statement).
+    pub start: u32,
+    /// The end of its last token.
+    pub end: u32,
+    /// Where a class's header (up to its `:`) ends.
+    pub header_end: u32,
+    /// The name of a function or class.
+    pub name: Option<(u32, u32)>,
+    /// The class whose body holds it.
+    pub parent: Option<u32>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Outline {
+    pub items: Vec<OutlineItem>,
+    /// Comments that mention `noqa`.
+    pub noqa_comments: Vec<(u32, u32)>,
+    /// The file uses the name `torch` (outside strings and comments).
+    pub mentions_torch: bool,
+}
+
+/// The hash of a name, as the summaries store it.
+pub fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
+}
+
+/// The statements at one indentation: the module, or a class body.
+struct Level {
+    /// The column of the body's statements, once its first line is seen.
+    indent: Option<u32>,
+    /// The class header's column (for a class body).
+    header_col: u32,
+    /// The class whose body this is.
+    class: Option<u32>,
+    /// The last item started at this level.
+    current: Option<u32>,
+}
+
+/// Per-item state while its tokens stream by.
+#[derive(Default)]
+struct ItemScan {
+    has_true: bool,
+    has_positional_activation: bool,
+    /// Only decorator lines so far: the definition that follows joins the item.
+    decorators_only: bool,
+    /// Its first logical line started with `async`: `def` makes it a function.
+    async_start: bool,
+}
+
+/// What came before the `.` of an attribute.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Receiver {
+    Other,
+    /// `self`
+    SelfName,
+    /// `super(`
+    SuperOpen,
+    /// `super()`
+    SuperCall,
+}
+
+/// A token that needs the next one to decide (`x.add_` + `(`, `out` + `=`, ...).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    None,
+    InplaceName,
+    OutKeyword,
+    Step,
+    SelfCall,
+}
+
+struct Builder<'a> {
+    text: &'a str,
+    out: Outline,
+    scans: Vec<ItemScan>,
+    levels: Vec<Level>,
+    /// The item receiving tokens.
+    cur: Option<u32>,
+    /// Tokens seen on the current logical line.
+    line_tokens: u32,
+    /// A class whose header line is being read.
+    header_of: Option<u32>,
+    prev: Option<Tok>,
+    /// The receiver before the `.` of an attribute: `self`, `super()`, or anything else.
+    receiver: Receiver,
+    pending: Pending,
+    /// Open brackets: (tokens seen at the open, a `[`).
+    brackets: Vec<(u32, bool)>,
+    tokens: u32,
+    /// The `]` just closed held exactly one string (a dict key, not a tensor index).
+    string_key: bool,
+    /// The logical line starts with a compound statement's keyword (`if`, `for`, ...): a `:` at
+    /// depth 0 ends its header.
+    compound_line: bool,
+    /// The logical line has an annotation (`x: Dict[str, int] = {}`): its `=` stores no subscript.
+    annotated: bool,
+    last_was_string: bool,
+    /// The text contains `torch` / `anomaly` at all (else no name needs the substring test).
+    text_has_torch: bool,
+    text_has_anomaly: bool,
+    noqa: Vec<(u32, u32)>,
+}
+
+/// Names the summary looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    Inplace,
+    Out,
+    Step,
+    SelfName,
+    Data,
+    Grad,
+    Optim,
+    Setattr,
+    True,
+    Activation,
+}
+
+static SPECIAL: LazyLock<FxHashMap<u64, (&'static str, Special)>> = LazyLock::new(|| {
+    let mut m = FxHashMap::default();
+    let words = [
+        ("inplace", Special::Inplace),
+        ("out", Special::Out),
+        ("step", Special::Step),
+        ("self", Special::SelfName),
+        ("data", Special::Data),
+        ("grad", Special::Grad),
+        ("optim", Special::Optim),
+        ("setattr", Special::Setattr),
+        ("True", Special::True),
+    ];
+    for (w, k) in words {
+        m.insert(name_hash(w), (w, k));
+    }
+    for w in ops::INPLACE_ACTIVATIONS {
+        m.insert(name_hash(w), (*w, Special::Activation));
+    }
+    m
+});
+
+/// The outline of `text`.
+pub fn outline(text: &str) -> Outline {
+    let mut b = Builder {
+        text,
+        out: Outline::default(),
+        scans: Vec::new(),
+        levels: vec![Level {
+            indent: Some(0),
+            header_col: 0,
+            class: None,
+            current: None,
+        }],
+        cur: None,
+        line_tokens: 0,
+        header_of: None,
+        prev: None,
+        receiver: Receiver::Other,
+        pending: Pending::None,
+        brackets: Vec::new(),
+        tokens: 0,
+        string_key: false,
+        compound_line: false,
+        annotated: false,
+        last_was_string: false,
+        text_has_torch: text.contains("torch"),
+        text_has_anomaly: text.contains("anomaly"),
+        noqa: Vec::new(),
+    };
+    tokenize(text, &mut b);
+    b.finish();
+    b.out.noqa_comments = std::mem::take(&mut b.noqa);
+    b.out
+}
+
+impl Sink for Builder<'_> {
+    fn token(&mut self, t: &Tok) {
+        self.on_token(t);
+    }
+
+    fn comment(&mut self, start: u32, end: u32) {
+        let c = &self.text[start as usize..end as usize];
+        if c.len() >= 5 && c.to_ascii_lowercase().contains("noqa") {
+            self.noqa.push((start, end));
+        }
+    }
+}
+
+fn is_continuation_keyword(s: &str) -> bool {
+    matches!(s, "else" | "elif" | "except" | "finally")
+}
+
+impl Builder<'_> {
+    fn s(&self, t: &Tok) -> &str {
+        &self.text[t.start as usize..t.end as usize]
+    }
+
+    fn on_token(&mut self, t: &Tok) {
+        if t.kind == Tk::Newline {
+            if let Some(c) = self.header_of.take() {
+                self.out.items[c as usize].header_end =
+                    self.prev.map_or(self.out.items[c as usize].end, |p| p.end);
+            }
+            self.settle_pending(None);
+            return;
+        }
+        if t.in_fstring {
+            // A name inside an f-string's field: code for the summary, not for the structure.
+            if let Some(cur) = self.cur {
+                let h = name_hash(self.s(t));
+                self.out.items[cur as usize].summary.names.push(h);
+            }
+            return;
+        }
+        if let Some(col) = t.first {
+            self.start_line(t, col);
+        } else {
+            self.line_tokens += 1;
+            if self.line_tokens == 2 {
+                self.second_token(t);
+            }
+        }
+        if self.cur.is_none() {
+            let level = self.levels.len() - 1;
+            self.new_item(level, t, ItemKind::Statement);
+        }
+        let cur = self.cur.unwrap_or(0);
+        self.extend(cur, t.end);
+        self.summarize(cur, t);
+        self.prev = Some(*t);
+        self.tokens += 1;
+    }
+
+    /// A logical line starts at column `col`: find the item it belongs to.
+    fn start_line(&mut self, t: &Tok, col: u32) {
+        self.line_tokens = 1;
+        self.prev = None;
+        self.annotated = false;
+        self.compound_line = matches!(
+            &self.text[t.start as usize..t.end as usize],
+            "if" | "elif"
+                | "else"
+                | "for"
+                | "while"
+                | "with"
+                | "try"
+                | "except"
+                | "finally"
+                | "def"
+                | "class"
+                | "async"
+                | "match"
+                | "case"
+                | "@"
+        );
+        // Leave the class bodies the line is not indented into.
+        loop {
+            let n = self.levels.len();
+            let top = &mut self.levels[n - 1];
+            match top.indent {
+                None if col > top.header_col => {
+                    top.indent = Some(col);
+                    break;
+                }
+                None => {
+                    self.levels.pop();
+                }
+                Some(i) if col < i && n > 1 => {
+                    self.levels.pop();
+                }
+                _ => break,
+            }
+        }
+        let level = self.levels.len() - 1;
+        let indent = self.levels[level].indent.unwrap_or(0);
+        let current = self.levels[level].current;
+        let text = self.text;
+        let first = &text[t.start as usize..t.end as usize];
+        if col > indent {
+            // A line of the current item's body.
+            self.cur = current;
+            return;
+        }
+        if let Some(c) = current {
+            let scan = &self.scans[c as usize];
+            let item = &self.out.items[c as usize];
+            let joins = (scan.decorators_only && matches!(first, "@" | "def" | "class" | "async"))
+                || (item.kind == ItemKind::Statement
+                    && !scan.decorators_only
+                    && is_continuation_keyword(first));
+            if joins {
+                self.cur = Some(c);
+                if self.scans[c as usize].decorators_only {
+                    self.definition_keyword(c, first, col);
+                }
+                return;
+            }
+        }
+        self.new_item(level, t, ItemKind::Statement);
+        let c = self.cur.unwrap_or(0);
+        match first {
+            "@" => self.scans[c as usize].decorators_only = true,
+            _ => self.definition_keyword(c, &first, col),
+        }
+    }
+
+    /// The keyword that starts a line of item `c` (after its decorators, if any).
+    fn definition_keyword(&mut self, c: u32, kw: &str, col: u32) {
+        match kw {
+            "def" => self.set_function(c),
+            "class" => self.open_class(c, col),
+            "async" => self.scans[c as usize].async_start = true,
+            "@" => {}
+            _ => self.scans[c as usize].decorators_only = false,
+        }
+    }
+
+    /// The second token of a logical line: `async def`.
+    fn second_token(&mut self, t: &Tok) {
+        let Some(c) = self.cur else { return };
+        if self.scans[c as usize].async_start {
+            self.scans[c as usize].async_start = false;
+            if self.s(t) == "def" {
+                self.set_function(c);
+            } else {
+                self.scans[c as usize].decorators_only = false;
+            }
+        }
+    }
+
+    fn set_function(&mut self, c: u32) {
+        self.out.items[c as usize].kind = ItemKind::Function;
+        self.scans[c as usize].decorators_only = false;
+    }
+
+    fn open_class(&mut self, c: u32, col: u32) {
+        self.out.items[c as usize].kind = ItemKind::Class;
+        self.scans[c as usize].decorators_only = false;
+        self.header_of = Some(c);
+        self.levels.push(Level {
+            indent: None,
+            header_col: col,
+            class: Some(c),
+            current: None,
+        });
+    }
+
+    fn new_item(&mut self, level: usize, t: &Tok, kind: ItemKind) {
+        let line_start = self.text[..t.start as usize]
+            .rfind(['\n', '\r'])
+            .map_or(0, |i| i as u32 + 1);
+        let id = self.out.items.len() as u32;
+        self.out.items.push(OutlineItem {
+            kind,
+            line_start,
+            start: t.start,
+            end: t.end,
+            header_end: t.end,
+            name: None,
+            parent: self.levels[level].class,
+            summary: Summary::default(),
+        });
+        self.scans.push(ItemScan::default());
+        self.levels[level].current = Some(id);
+        self.cur = Some(id);
+    }
+
+    /// The item and the classes around it now reach `end`.
+    fn extend(&mut self, item: u32, end: u32) {
+        let mut i = Some(item);
+        while let Some(c) = i {
+            let it = &mut self.out.items[c as usize];
+            if it.end < end {
+                it.end = end;
+            } else if c != item {
+                break;
+            }
+            i = it.parent;
+        }
+    }
+
+    /// Seeds and names from one token of item `cur`.
+    fn summarize(&mut self, cur: u32, t: &Tok) {
+        let s = &self.text[t.start as usize..t.end as usize];
+        let prev_byte = |p: &Tok| self.text.as_bytes()[p.start as usize];
+        let after_dot = self
+            .prev
+            .is_some_and(|p| p.kind == Tk::Op && p.end == p.start + 1 && prev_byte(&p) == b'.');
+        if self.pending != Pending::None {
+            self.settle_pending(Some((t.kind, s)));
+        }
+        let item = &mut self.out.items[cur as usize];
+        let seeds = &mut item.summary.seeds.0;
+        match t.kind {
+            Tk::Name => {
+                let h = name_hash(s);
+                if after_dot {
+                    match self.receiver {
+                        Receiver::SelfName => item.summary.self_attrs.push(h),
+                        Receiver::SuperCall => item.summary.super_attrs.push(h),
+                        _ => item.summary.attrs.push(h),
+                    }
+                } else {
+                    item.summary.names.push(h);
+                }
+                // The definition's name.
+                if item.name.is_none() && matches!(item.kind, ItemKind::Function | ItemKind::Class)
+                {
+                    let prev_s = self
+                        .prev
+                        .map(|p| &self.text[p.start as usize..p.end as usize]);
+                    if matches!(prev_s, Some("def" | "class")) {
+                        item.name = Some((t.start, t.end));
+                    }
+                }
+                let b = s.as_bytes();
+                let inplace_name = b.len() >= 2 && b[b.len() - 1] == b'_' && b[b.len() - 2] != b'_';
+                if inplace_name && after_dot {
+                    *seeds |= Seeds::INPLACE_CALL;
+                } else if inplace_name {
+                    self.pending = Pending::InplaceName;
+                }
+                let special = SPECIAL.get(&h).filter(|(w, _)| *w == s).map(|(_, k)| *k);
+                match special {
+                    Some(Special::Inplace) => *seeds |= Seeds::INPLACE_ARG,
+                    Some(Special::Out) if t.depth > 0 && !after_dot => {
+                        self.pending = Pending::OutKeyword
+                    }
+                    Some(Special::Step) if after_dot => self.pending = Pending::Step,
+                    Some(Special::SelfName) if !after_dot => self.pending = Pending::SelfCall,
+                    Some(Special::Data) if after_dot => *seeds |= Seeds::DATA,
+                    Some(Special::Grad) if after_dot => *seeds |= Seeds::GRAD,
+                    Some(Special::Optim) => *seeds |= Seeds::OPTIM,
+                    Some(Special::Setattr) => *seeds |= Seeds::SETATTR,
+                    Some(Special::True) => self.scans[cur as usize].has_true = true,
+                    Some(Special::Activation) => {
+                        self.scans[cur as usize].has_positional_activation = true
+                    }
+                    _ => {}
+                }
+                if self.text_has_torch
+                    && !self.out.mentions_torch
+                    && !after_dot
+                    && s.contains("torch")
+                {
+                    self.out.mentions_torch = true;
+                }
+                if self.text_has_anomaly && s.contains("anomaly") {
+                    *seeds |= Seeds::ANOMALY;
+                }
+            }
+            Tk::Op => {
+                if s.len() >= 2
+                    && s.ends_with('=')
+                    && !matches!(s, "==" | "!=" | "<=" | ">=" | ":=")
+                {
+                    *seeds |= Seeds::AUG_ASSIGN;
+                }
+                // A subscript store is at depth 0 (in parentheses `] =` is a parameter's
+                // annotated default) and not after an annotation.
+                if s == "="
+                    && t.depth == 0
+                    && !self.annotated
+                    && self
+                        .prev
+                        .is_some_and(|p| p.kind == Tk::Close && prev_byte(&p) == b']')
+                    && !self.string_key
+                {
+                    *seeds |= Seeds::SUBSCRIPT_STORE;
+                }
+                if s == ":" && t.depth == 0 {
+                    if self.compound_line {
+                        // The header ends; an inline body follows (`if c: x[0] = 1`).
+                        self.compound_line = false;
+                    } else {
+                        self.annotated = true;
+                    }
+                }
+                if s == ";" {
+                    self.annotated = false;
+                }
+            }
+            Tk::Open => self.brackets.push((self.tokens, s == "[")),
+            Tk::Close => {
+                let open = self.brackets.pop();
+                self.string_key = match open {
+                    Some((at, true)) => self.tokens == at + 2 && self.last_was_string,
+                    _ => false,
+                };
+            }
+            _ => {}
+        }
+        self.last_was_string = t.kind == Tk::Str;
+        // What a following `.` would be an attribute of.
+        let is = |b: u8| t.end == t.start + 1 && self.text.as_bytes()[t.start as usize] == b;
+        self.receiver = match (self.receiver, t.kind) {
+            (_, Tk::Name) if !after_dot && s == "self" => Receiver::SelfName,
+            (_, Tk::Name) if !after_dot && s == "super" => Receiver::SuperOpen,
+            (Receiver::SuperOpen, Tk::Open) if is(b'(') => Receiver::SuperOpen,
+            (Receiver::SuperOpen, Tk::Close) if is(b')') => Receiver::SuperCall,
+            (r @ (Receiver::SelfName | Receiver::SuperCall), Tk::Op) if is(b'.') => r,
+            _ => Receiver::Other,
+        };
+    }
+
+    /// Decide a pending token by the one after it (`None` at the end of a line).
+    fn settle_pending(&mut self, next: Option<(Tk, &str)>) {
+        let pending = std::mem::replace(&mut self.pending, Pending::None);
+        let Some(cur) = self.cur else { return };
+        let s = next.map(|(_, s)| s);
+        let summary = &mut self.out.items[cur as usize].summary;
+        match (pending, s) {
+            (Pending::InplaceName, Some("(")) => summary.seeds.0 |= Seeds::INPLACE_CALL,
+            (Pending::OutKeyword, Some("=")) => summary.seeds.0 |= Seeds::OUT_ARG,
+            (Pending::Step, Some("(")) => summary.seeds.0 |= Seeds::STEP,
+            (Pending::SelfCall, Some("(")) => summary.calls_self = true,
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) {
+        self.settle_pending(None);
+        if let Some(c) = self.header_of.take() {
+            self.out.items[c as usize].header_end = self.out.items[c as usize].end;
+        }
+        for (item, scan) in self.out.items.iter_mut().zip(&self.scans) {
+            if scan.has_true && scan.has_positional_activation {
+                item.summary.seeds.0 |= Seeds::INPLACE_ARG;
+            }
+            let sm = &mut item.summary;
+            for v in [
+                &mut sm.names,
+                &mut sm.attrs,
+                &mut sm.self_attrs,
+                &mut sm.super_attrs,
+            ] {
+                v.sort_unstable();
+                v.dedup();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(text: &str) -> Vec<String> {
+        let o = outline(text);
+        o.items
+            .iter()
+            .map(|i| {
+                let name = i
+                    .name
+                    .map(|(s, e)| text[s as usize..e as usize].to_string())
+                    .unwrap_or_default();
+                let parent = i.parent.map(|p| format!(" in {p}")).unwrap_or_default();
+                format!(
+                    "{:?} {name}{parent}: {:?}",
+                    i.kind,
+                    &text[i.start as usize..i.end as usize]
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn items_of_a_module_and_its_classes() {
+        let text = "import torch\n\n@dec\n@dec2(1)\ndef f(x):\n    if x:\n        return 1\n# col 0\n    else:\n        return 2\n\nclass A(B):\n    '''doc'''\n    k = 1\n\n    @property\n    def p(self):\n        return 1\n\n    async def q(self): pass\n    class N:\n        def r(self): pass\n    def s(self):\n        pass\nif a:\n    pass\nelse:\n    pass\nclass C: pass\nx = 1; y = 2\n";
+        assert_eq!(
+            shape(text),
+            [
+                "Statement : \"import torch\"",
+                "Function f: \"@dec\\n@dec2(1)\\ndef f(x):\\n    if x:\\n        return 1\\n# col 0\\n    else:\\n        return 2\"",
+                "Class A: \"class A(B):\\n    '''doc'''\\n    k = 1\\n\\n    @property\\n    def p(self):\\n        return 1\\n\\n    async def q(self): pass\\n    class N:\\n        def r(self): pass\\n    def s(self):\\n        pass\"",
+                "Statement  in 2: \"'''doc'''\"",
+                "Statement  in 2: \"k = 1\"",
+                "Function p in 2: \"@property\\n    def p(self):\\n        return 1\"",
+                "Function q in 2: \"async def q(self): pass\"",
+                "Class N in 2: \"class N:\\n        def r(self): pass\"",
+                "Function r in 7: \"def r(self): pass\"",
+                "Function s in 2: \"def s(self):\\n        pass\"",
+                "Statement : \"if a:\\n    pass\\nelse:\\n    pass\"",
+                "Class C: \"class C: pass\"",
+                "Statement : \"x = 1; y = 2\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn seeds_and_names() {
+        let o = outline(
+            "def f(x):\n    d['k'] = 1\n    y = torch.relu_(x)\n    return y\ndef g(m):\n    m[0] = 1\n    opt.step()\n    self(x)\ndef h(x):\n    n += 1\n    z = nn.ReLU(True)\n    w = F.relu(x, inplace=False)\n    torch.add(a, b, out=c)\n",
+        );
+        let s: Vec<_> = o.items.iter().map(|i| i.summary.seeds.0).collect();
+        assert_eq!(s[0], Seeds::INPLACE_CALL);
+        assert_eq!(s[1], Seeds::SUBSCRIPT_STORE | Seeds::STEP);
+        assert!(o.items[1].summary.calls_self);
+        assert_eq!(
+            s[2],
+            Seeds::AUG_ASSIGN | Seeds::INPLACE_ARG | Seeds::OUT_ARG
+        );
+        assert!(o.items[0].summary.uses_name(name_hash("torch")));
+        assert!(o.items[0].summary.uses_attr(name_hash("relu_")));
+        let m = outline("class A(B):\n    def f(self):\n        self.g(); super().__init__(); x.h(); self.a.k()\n");
+        let s = &m.items[1].summary;
+        assert_eq!(
+            s.self_attrs,
+            [name_hash("a"), name_hash("g")]
+                .iter()
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(s.super_attrs, [name_hash("__init__")]);
+        assert!(s.attrs.contains(&name_hash("h")) && s.attrs.contains(&name_hash("k")));
+        assert!(!o.items[0].summary.uses_name(name_hash("relu_")));
+        assert!(o.mentions_torch);
+    }
+
+    #[test]
+    fn subscript_stores_are_statements_not_annotations() {
+        let seeds = |t: &str| {
+            outline(t).items[0]
+                .summary
+                .seeds
+                .has(Seeds::SUBSCRIPT_STORE)
+        };
+        assert!(!seeds("def f(x: Optional[Tensor] = None):\n    return x\n"));
+        assert!(!seeds("def f():\n    d: Dict[str, int] = {}\n"));
+        assert!(!seeds("def f():\n    d['k'] = 1\n"));
+        assert!(seeds("def f(x):\n    x[0] = 1\n"));
+        assert!(seeds("def f(x):\n    if x: x[0] = 1\n"));
+        assert!(seeds("def f(x):\n    y: int = 1; x[1:2] = 0\n"));
+    }
+
+    #[test]
+    fn unterminated_and_odd_input_still_outline() {
+        for text in [
+            "def f(:\n  x = '''\n",
+            "\0\0 $$ = = 1\nclass 1:\n",
+            "    indented = 1\nx = (1,\n",
+            "@dec\nx = 1\n",
+            "class A:\nclass B:\n  pass\n",
+        ] {
+            let o = outline(text);
+            for i in &o.items {
+                assert!(
+                    i.start <= i.end && (i.end as usize) <= text.len(),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Which scopes are analysed: only what can matter.
+//!
+//! A finding needs an in-place write, a `.data`, an optimizer, a `.grad` update, `inplace=`,
+//! `out=` or anomaly mode somewhere in the code the analysis runs (the *seeds* of
+//! [`crate::syntax::outline::Seeds`]). An item is *relevant* when its own tokens hold a seed, or
+//! when it uses a relevant function, class or method of the file, a global that a relevant
+//! statement binds, or (a method) when its class's `__init__` is relevant. The decision is a
+//! fixpoint over the items, sound by construction: an item that is not relevant cannot reach a
+//! seed, so analysing it could not find anything. Only relevant functions are analysed on their
+//! own; the module body runs when anything is relevant (it makes the globals).
+
+use crate::exec::{Frozen, Interp, UnitOutput};
+use crate::ir::{DefLoc, FuncId, Interner, Stmt};
+use crate::program::Program;
+use crate::syntax::outline::{name_hash, ItemKind};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The units of a file, in the order they run.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Whether the module body runs (anything at all is relevant).
+    pub module: bool,
+    /// Functions analysed on their own, in source order.
+    pub functions: Vec<DefLoc>,
+}
+
+/// The classes of a file: their methods by name and their bases of the same file.
+struct Classes {
+    /// Method items of each class item, by name hash.
+    methods: FxHashMap<usize, FxHashMap<u64, Vec<usize>>>,
+    /// Base classes of each class item (classes of the file named in its header).
+    bases: FxHashMap<usize, Vec<usize>>,
+}
+
+impl Classes {
+    fn of(prog: &Program<'_>) -> Classes {
+        let items = &prog.items;
+        let name_of = |i: usize| {
+            items[i]
+                .outline
+                .name
+                .map(|(s, e)| name_hash(&prog.text[s as usize..e as usize]))
+        };
+        let mut by_name: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        let mut methods: FxHashMap<usize, FxHashMap<u64, Vec<usize>>> = FxHashMap::default();
+        for (i, it) in items.iter().enumerate() {
+            match (it.kind(), name_of(i)) {
+                (ItemKind::Class, Some(h)) => by_name.entry(h).or_default().push(i),
+                (ItemKind::Function, Some(h)) => {
+                    if let Some(p) = it.parent() {
+                        let m = methods.entry(p as usize).or_default();
+                        m.entry(h).or_default().push(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut bases = FxHashMap::default();
+        for (i, it) in items.iter().enumerate() {
+            if it.kind() == ItemKind::Class {
+                let b: Vec<usize> = it
+                    .outline
+                    .summary
+                    .names
+                    .iter()
+                    .filter_map(|h| by_name.get(h))
+                    .flatten()
+                    .copied()
+                    .filter(|b| *b != i)
+                    .collect();
+                bases.insert(i, b);
+            }
+        }
+        Classes { methods, bases }
+    }
+
+    /// The class and its bases of the file, transitively.
+    fn hierarchy(&self, class: usize) -> Vec<usize> {
+        let mut out = vec![class];
+        let mut k = 0;
+        while k < out.len() && out.len() < 64 {
+            for b in self.bases.get(&out[k]).into_iter().flatten() {
+                if !out.contains(b) {
+                    out.push(*b);
+                }
+            }
+            k += 1;
+        }
+        out
+    }
+
+    /// Whether a class of `classes` has a relevant method named `h`.
+    fn has_relevant(&self, classes: &[usize], h: u64, rel: &[bool]) -> bool {
+        classes.iter().any(|k| {
+            self.methods
+                .get(k)
+                .and_then(|m| m.get(&h))
+                .is_some_and(|ms| ms.iter().any(|m| rel[*m]))
+        })
+    }
+}
+
+/// Which items are relevant, by position.
+pub(crate) fn relevant_items(prog: &Program<'_>, names: &mut Interner) -> Vec<bool> {
+    let items = &prog.items;
+    let mut rel: Vec<bool> = items
+        .iter()
+        .map(|i| i.outline.summary.seeds.any())
+        .collect();
+    if !rel.iter().any(|r| *r) {
+        return rel;
+    }
+    // Names each top-level statement binds, from its lowered body (statements are small).
+    let mut binds: Vec<Vec<u64>> = vec![Vec::new(); items.len()];
+    for (i, it) in items.iter().enumerate() {
+        let s = &it.outline.summary;
+        if it.kind() == ItemKind::Statement && it.parent().is_none() && !s.names.is_empty() {
+            if let Some(body) = prog.body(it.id, names) {
+                binds[i] = bound_names(&body, names);
+            }
+        }
+    }
+    let classes = Classes::of(prog);
+    let (init, forward, call) = (
+        name_hash("__init__"),
+        name_hash("forward"),
+        name_hash("__call__"),
+    );
+    loop {
+        let mut names_rel: FxHashSet<u64> = FxHashSet::default();
+        let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
+        for (i, it) in items.iter().enumerate() {
+            if !rel[i] {
+                continue;
+            }
+            let name = it
+                .outline
+                .name
+                .map(|(s, e)| name_hash(&prog.text[s as usize..e as usize]));
+            match (it.kind(), it.parent(), name) {
+                (ItemKind::Function | ItemKind::Class, None, Some(h)) => {
+                    names_rel.insert(h);
+                }
+                (ItemKind::Function, Some(_), Some(h)) => {
+                    methods_rel.insert(h);
+                }
+                (ItemKind::Statement, None, _) => names_rel.extend(binds[i].iter().copied()),
+                _ => {}
+            }
+        }
+        let mut changed = false;
+        for (i, it) in items.iter().enumerate() {
+            if rel[i] {
+                continue;
+            }
+            let s = &it.outline.summary;
+            let mut r = s.names.iter().any(|h| names_rel.contains(h))
+                || s.attrs.iter().any(|h| methods_rel.contains(h));
+            match (it.kind(), it.parent()) {
+                (ItemKind::Function, Some(class)) => {
+                    // A method: `self.m` and `super().m` resolve in its class and bases; its
+                    // instance is built by the relevant `__init__` of one of them.
+                    let hier = classes.hierarchy(class as usize);
+                    r = r
+                        || s.self_attrs
+                            .iter()
+                            .any(|h| classes.has_relevant(&hier, *h, &rel))
+                        || s.super_attrs
+                            .iter()
+                            .any(|h| classes.has_relevant(&hier[1..], *h, &rel))
+                        || classes.has_relevant(&hier, init, &rel)
+                        || (s.calls_self
+                            && (classes.has_relevant(&hier, forward, &rel)
+                                || classes.has_relevant(&hier, call, &rel)));
+                }
+                (ItemKind::Class, _) => r = r || it.children.iter().any(|c| rel[*c as usize]),
+                _ => {
+                    // `self.m` outside a method: any method of that name.
+                    r = r
+                        || s.self_attrs.iter().any(|h| methods_rel.contains(h))
+                        || s.super_attrs.iter().any(|h| methods_rel.contains(h));
+                }
+            }
+            if r {
+                rel[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return rel;
+        }
+    }
+}
+
+/// Names a statement binds at its own level (assignments, imports, loops, `with`, definitions),
+/// as hashes.
+fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
+    use crate::ir::Expr;
+    let mut out = Vec::new();
+    let mut targets = Vec::new();
+    let mut blocks = vec![body.root];
+    while let Some(b) = blocks.pop() {
+        for s in body.stmts_of(b) {
+            match *body.stmt(s) {
+                Stmt::Assign { targets: t, .. } => targets.extend(body.exprs_of(t)),
+                Stmt::AugAssign { target, .. } => targets.push(target),
+                Stmt::For {
+                    target,
+                    body: b,
+                    orelse,
+                    ..
+                } => {
+                    targets.push(target);
+                    blocks.extend([b, orelse]);
+                }
+                Stmt::While {
+                    body: b, orelse, ..
+                } => blocks.extend([b, orelse]),
+                Stmt::If {
+                    body: b, clauses, ..
+                } => {
+                    blocks.push(b);
+                    for c in body.list(clauses) {
+                        blocks.push(body.clauses[*c as usize].body);
+                    }
+                }
+                Stmt::Try(t) => {
+                    let t = body.tries[t as usize];
+                    blocks.push(t.body);
+                    blocks.extend(t.orelse);
+                    blocks.extend(t.finally);
+                    for h in body.list(t.handlers) {
+                        let h = body.handlers[*h as usize];
+                        blocks.push(h.body);
+                        targets.push(h.alias);
+                    }
+                }
+                Stmt::With { items, body: b } => {
+                    for i in body.list(items) {
+                        targets.push(body.with_items[*i as usize].alias);
+                    }
+                    blocks.push(b);
+                }
+                Stmt::Def(f) => out.push(name_hash(names.resolve(body.func(f).name))),
+                Stmt::Class(k) => out.push(name_hash(names.resolve(body.class(k).name))),
+                Stmt::Import(list) => {
+                    for i in body.list(list) {
+                        out.push(name_hash(names.resolve(body.imports[*i as usize].bind)));
+                    }
+                }
+                Stmt::Match { cases, .. } => {
+                    for c in body.stmts_of(cases) {
+                        if let Stmt::Block(b) = *body.stmt(c) {
+                            blocks.push(b);
+                        }
+                    }
+                }
+                Stmt::Block(b) => blocks.push(b),
+                _ => {}
+            }
+        }
+    }
+    // Every name in a target pattern (`a, (b, *c) = ...`) and walrus targets.
+    while let Some(t) = targets.pop() {
+        if t.is_none() {
+            continue;
+        }
+        match *body.expr(t) {
+            Expr::Name { name, .. } => out.push(name_hash(names.resolve(name))),
+            Expr::Seq { items, .. } => targets.extend(body.exprs_of(items)),
+            Expr::Starred(inner) => targets.push(inner),
+            _ => {}
+        }
+    }
+    for e in &body.exprs {
+        if let Expr::Named { target, .. } = *e {
+            out.push(name_hash(names.resolve(target)));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The units to run for a file.
+pub(crate) fn plan(prog: &Program<'_>, names: &mut Interner) -> Plan {
+    let rel = relevant_items(prog, names);
+    if !rel.iter().any(|r| *r) {
+        return Plan::default();
+    }
+    let mut functions = Vec::new();
+    for (i, it) in prog.items.iter().enumerate() {
+        // Statements of a class body are not run (only its methods are).
+        let class_statement = it.kind() == ItemKind::Statement && it.parent().is_some();
+        if !rel[i] || class_statement {
+            continue;
+        }
+        let Some(body) = prog.body(it.id, names) else {
+            continue;
+        };
+        // Every function defined in the item (nested ones too), in source order; lambdas are
+        // analysed where they are called.
+        let mut defs: Vec<(u32, FuncId)> = body
+            .funcs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.lambda)
+            .map(|(k, f)| (f.span.start, FuncId(k as u32)))
+            .collect();
+        defs.sort();
+        functions.extend(
+            defs.into_iter()
+                .map(|(_, func)| DefLoc { item: it.id, func }),
+        );
+    }
+    Plan {
+        module: true,
+        functions,
+    }
+}
+
+/// Run a plan: the module unit, then each function unit from the module's final state.
+pub(crate) fn run(prog: &Program<'_>, names: &mut Interner, plan: &Plan) -> Vec<UnitOutput> {
+    if !plan.module {
+        return Vec::new();
+    }
+    let mut it = Interp::new(prog, names, &Frozen::default());
+    it.run_module();
+    let (frozen, module) = it.finish_module();
+    let mut out = vec![module];
+    for def in &plan.functions {
+        out.push(run_function(prog, names, &frozen, *def));
+    }
+    out
+}
+
+/// One function unit.
+pub(crate) fn run_function(
+    prog: &Program<'_>,
+    names: &mut Interner,
+    frozen: &Frozen,
+    def: DefLoc,
+) -> UnitOutput {
+    let mut it = Interp::new(prog, names, frozen);
+    it.run_function(def);
+    it.output()
+}
