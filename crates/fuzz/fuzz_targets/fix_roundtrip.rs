@@ -1,10 +1,11 @@
-//! Fix application on structurally mutated Python: each offered fix, applied alone, must give
-//! text with no more syntax errors than before, and the analysis of the result must not offer a
-//! fix for the same finding again (same rule at the same, shifted, place). Seeds:
-//! `tests/fixtures/**/*.py`, mutated by the same tree-sitter-aware splicing as `analyze_splice`.
+//! Fix application on structurally mutated Python: each fix that passes verification (what the
+//! server offers and `--fix` applies), applied alone, must give text with no more syntax errors
+//! than before, and the analysis of the result must not offer a fix for the same finding again
+//! (same rule at the same, shifted, place). Seeds: `tests/fixtures/**/*.py`, mutated by the same
+//! tree-sitter-aware splicing as `analyze_splice`.
 #![no_main]
 
-use inplace_analysis::{analyze_source, apply_fixes, Applicability};
+use inplace_analysis::{analyze_source, apply_fixes, verify_fix, Applicability};
 use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,6 +23,10 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         assert_eq!(used.len(), 1, "{}: its fix was not applied", f.rule.code());
+        if verify_fix(text, f).is_err() {
+            // Not offered: verification (where fixes are used) turned it down.
+            continue;
+        }
         let after = inplace_fuzz::syntax_errors(&fixed);
         assert!(
             after <= before,

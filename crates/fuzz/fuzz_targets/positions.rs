@@ -2,11 +2,12 @@
 //! arbitrary start text and a sequence of edits with arbitrary (often out-of-range) LSP ranges in
 //! each position encoding. Conversions must stay inside the text on character boundaries and
 //! round-trip; the incrementally edited document must equal the same edits applied to a plain
-//! string, and its incrementally reparsed tree must equal a fresh parse.
+//! string, and the incremental analysis (which reuses the items and units an edit did not touch)
+//! must equal a fresh analysis of the final text.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use inplace_analysis::{python_parser, Encoding, LineIndex};
+use inplace_analysis::{analyze_text, Encoding, FileState, LineIndex};
 use inplace_server::document::Document;
 use libfuzzer_sys::fuzz_target;
 use tower_lsp::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
@@ -41,8 +42,9 @@ fuzz_target!(|input: Input| {
         );
     }
 
-    let mut parser = python_parser();
-    let mut doc = Document::new(input.text.clone(), 0, &mut parser);
+    let mut doc = Document::new(input.text.clone(), 0);
+    let mut state = FileState::new();
+    state.analyze(&doc.text);
     let mut plain = input.text.clone();
     for (version, (l0, c0, l1, c1, text)) in input.edits.into_iter().take(16).enumerate() {
         let range = Range {
@@ -65,16 +67,14 @@ fuzz_target!(|input: Input| {
             }],
             version as i32 + 1,
             enc,
-            &mut parser,
         );
         assert_eq!(doc.text, plain, "incremental text differs");
+        state.analyze(&doc.text);
     }
-    let fresh = python_parser()
-        .parse(&doc.text, None)
-        .map(|t| t.root_node().to_sexp());
-    let incremental = doc.tree.as_ref().map(|t| t.root_node().to_sexp());
+    let incremental = state.analyze(&doc.text).findings;
+    let fresh = analyze_text(&doc.text).findings;
     assert_eq!(
         incremental, fresh,
-        "incremental reparse differs from a fresh parse"
+        "incremental analysis differs from a fresh one"
     );
 });

@@ -82,6 +82,7 @@ mod events;
 mod exec;
 pub mod finding;
 mod fix;
+pub mod incremental;
 pub mod ir;
 mod line_index;
 mod noqa;
@@ -94,9 +95,10 @@ pub mod syntax;
 mod units;
 
 pub use finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
+pub use incremental::{FileState, Reuse};
 pub use line_index::{Encoding, LineIndex};
 pub use noqa::NoqaMap;
-pub use registry::{Rule, RuleSelection};
+pub use registry::{Form, Rule, RuleSelection};
 pub use rules::{FORM1_MESSAGE, FORM2_MESSAGE, FORM3_MESSAGE};
 pub use syntax::{count_errors, error_count, python_parser};
 
@@ -155,8 +157,12 @@ pub struct Phases {
     /// Classifying, deduplicating and rendering findings.
     pub render: std::time::Duration,
     pub items: usize,
+    pub bytes: usize,
     pub lowered: u32,
+    pub lowered_bytes: usize,
     pub units: usize,
+    pub units_planned: usize,
+    pub lowered_by_plan: usize,
     pub findings: usize,
 }
 
@@ -175,6 +181,8 @@ pub fn analyze_phases(text: &str) -> Phases {
     let t = Instant::now();
     let plan = units::plan(&prog, &mut names);
     p.plan = t.elapsed();
+    p.units_planned = plan.functions.len();
+    p.lowered_by_plan = prog.lowered_count().1;
     let t = Instant::now();
     let outputs = units::run(&prog, &mut names, &plan);
     p.run = t.elapsed();
@@ -182,7 +190,8 @@ pub fn analyze_phases(text: &str) -> Phases {
     let a = collect(&prog, &names, &outputs.iter().collect::<Vec<_>>());
     p.render = t.elapsed();
     p.items = prog.items.len();
-    p.lowered = prog.lowered_count();
+    (p.lowered, p.lowered_bytes) = prog.lowered_count();
+    p.bytes = text.len();
     p.units = outputs.len();
     p.findings = a.findings.len();
     p
@@ -242,6 +251,18 @@ pub enum FixProblem {
 /// syntax error, and its finding must be gone. Analysis never does this on its own: it costs a
 /// parse and an analysis of the fixed text.
 pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
+    let fixed = fixed_text(text, finding)?;
+    if syntax::errors_added(text, &fixed) {
+        return Err(FixProblem::AddsSyntaxErrors);
+    }
+    if finding_remains(finding, &analyze_source(&fixed)) {
+        return Err(FixProblem::FindingRemains);
+    }
+    Ok(fixed)
+}
+
+/// The text with a finding's fix applied alone.
+pub(crate) fn fixed_text(text: &str, finding: &Finding) -> Result<String, FixProblem> {
     if finding.fix.is_none() {
         return Err(FixProblem::NoFix);
     }
@@ -253,22 +274,21 @@ pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
     if used.is_empty() {
         return Err(FixProblem::NoFix);
     }
-    if error_count(&fixed) > error_count(text) {
-        return Err(FixProblem::AddsSyntaxErrors);
-    }
-    // The finding is gone: no finding of its rule where the fix wrote.
-    let fix = finding.fix.as_ref().expect("checked above");
+    Ok(fixed)
+}
+
+/// Whether a fixed finding is still reported: a finding of its rule where the fix wrote.
+pub(crate) fn finding_remains(finding: &Finding, after: &[Finding]) -> bool {
+    let Some(fix) = &finding.fix else {
+        return false;
+    };
     let first = fix.edits.iter().map(|e| e.range.start).min().unwrap_or(0);
     let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
     let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
     let end = finding.range.end + written.saturating_sub(removed);
-    let remains = analyze_source(&fixed).iter().any(|g| {
+    after.iter().any(|g| {
         g.rule == finding.rule && g.range.start < end.max(first + 1) && first <= g.range.end
-    });
-    if remains {
-        return Err(FixProblem::FindingRemains);
-    }
-    Ok(fixed)
+    })
 }
 
 /// The result of applying fixes.
@@ -289,12 +309,25 @@ pub fn fix_all(text: &str, min: Applicability, selection: &RuleSelection) -> Fix
 
 /// [`fix_all`] with any filter on findings.
 pub fn fix_all_filtered(text: &str, min: Applicability, keep: &dyn Fn(&Finding) -> bool) -> Fixed {
+    fix_all_with(text, min, keep, &mut FileState::new())
+}
+
+/// [`fix_all_filtered`] analysing each round with `state` (which reuses, between rounds, the
+/// units the fixes did not touch).
+pub fn fix_all_with(
+    text: &str,
+    min: Applicability,
+    keep: &dyn Fn(&Finding) -> bool,
+    state: &mut FileState,
+) -> Fixed {
     let mut current = text.to_string();
     let mut applied: std::collections::BTreeMap<Rule, usize> = Default::default();
     let mut remaining = Vec::new();
     let mut errors = error_count(&current);
     for _round in 0..10 {
-        let findings: Vec<Finding> = analyze_source(&current)
+        let findings: Vec<Finding> = state
+            .analyze(&current)
+            .findings
             .into_iter()
             .filter(|f| keep(f))
             .collect();

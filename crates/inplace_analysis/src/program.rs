@@ -1,7 +1,10 @@
 //! One version of a file as the analysis sees it: its text, its items (from the outline), and
 //! the bodies of the items lowered so far. Bodies are lowered on first use, so an item no
-//! analysed code reaches is never parsed; a caller that keeps bodies across versions (the
-//! language server) hands them in, keyed by item id.
+//! analysed code reaches is never parsed.
+//!
+//! An item has an *identity* ([`ItemId`]: the caller's; stable across the versions of an open
+//! document while the item keeps its place, see [`crate::incremental`]) and a *version* (a
+//! fingerprint of the text it is parsed from). A body is reused while its version holds.
 
 use crate::ir::{Body, ClassLoc, DefLoc, FuncId, Interner, ItemId, Name, Span};
 use crate::syntax::outline::{ItemKind, Outline, OutlineItem};
@@ -11,6 +14,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use tree_sitter::Parser;
 
+/// A fingerprint of text.
+pub type Version = u128;
+
 /// An item of this version.
 #[derive(Debug, Clone)]
 pub struct Item {
@@ -18,8 +24,10 @@ pub struct Item {
     pub outline: OutlineItem,
     /// The name of a function or class item.
     pub name: Option<Name>,
-    /// Items of a class's body, in order.
+    /// Items of a class's body, in order (positions).
     pub children: Vec<u32>,
+    /// The fingerprint of the text it is parsed from (a class: its header).
+    pub version: Version,
 }
 
 impl Item {
@@ -31,8 +39,30 @@ impl Item {
     }
 }
 
-/// Bodies lowered so far, by item id (the server keeps them across versions).
-pub type BodyCache = FxHashMap<ItemId, Arc<Body>>;
+/// Bodies lowered so far, by item, with the version they were lowered from.
+pub type BodyCache = FxHashMap<ItemId, (Version, Arc<Body>)>;
+
+/// The bytes of an item that its parse reads: a class's header, else the whole item.
+pub fn parsed_range(o: &OutlineItem) -> (u32, u32) {
+    if o.kind == ItemKind::Class && o.header_end < o.end {
+        (o.start, o.header_end)
+    } else {
+        (o.start, o.end)
+    }
+}
+
+/// The version of an item: what decides its parse (its kind, whether it sits in a class body,
+/// its text).
+pub fn version_of(text: &str, o: &OutlineItem) -> Version {
+    let (s, e) = parsed_range(o);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&[
+        o.kind as u8,
+        u8::from(o.parent.is_some() || o.start != o.line_start),
+    ]);
+    h.update(&text.as_bytes()[s as usize..e as usize]);
+    h.digest128()
+}
 
 pub struct Program<'t> {
     pub text: &'t str,
@@ -42,13 +72,13 @@ pub struct Program<'t> {
     index: FxHashMap<ItemId, u32>,
     bodies: RefCell<BodyCache>,
     parser: RefCell<Option<Parser>>,
-    /// Items lowered by this version (not found in the cache handed in).
-    lowered: RefCell<u32>,
+    /// Items lowered by this version (not found in the cache handed in), and their bytes.
+    lowered: RefCell<(u32, usize)>,
 }
 
 impl<'t> Program<'t> {
-    /// The program of `text`, with item ids from `ids` (one per outline item; `None`: their
-    /// positions) and bodies already lowered.
+    /// The program of `text`, its items identified by `ids` (one per outline item; `None`: by
+    /// position), with bodies already lowered (used where their version holds).
     pub fn new(
         text: &'t str,
         outline: Outline,
@@ -67,6 +97,7 @@ impl<'t> Program<'t> {
                 name: o
                     .name
                     .map(|(s, e)| names.intern(&text[s as usize..e as usize])),
+                version: version_of(text, &o),
                 outline: o,
                 children: Vec::new(),
             })
@@ -89,7 +120,7 @@ impl<'t> Program<'t> {
             index,
             bodies: RefCell::new(bodies),
             parser: RefCell::new(None),
-            lowered: RefCell::new(0),
+            lowered: RefCell::new((0, 0)),
         }
     }
 
@@ -105,6 +136,11 @@ impl<'t> Program<'t> {
 
     pub fn item(&self, id: ItemId) -> Option<&Item> {
         self.position(id).map(|i| &self.items[i])
+    }
+
+    /// The item's version.
+    pub fn version(&self, id: ItemId) -> Option<Version> {
+        self.item(id).map(|i| i.version)
     }
 
     /// The item's start in the file.
@@ -128,27 +164,39 @@ impl<'t> Program<'t> {
             .unwrap_or("")
     }
 
-    /// The item's body, lowered now if it was not yet.
+    /// The item's body, lowered now if it was not yet (or its version changed).
     pub fn body(&self, id: ItemId, names: &mut Interner) -> Option<Arc<Body>> {
-        if let Some(b) = self.bodies.borrow().get(&id) {
-            return Some(b.clone());
-        }
         let item = self.item(id)?;
+        if let Some((v, b)) = self.bodies.borrow().get(&id) {
+            if *v == item.version {
+                return Some(b.clone());
+            }
+        }
         let mut parser = self.parser.borrow_mut();
         let parser = parser.get_or_insert_with(python_parser);
         let body = Arc::new(lower_item(self.text, &item.outline, parser, names));
-        *self.lowered.borrow_mut() += 1;
-        self.bodies.borrow_mut().insert(id, body.clone());
+        let mut lowered = self.lowered.borrow_mut();
+        let (s, e) = parsed_range(&item.outline);
+        lowered.0 += 1;
+        lowered.1 += (e - s) as usize;
+        self.bodies
+            .borrow_mut()
+            .insert(id, (item.version, body.clone()));
         Some(body)
     }
 
     /// A body already lowered (no parse).
     pub fn lowered_body(&self, id: ItemId) -> Option<Arc<Body>> {
-        self.bodies.borrow().get(&id).cloned()
+        let v = self.version(id)?;
+        self.bodies
+            .borrow()
+            .get(&id)
+            .filter(|(bv, _)| *bv == v)
+            .map(|(_, b)| b.clone())
     }
 
-    /// How many items this version lowered.
-    pub fn lowered_count(&self) -> u32 {
+    /// How many items this version lowered, and their bytes.
+    pub fn lowered_count(&self) -> (u32, usize) {
         *self.lowered.borrow()
     }
 
@@ -178,6 +226,19 @@ impl<'t> Program<'t> {
     pub fn parent_class(&self, id: ItemId) -> Option<ItemId> {
         let it = self.item(id)?;
         it.parent().map(|p| self.items[p as usize].id)
+    }
+
+    /// The methods of a class item: its function items, by name.
+    pub fn class_methods(&self, id: ItemId) -> Vec<(Name, ItemId)> {
+        let Some(item) = self.item(id) else {
+            return Vec::new();
+        };
+        item.children
+            .iter()
+            .map(|c| &self.items[*c as usize])
+            .filter(|c| c.kind() == ItemKind::Function)
+            .filter_map(|c| Some((c.name?, c.id)))
+            .collect()
     }
 
     /// Lines of an item (its share of a step budget).

@@ -26,8 +26,23 @@ impl Severity {
     }
 }
 
+/// How a rule's hazard shows at run time (the four forms of the chapter, and cost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// Form ①: raises at the write, on a leaf that requires grad.
+    Leaf,
+    /// Form ②: raises at the write, on a view of such a leaf.
+    LeafView,
+    /// Form ③: raises at `backward()`, a saved tensor was modified.
+    Saved,
+    /// Form ④: never raises; the numbers are silently wrong.
+    Silent,
+    /// Nothing is wrong, it is slow.
+    Cost,
+}
+
 macro_rules! rules {
-    ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $file:literal, $summary:literal; )*) => {
+    ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $form:ident, $file:literal, $summary:literal; )*) => {
         /// Every rule this analyzer knows.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
         pub enum Rule { $( $variant, )* }
@@ -43,6 +58,8 @@ macro_rules! rules {
             pub fn default_severity(self) -> Severity { match self { $( Rule::$variant => Severity::$sev, )* } }
             /// One line on what it finds.
             pub fn summary(self) -> &'static str { match self { $( Rule::$variant => $summary, )* } }
+            /// How its hazard shows at run time.
+            pub fn form(self) -> Form { match self { $( Rule::$variant => Form::$form, )* } }
             /// The rule's documentation (markdown), from its source file's doc comment.
             pub fn doc(self) -> String {
                 let src = match self { $( Rule::$variant => include_str!(concat!("rules/", $file)), )* };
@@ -53,26 +70,26 @@ macro_rules! rules {
 }
 
 rules! {
-    LeafInplace => "IP101", "leaf-inplace", Error, "ip101_leaf_inplace.rs",
+    LeafInplace => "IP101", "leaf-inplace", Error, Leaf, "ip101_leaf_inplace.rs",
         "in-place write to a leaf tensor that requires grad (raises at that line)";
-    LeafViewInplace => "IP201", "leaf-view-inplace", Error, "ip201_leaf_view_inplace.rs",
+    LeafViewInplace => "IP201", "leaf-view-inplace", Error, LeafView, "ip201_leaf_view_inplace.rs",
         "in-place write to a view of a leaf that requires grad, e.g. `x[0] = v` (raises at that line)";
-    SavedOutputInplace => "IP301", "saved-output-inplace", Error, "ip301_saved_output_inplace.rs",
+    SavedOutputInplace => "IP301", "saved-output-inplace", Error, Saved, "ip301_saved_output_inplace.rs",
         "in-place write to an op's output that its backward needs (raises at `backward()`)";
-    SavedInputInplace => "IP302", "saved-input-inplace", Error, "ip302_saved_input_inplace.rs",
+    SavedInputInplace => "IP302", "saved-input-inplace", Error, Saved, "ip302_saved_input_inplace.rs",
         "in-place write to a tensor a later-differentiated op saved as input (raises at `backward()`)";
-    InplaceActivationAfterSavingOp => "IP303", "inplace-activation-after-saving-op", Error,
+    InplaceActivationAfterSavingOp => "IP303", "inplace-activation-after-saving-op", Error, Saved,
         "ip303_inplace_activation_after_saving_op.rs",
         "`inplace=True` activation right after an op that saved the tensor it overwrites";
-    StepBeforeBackward => "IP304", "step-before-backward", Error, "ip304_step_before_backward.rs",
+    StepBeforeBackward => "IP304", "step-before-backward", Error, Saved, "ip304_step_before_backward.rs",
         "`optimizer.step()` between a forward pass and a later `backward()` through it";
-    DataBypass => "IP401", "data-bypass", Warning, "ip401_data_bypass.rs",
+    DataBypass => "IP401", "data-bypass", Warning, Silent, "ip401_data_bypass.rs",
         "`.data` shares memory but not the version counter: writes silently corrupt gradients";
-    ClobberedAlias => "IP402", "clobbered-alias", Warning, "ip402_clobbered_alias.rs",
+    ClobberedAlias => "IP402", "clobbered-alias", Warning, Silent, "ip402_clobbered_alias.rs",
         "an in-place write changes a value that is still read later through another name";
-    ParamRebind => "IP403", "param-rebind", Warning, "ip403_param_rebind.rs",
+    ParamRebind => "IP403", "param-rebind", Warning, Silent, "ip403_param_rebind.rs",
         "a parameter is replaced by a new object: the optimizer keeps updating the orphan";
-    AnomalyModeLeftOn => "IP501", "anomaly-mode-left-on", Information, "ip501_anomaly_mode_left_on.rs",
+    AnomalyModeLeftOn => "IP501", "anomaly-mode-left-on", Information, Cost, "ip501_anomaly_mode_left_on.rs",
         "autograd anomaly detection left on slows every op";
 }
 

@@ -10,7 +10,7 @@
 //! own; the module body runs when anything is relevant (it makes the globals).
 
 use crate::exec::{Frozen, Interp, UnitOutput};
-use crate::ir::{DefLoc, FuncId, Interner, Stmt};
+use crate::ir::{DefLoc, FuncId, Interner, ItemId, Stmt};
 use crate::program::Program;
 use crate::syntax::outline::{name_hash, ItemKind};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -22,6 +22,8 @@ pub(crate) struct Plan {
     pub module: bool,
     /// Functions analysed on their own, in source order.
     pub functions: Vec<DefLoc>,
+    /// Classes whose methods are among them (their instances are built once).
+    pub classes: Vec<ItemId>,
 }
 
 /// The classes of a file: their methods by name and their bases of the same file.
@@ -289,6 +291,7 @@ pub(crate) fn plan(prog: &Program<'_>, names: &mut Interner) -> Plan {
         return Plan::default();
     }
     let mut functions = Vec::new();
+    let mut classes = Vec::new();
     for (i, it) in prog.items.iter().enumerate() {
         // Statements of a class body are not run (only its methods are).
         let class_statement = it.kind() == ItemKind::Statement && it.parent().is_some();
@@ -312,10 +315,17 @@ pub(crate) fn plan(prog: &Program<'_>, names: &mut Interner) -> Plan {
             defs.into_iter()
                 .map(|(_, func)| DefLoc { item: it.id, func }),
         );
+        if let (ItemKind::Function, Some(p)) = (it.kind(), it.parent()) {
+            let class = prog.items[p as usize].id;
+            if !classes.contains(&class) {
+                classes.push(class);
+            }
+        }
     }
     Plan {
         module: true,
         functions,
+        classes,
     }
 }
 
@@ -328,6 +338,14 @@ pub(crate) fn run(prog: &Program<'_>, names: &mut Interner, plan: &Plan) -> Vec<
     it.run_module();
     let (frozen, module) = it.finish_module();
     let mut out = vec![module];
+    let frozen = if plan.classes.is_empty() {
+        frozen
+    } else {
+        let it = Interp::new(prog, names, &frozen);
+        let (frozen, instances) = it.build_instances(&plan.classes, &frozen);
+        out.push(instances);
+        frozen
+    };
     for def in &plan.functions {
         out.push(run_function(prog, names, &frozen, *def));
     }

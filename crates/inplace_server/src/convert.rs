@@ -1,7 +1,7 @@
 //! Findings -> LSP diagnostics, code actions and hover text.
 
 use crate::document::Document;
-use inplace_analysis::{Applicability, Encoding, Finding, Fix, InplaceSite, Rule, Severity};
+use inplace_analysis::{Applicability, Encoding, Finding, Fix, Form, InplaceSite, Rule, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tower_lsp::lsp_types::*;
@@ -79,12 +79,15 @@ pub fn diagnostic(doc: &Document, uri: &Url, f: &Finding, enc: Encoding) -> Diag
 }
 
 /// The quick fixes and the suppression action for one of our diagnostics.
+/// `fix_verified`: the fix, applied alone, adds no syntax error and removes its finding (it is
+/// offered only then).
 pub fn actions_for(
     doc: &Document,
     uri: &Url,
     d: &Diagnostic,
     enc: Encoding,
     first: bool,
+    fix_verified: bool,
 ) -> Vec<CodeActionOrCommand> {
     let mut out = Vec::new();
     let Some(NumberOrString::String(code)) = &d.code else {
@@ -94,7 +97,7 @@ pub fn actions_for(
         return out;
     };
     let data: Option<DiagnosticData> = d.data.clone().and_then(|v| serde_json::from_value(v).ok());
-    if let Some(fix) = data.and_then(|d| d.fix) {
+    if let Some(fix) = data.and_then(|d| d.fix).filter(|_| fix_verified) {
         if fix.applicability != Applicability::DisplayOnly.as_str() {
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: format!("{} ({})", fix.title, rule.code()),
@@ -181,12 +184,12 @@ fn node_name(op: &str) -> String {
 }
 
 fn form(rule: Rule) -> &'static str {
-    match rule.code() {
-        "IP101" => "form ① — raises at the write",
-        "IP201" => "form ② — raises at the write",
-        c if c.starts_with("IP3") => "form ③ — raises at `backward()`",
-        c if c.starts_with("IP4") => "form ④ — never raises; silently wrong",
-        _ => "cost",
+    match rule.form() {
+        Form::Leaf => "form ① — raises at the write",
+        Form::LeafView => "form ② — raises at the write",
+        Form::Saved => "form ③ — raises at `backward()`",
+        Form::Silent => "form ④ — never raises; silently wrong",
+        Form::Cost => "cost",
     }
 }
 
@@ -200,10 +203,10 @@ pub fn hover_finding(doc: &Document, f: &Finding) -> String {
         form(f.rule),
         f.message
     );
-    let runtime = match f.rule.code() {
-        "IP101" => Some(format!("RuntimeError: {}", inplace_analysis::FORM1_MESSAGE)),
-        "IP201" => Some(format!("RuntimeError: {}", inplace_analysis::FORM2_MESSAGE)),
-        c if c.starts_with("IP3") => {
+    let runtime = match f.rule.form() {
+        Form::Leaf => Some(format!("RuntimeError: {}", inplace_analysis::FORM1_MESSAGE)),
+        Form::LeafView => Some(format!("RuntimeError: {}", inplace_analysis::FORM2_MESSAGE)),
+        Form::Saved => {
             let op = f
                 .related
                 .first()
@@ -230,7 +233,7 @@ pub fn hover_finding(doc: &Document, f: &Finding) -> String {
         md.push_str(&format!(
             "The runtime will raise{place}:\n\n```text\n{r}\n```\n\n"
         ));
-        if f.rule.code().starts_with("IP3") {
+        if f.rule.form() == Form::Saved {
             md.push_str(
                 "Torch before 2.x names the backward node instead (e.g. `SigmoidBackward0`).\n\n",
             );

@@ -1,34 +1,22 @@
-//! An open document: its text, version, syntax tree (kept up to date incrementally) and the
-//! position encoding its ranges use.
+//! An open document: its text, version and line index, kept up to date by incremental edits
+//! in the position encoding the client negotiated. The analysis state (which reuses the items
+//! and units an edit did not change) lives beside it in the session.
 
 use inplace_analysis::{Encoding, LineIndex};
 use tower_lsp::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
-use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 pub struct Document {
     pub text: String,
     pub version: i32,
-    pub tree: Option<Tree>,
     pub lines: LineIndex,
 }
 
-/// A tree-sitter point (row, byte column) of a byte offset.
-fn point(lines: &LineIndex, offset: usize) -> Point {
-    let row = lines.line_of(offset);
-    Point {
-        row,
-        column: offset - lines.line_start(row),
-    }
-}
-
 impl Document {
-    pub fn new(text: String, version: i32, parser: &mut Parser) -> Self {
-        let tree = parser.parse(&text, None);
+    pub fn new(text: String, version: i32) -> Self {
         let lines = LineIndex::new(&text);
         Document {
             text,
             version,
-            tree,
             lines,
         }
     }
@@ -54,51 +42,24 @@ impl Document {
         }
     }
 
-    /// Apply `didChange` edits in order, editing the tree for each, then reparse once with the
-    /// edited tree so tree-sitter reuses what did not change.
+    /// Apply `didChange` edits in order.
     pub fn apply(
         &mut self,
         changes: Vec<TextDocumentContentChangeEvent>,
         version: i32,
         enc: Encoding,
-        parser: &mut Parser,
     ) {
-        let mut incremental = true;
         for change in changes {
             match change.range {
-                None => {
-                    self.text = change.text;
-                    self.lines = LineIndex::new(&self.text);
-                    incremental = false;
-                }
+                None => self.text = change.text,
                 Some(range) => {
                     let start = self.offset(range.start, enc);
                     let end = self.offset(range.end, enc).max(start);
-                    let start_position = point(&self.lines, start);
-                    let old_end_position = point(&self.lines, end);
                     self.text.replace_range(start..end, &change.text);
-                    self.lines = LineIndex::new(&self.text);
-                    let new_end = start + change.text.len();
-                    let new_end_position = point(&self.lines, new_end);
-                    if let Some(tree) = &mut self.tree {
-                        tree.edit(&InputEdit {
-                            start_byte: start,
-                            old_end_byte: end,
-                            new_end_byte: new_end,
-                            start_position,
-                            old_end_position,
-                            new_end_position,
-                        });
-                    }
                 }
             }
+            self.lines = LineIndex::new(&self.text);
         }
-        let old = if incremental {
-            self.tree.as_ref()
-        } else {
-            None
-        };
-        self.tree = parser.parse(&self.text, old);
         self.version = version;
     }
 }
@@ -120,9 +81,8 @@ mod tests {
     }
 
     #[test]
-    fn incremental_edits_match_a_fresh_parse() {
-        let mut parser = inplace_analysis::python_parser();
-        let mut doc = Document::new("# 注释 😀\nx = 1\n".into(), 1, &mut parser);
+    fn incremental_edits_in_utf16() {
+        let mut doc = Document::new("# 注释 😀\nx = 1\n".into(), 1);
         // Insert after the emoji (UTF-16: "# 注释 " is 5 units, the emoji 2).
         doc.apply(
             vec![
@@ -131,14 +91,9 @@ mod tests {
             ],
             2,
             Encoding::Utf16,
-            &mut parser,
         );
         assert_eq!(doc.text, "# 注释 😀!\nx = torch.zeros(3)\n");
-        let fresh = parser.parse(&doc.text, None).unwrap();
-        assert_eq!(
-            doc.tree.as_ref().unwrap().root_node().to_sexp(),
-            fresh.root_node().to_sexp()
-        );
         assert_eq!(doc.version, 2);
+        assert_eq!(doc.lines.line_count(), 3);
     }
 }

@@ -8,6 +8,7 @@
 //! * [`state`]: the flow-sensitive state (environment, live saves, clobbered saves, stale names,
 //!   parameters held by optimizers) and how two paths join.
 
+pub(crate) mod fingerprint;
 pub(crate) mod graph;
 pub(crate) mod layered;
 pub(crate) mod state;

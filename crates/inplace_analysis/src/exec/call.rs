@@ -101,11 +101,23 @@ impl Interp<'_, '_> {
 
     pub fn call_value(&mut self, c: Code<'_>, e: ExprId, callee: ObjId, args: &Args) -> Vals {
         let call = c.span(e);
-        match self.obj(callee).clone() {
-            Obj::Path(p) => self.call_path(c, e, p, args),
-            Obj::Func(def) => self.inline(def, None, args, call),
-            Obj::Bound(s, def) => self.inline(def, Some(s), args, call),
-            Obj::Class(k) => smallvec![self.instantiate(&k, args, call)],
+        match self.obj(callee) {
+            Obj::Path(p) => {
+                let p = *p;
+                self.call_path(c, e, p, args)
+            }
+            Obj::Func(def) => {
+                let def = *def;
+                self.inline(def, None, args, call)
+            }
+            Obj::Bound(s, def) => {
+                let (s, def) = (*s, *def);
+                self.inline(def, Some(s), args, call)
+            }
+            Obj::Class(k) => {
+                let k = k.clone();
+                smallvec![self.instantiate(&k, args, call)]
+            }
             Obj::Module(_) => self.call_module(c, e, callee, args),
             Obj::Other => smallvec![OTHER],
             _ => self.opaque_call(args, call),
@@ -163,6 +175,14 @@ impl Interp<'_, '_> {
         (f.idx() < body.funcs.len()).then_some((body, f))
     }
 
+    /// A location with the item's own definition spelled out (`FuncId::NONE` resolved).
+    fn normalized(def: DefLoc, f: FuncId) -> DefLoc {
+        DefLoc {
+            item: def.item,
+            func: f,
+        }
+    }
+
     /// Execute a function or method body with these arguments.
     pub fn inline(
         &mut self,
@@ -171,12 +191,16 @@ impl Interp<'_, '_> {
         args: &Args,
         call: Span,
     ) -> Vals {
-        if self.inlining.contains(&def) || self.inlining.len() >= MAX_INLINE || self.exhausted() {
+        if self.inlining.len() >= MAX_INLINE || self.exhausted() {
             return self.opaque_call(args, call);
         }
         let Some((body, f)) = self.resolve_def(def) else {
             return self.opaque_call(args, call);
         };
+        let def = Self::normalized(def, f);
+        if self.inlining.contains(&def) {
+            return self.opaque_call(args, call);
+        }
         let c = Code {
             body: &body,
             item: def.item,
@@ -331,17 +355,9 @@ impl Interp<'_, '_> {
             );
         }
         // A class item: its methods are the function items of its body.
-        let is_item_class = c.body.root_class() == Some(k);
-        if is_item_class {
-            if let Some(item) = self.prog.item(c.item) {
-                for ch in &item.children {
-                    let child = &self.prog.items[*ch as usize];
-                    if child.kind() == crate::syntax::outline::ItemKind::Function {
-                        if let Some(name) = child.name {
-                            methods.insert(name, self.prog.item_def(child.id));
-                        }
-                    }
-                }
+        if c.body.root_class() == Some(k) {
+            for (name, item) in self.class_methods(c.item) {
+                methods.insert(name, self.prog.item_def(item));
             }
         }
         let mut bases = Vec::new();
@@ -439,6 +455,7 @@ impl Interp<'_, '_> {
         };
         let fd = *body.func(f);
         let env = self.unknown_params(c, &fd, Some(obj));
+        let init = Self::normalized(init, f);
         self.inline_with(init, env, c, &fd, &Args::default(), class.span);
         obj
     }
@@ -458,9 +475,15 @@ impl Interp<'_, '_> {
         let fd = *body.func(f);
         self.budget = budget_for(fd.lines as usize);
         self.frames = vec![Frame::new(true)];
-        self.inlining = vec![def];
+        self.inlining = vec![Self::normalized(def, f)];
         self.grad_enabled = !self.runs_without_grad(c, &fd);
-        let self_obj = self.enclosing_class(c, &fd).map(|k| self.instance_for(&k));
+        let class = self.enclosing_class(c, &fd);
+        if let Some(k) = &class {
+            if self.instances.contains_key(&k.loc) {
+                self.deps.instance = Some(k.loc);
+            }
+        }
+        let self_obj = class.map(|k| self.instance_for(&k));
         let env = self.unknown_params(c, &fd, self_obj);
         self.state.env = env;
         self.exec_block(c, fd.body);
@@ -526,7 +549,7 @@ impl Interp<'_, '_> {
     }
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).
-    fn instance_for(&mut self, class: &Arc<ClassObj>) -> ObjId {
+    pub(super) fn instance_for(&mut self, class: &Arc<ClassObj>) -> ObjId {
         if let Some(&o) = self.instances.get(&class.loc) {
             return o;
         }

@@ -236,10 +236,10 @@ impl Interp<'_, '_> {
             }
         }
         if let Some(v) = self.globals.get(&name) {
-            self.globals_read.insert(name);
+            self.deps.globals.insert(name);
             return v.clone();
         }
-        self.globals_read.insert(name);
+        self.deps.globals.insert(name);
         match name {
             known::TRUE => smallvec![TRUE],
             known::FALSE => smallvec![FALSE],

@@ -26,6 +26,7 @@ use crate::domain::*;
 use crate::events::{Event, Write};
 use crate::ir::*;
 use crate::program::Program;
+use crate::syntax::outline::ItemKind;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
@@ -137,6 +138,8 @@ pub(crate) struct Frozen {
     pub saves: Arc<Vec<Save>>,
     pub globals: Arc<Env>,
     pub loose_attrs: Arc<FxHashMap<(ObjId, Name), ObjId>>,
+    /// The instance each class's methods run on (built once, after the module).
+    pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
 }
 
 /// What one unit observed.
@@ -150,10 +153,23 @@ pub(crate) struct UnitOutput {
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
-    /// Items whose bodies ran (the unit depends on their text).
-    pub touched: FxHashSet<ItemId>,
-    /// Globals read (a function unit depends on their values).
-    pub globals_read: FxHashSet<Name>,
+    /// What the unit read: it can be reused while all of it holds.
+    pub deps: Deps,
+}
+
+/// What a unit read, beyond its own text.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Deps {
+    /// Items whose bodies ran, at their versions.
+    pub items: FxHashMap<ItemId, crate::program::Version>,
+    /// Class items whose methods were looked up, and a fingerprint of their method table.
+    pub classes: FxHashMap<ItemId, u64>,
+    /// Globals read from the module's final state.
+    pub globals: FxHashSet<Name>,
+    /// The class whose prebuilt instance a method ran on.
+    pub instance: Option<ClassLoc>,
+    /// The budget the unit had.
+    pub budget: u64,
 }
 
 pub(crate) struct Interp<'p, 't> {
@@ -188,10 +204,7 @@ pub(crate) struct Interp<'p, 't> {
     pub instances: FxHashMap<ClassLoc, ObjId>,
     /// The right-hand side of the plain assignment being evaluated and its target name.
     pub assign_rhs: Option<(Span, Name)>,
-    /// `builtins.x` and `a.b` paths, interned once.
-    paths: FxHashMap<(Name, Name), Name>,
-    pub touched: FxHashSet<ItemId>,
-    pub globals_read: FxHashSet<Name>,
+    pub deps: Deps,
     exhausted: bool,
 }
 
@@ -222,11 +235,9 @@ impl<'p, 't> Interp<'p, 't> {
             sites: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
-            instances: FxHashMap::default(),
+            instances: (*frozen.instances).clone(),
             assign_rhs: None,
-            paths: FxHashMap::default(),
-            touched: FxHashSet::default(),
-            globals_read: FxHashSet::default(),
+            deps: Deps::default(),
             exhausted: false,
         };
         if it.heap.len() == 0 {
@@ -278,19 +289,24 @@ impl<'p, 't> Interp<'p, 't> {
 
     /// `a.b` as a name, interned once per pair.
     pub fn path_join(&mut self, a: Name, b: Name) -> Name {
-        if let Some(p) = self.paths.get(&(a, b)) {
-            return *p;
-        }
-        let s = format!("{}.{}", self.names.resolve(a), self.names.resolve(b));
-        let p = self.names.intern(&s);
-        self.paths.insert((a, b), p);
-        p
+        self.names.join(a, b)
     }
 
     /// The body of an item, noting that this unit depends on it.
     pub fn body_of(&mut self, item: ItemId) -> Option<Arc<Body>> {
-        self.touched.insert(item);
+        let version = self.prog.version(item)?;
+        self.deps.items.insert(item, version);
         self.prog.body(item, self.names)
+    }
+
+    /// The methods of a class item, noting that this unit depends on them.
+    pub fn class_methods(&mut self, item: ItemId) -> Vec<(Name, ItemId)> {
+        let methods = self.prog.class_methods(item);
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        methods.hash(&mut h);
+        self.deps.classes.insert(item, h.finish());
+        methods
     }
 
     pub fn exhausted(&self) -> bool {
@@ -430,6 +446,14 @@ impl<'p, 't> Interp<'p, 't> {
                 continue;
             }
             let id = item.id;
+            if let (ItemKind::Function, Some(name)) = (item.kind(), item.name) {
+                // Defining a function binds its name; its body is read when it is called.
+                let o = self.alloc(Obj::Func(self.prog.item_def(id)));
+                self.state.env.insert(name, smallvec![o]);
+                self.state.bound_at.remove(&name);
+                self.state.stale.remove(&name);
+                continue;
+            }
             let Some(body) = self.body_of(id) else {
                 continue;
             };
@@ -447,6 +471,39 @@ impl<'p, 't> Interp<'p, 't> {
         let frozen = Frozen {
             globals: Arc::new(std::mem::take(&mut self.state.env)),
             loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
+            instances: Arc::new(std::mem::take(&mut self.instances)),
+            heap: self.heap.freeze(),
+            nodes: self.nodes.freeze(),
+            saves: self.saves.freeze(),
+        };
+        (frozen, out)
+    }
+
+    /// Build the instances of the class items `classes` (their methods run on them), on top of
+    /// `frozen`, which keeps its globals.
+    pub fn build_instances(mut self, classes: &[ItemId], frozen: &Frozen) -> (Frozen, UnitOutput) {
+        for &item in classes {
+            let Some(body) = self.body_of(item) else {
+                continue;
+            };
+            let Some(k) = body.root_class() else {
+                continue;
+            };
+            let c = Code { body: &body, item };
+            let class = Arc::new(self.class_ref(c, k));
+            // Each instance gets the budget of its `__init__`.
+            let init_lines = self
+                .find_method(&class, known::INIT)
+                .and_then(|d| self.resolve_def(d))
+                .map_or(0, |(b, f)| b.func(f).lines as usize);
+            self.budget = self.steps + budget_for(init_lines);
+            self.instance_for(&class);
+        }
+        let out = self.output();
+        let frozen = Frozen {
+            globals: frozen.globals.clone(),
+            loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
+            instances: Arc::new(std::mem::take(&mut self.instances)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),
@@ -486,8 +543,10 @@ impl<'p, 't> Interp<'p, 't> {
             sites,
             steps: self.steps,
             exhausted: self.exhausted,
-            touched: std::mem::take(&mut self.touched),
-            globals_read: std::mem::take(&mut self.globals_read),
+            deps: Deps {
+                budget: self.budget,
+                ..std::mem::take(&mut self.deps)
+            },
         }
     }
 }

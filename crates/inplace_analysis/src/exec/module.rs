@@ -130,7 +130,7 @@ impl Interp<'_, '_> {
     ) -> Vals {
         let call = c.span(e);
         let save_at = site.unwrap_or(call);
-        let Obj::Module(module) = self.obj(m).clone() else {
+        let Obj::Module(module) = self.obj(m) else {
             return smallvec![UNKNOWN];
         };
         if let Some(k) = &module.local {
@@ -142,6 +142,7 @@ impl Interp<'_, '_> {
                 None => self.opaque_call(args, call),
             };
         }
+        let module = module.clone();
         let input = args.first().cloned().unwrap_or_default();
         let class = self.name(module.class).to_string();
         match class.as_str() {

@@ -75,14 +75,15 @@ impl Interp<'_, '_> {
             }
             Stmt::Break | Stmt::Continue => {
                 let is_break = matches!(c.body.stmt(s), Stmt::Break);
-                let state = self.state.clone();
+                self.steps += self.state.weight();
+                let state = &self.state;
                 if let Some((breaks, conts)) =
                     self.frames.last_mut().and_then(|f| f.loops.last_mut())
                 {
                     if is_break {
-                        breaks.join(&state);
+                        breaks.join(state);
                     } else {
-                        conts.join(&state);
+                        conts.join(state);
                     }
                 }
                 self.state.dead = true;
@@ -130,15 +131,15 @@ impl Interp<'_, '_> {
         if standalone && self.grad_enabled {
             self.check_graph(&vals, c.stmt_span(s), true, false);
         }
-        let state = self.state.clone();
-        self.steps += state.weight();
+        self.steps += self.state.weight();
+        let state = &self.state;
         let frame = self.frames.last_mut().expect("a frame");
         for v in &vals {
             if !frame.returns.contains(v) {
                 frame.returns.push(*v);
             }
         }
-        frame.ret_state.join(&state);
+        frame.ret_state.join(state);
         self.state.dead = true;
     }
 
@@ -217,9 +218,9 @@ impl Interp<'_, '_> {
             body(self);
             let (breaks, conts) = self.pop_loop();
             self.join_here(&conts);
-            let st = self.state.clone();
-            self.join(&mut exit, &st);
-            self.join(&mut exit, &breaks);
+            self.steps += self.state.weight() + breaks.weight();
+            exit.join(&self.state);
+            exit.join(&breaks);
             // The next iteration runs after this one (not after zero iterations).
             if self.state.dead {
                 break;
@@ -266,9 +267,9 @@ impl Interp<'_, '_> {
                 self.join_here(&conts);
             }
             let (breaks, _) = self.pop_loop();
-            let st = self.state.clone();
-            self.join(&mut exit, &st);
-            self.join(&mut exit, &breaks);
+            self.steps += self.state.weight() + breaks.weight();
+            exit.join(&self.state);
+            exit.join(&breaks);
             self.state = exit;
             return;
         }

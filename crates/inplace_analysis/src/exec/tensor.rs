@@ -462,30 +462,33 @@ impl Interp<'_, '_> {
     /// `o.attr`, where `e` is the attribute expression.
     pub(super) fn attribute_of(&mut self, c: Code<'_>, e: ExprId, o: ObjId, attr: Name) -> Vals {
         let range = c.span(e);
-        match self.obj(o).clone() {
+        match self.obj(o) {
             Obj::Path(p) => {
+                let p = *p;
                 if let Some(v) = self.loose_attrs.get(&(o, attr)) {
                     return smallvec![*v];
                 }
                 let path = self.path_join(p, attr);
                 smallvec![self.alloc(Obj::Path(path))]
             }
-            Obj::Tensor(t) => self.tensor_attribute(c, e, o, &t, attr, range),
+            Obj::Tensor(t) => {
+                let t = t.clone();
+                self.tensor_attribute(c, e, o, &t, attr, range)
+            }
             Obj::Module(m) => {
                 if let Some(v) = m.attrs.get(&attr) {
                     return v.clone();
                 }
-                if let Some(k) = &m.local {
-                    if let Some(def) = self.find_method(k, attr) {
-                        return smallvec![self.alloc(Obj::Bound(o, def))];
-                    }
+                let method = m.local.as_ref().and_then(|k| self.find_method(k, attr));
+                if let Some(def) = method {
+                    return smallvec![self.alloc(Obj::Bound(o, def))];
                 }
                 if attr == known::TRAINING {
                     return smallvec![OTHER];
                 }
                 smallvec![self.loose_attr(o, attr)]
             }
-            Obj::Class(k) => match self.find_method(&k, attr) {
+            Obj::Class(k) => match self.find_method(k, attr) {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
                 None => smallvec![self.alloc(Obj::Unknown)],
             },

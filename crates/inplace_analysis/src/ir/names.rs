@@ -54,8 +54,11 @@ known! {
 }
 
 /// The interner of one file or document.
+#[derive(Clone)]
 pub struct Interner {
     rodeo: Rodeo<Spur, FxBuildHasher>,
+    /// `a.b` for pairs of names, interned once.
+    joins: rustc_hash::FxHashMap<(Name, Name), Name>,
 }
 
 impl std::fmt::Debug for Interner {
@@ -77,7 +80,21 @@ impl Interner {
             let key: Spur = rodeo.get_or_intern_static(k);
             debug_assert_eq!(key.into_usize(), i);
         }
-        Interner { rodeo }
+        Interner {
+            rodeo,
+            joins: Default::default(),
+        }
+    }
+
+    /// The name `a.b` (a qualified path).
+    pub fn join(&mut self, a: Name, b: Name) -> Name {
+        if let Some(p) = self.joins.get(&(a, b)) {
+            return *p;
+        }
+        let s = format!("{}.{}", self.resolve(a), self.resolve(b));
+        let p = self.intern(&s);
+        self.joins.insert((a, b), p);
+        p
     }
 
     pub fn intern(&mut self, s: &str) -> Name {

@@ -89,7 +89,7 @@ pub(crate) fn clobber<'u>(ev: &Event, u: &'u UnitOutput) -> Option<(&'u Write, &
 }
 
 /// The write of an event that names one.
-pub(crate) fn write_of<'u>(u: &'u UnitOutput, w: WriteId) -> Option<&'u Write> {
+pub(crate) fn write_of(u: &UnitOutput, w: WriteId) -> Option<&Write> {
     u.writes.get(w as usize)
 }
 

@@ -134,6 +134,45 @@ pub fn count_errors(root: Node<'_>) -> usize {
     n
 }
 
+/// Whether `after` has more syntax errors than `before`, parsing only the items of each that
+/// the other does not have (an edit changes a few items; the rest parse the same).
+pub fn errors_added(before: &str, after: &str) -> bool {
+    use std::collections::HashMap;
+    let (a, b) = (outline::outline(before), outline::outline(after));
+    // Items by version: those of `after` not in `before` and the other way round.
+    let versions = |text: &str, o: &outline::Outline| -> HashMap<u128, Vec<usize>> {
+        let mut m: HashMap<u128, Vec<usize>> = HashMap::new();
+        for (i, it) in o.items.iter().enumerate() {
+            m.entry(crate::program::version_of(text, it))
+                .or_default()
+                .push(i);
+        }
+        m
+    };
+    let (va, vb) = (versions(before, &a), versions(after, &b));
+    let only = |m: &HashMap<u128, Vec<usize>>, other: &HashMap<u128, Vec<usize>>| -> Vec<usize> {
+        let mut out = Vec::new();
+        for (v, items) in m {
+            let n = other.get(v).map_or(0, |o| o.len());
+            out.extend(items.iter().skip(n));
+        }
+        out
+    };
+    let (gone, new) = (only(&va, &vb), only(&vb, &va));
+    if gone.len() + new.len() > 8 {
+        return error_count(after) > error_count(before);
+    }
+    let mut parser = python_parser();
+    let mut count = |text: &str, o: &outline::Outline, items: &[usize]| -> usize {
+        items
+            .iter()
+            .filter_map(|i| parse_item(text, &o.items[*i], &mut parser))
+            .map(|p| count_errors(p.tree.root_node()))
+            .sum()
+    };
+    count(after, &b, &new) > count(before, &a, &gone)
+}
+
 /// Number of syntax errors in a text (a parse of its own).
 pub fn error_count(text: &str) -> usize {
     python_parser()

@@ -397,7 +397,7 @@ impl Builder<'_> {
         let c = self.cur.unwrap_or(0);
         match first {
             "@" => self.scans[c as usize].decorators_only = true,
-            _ => self.definition_keyword(c, &first, col),
+            _ => self.definition_keyword(c, first, col),
         }
     }
 

@@ -1,0 +1,134 @@
+//! Incremental analysis (what the language server does across versions) must give exactly the
+//! findings of a fresh analysis of the same text, while reusing the units an edit did not touch.
+
+use inplace_analysis::{analyze_text, FileState};
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One edit of the kinds typing makes: a character, a new line, a deleted line, a duplicated
+/// line, a renamed name.
+fn edit(text: &str, rng: &mut Rng) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if lines.is_empty() {
+        return "x = 1\n".into();
+    }
+    let i = rng.below(lines.len());
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    match rng.below(6) {
+        0 => {
+            let l = &out[i];
+            let at = (0..=l.len())
+                .filter(|c| l.is_char_boundary(*c))
+                .nth(rng.below(l.chars().count() + 1))
+                .unwrap_or(0);
+            let ch = ["1", "x", " ", "_", "(", ".", "#"][rng.below(7)];
+            out[i].insert_str(at, ch);
+        }
+        1 => {
+            let indent: String = out[i].chars().take_while(|c| *c == ' ').collect();
+            out.insert(i, format!("{indent}_tmp = 0\n"));
+        }
+        2 => {
+            out.remove(i);
+        }
+        3 => {
+            let l = out[i].clone();
+            out.insert(i, l);
+        }
+        4 => {
+            out[i] = out[i].replace("x", "z");
+        }
+        _ => out.push("\ndef _helper(t):\n    return t * 2\n".into()),
+    }
+    out.concat()
+}
+
+fn render(a: &inplace_analysis::Analysis) -> Vec<String> {
+    let mut v: Vec<String> = a.findings.iter().map(|f| format!("{f:?}")).collect();
+    v.extend(a.sites.iter().map(|s| format!("{s:?}")));
+    v
+}
+
+#[test]
+fn incremental_equals_fresh_on_random_edits() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut reused = 0;
+    let mut versions = 0;
+    for path in fixtures() {
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        let mut state = FileState::new();
+        for step in 0..8 {
+            let inc = state.analyze(&text);
+            let fresh = analyze_text(&text);
+            assert_eq!(
+                render(&inc),
+                render(&fresh),
+                "{} after {step} edits differs:\n{text}",
+                path.display()
+            );
+            reused += state.reuse.units_reused;
+            versions += 1;
+            text = edit(&text, &mut rng);
+        }
+    }
+    assert!(versions > 1000);
+    assert!(
+        reused * 4 > versions,
+        "edits reuse units ({reused} over {versions} versions)"
+    );
+}
+
+#[test]
+fn an_edit_in_one_function_runs_only_what_reads_it() {
+    let base = "import torch\n\ndef a(x):\n    y = torch.sigmoid(x)\n    y += 1\n    return y\n\ndef b(x):\n    w = torch.ones(2, requires_grad=True)\n    w.add_(1)\n    return w\n\ndef c(x):\n    return a(x) * 2\n";
+    let mut state = FileState::new();
+    let first = state.analyze(base);
+    assert_eq!(state.reuse.units_reused, 0);
+    assert!(!first.findings.is_empty());
+    // Typing inside `b`: the module, `a` and `c` are reused; `b` runs again.
+    let edited = base.replace("w.add_(1)", "w.add_(2)");
+    let second = state.analyze(&edited);
+    assert_eq!(state.reuse.units_run, 1, "{:?}", state.reuse);
+    assert_eq!(state.reuse.items_lowered, 1);
+    assert_eq!(second.findings.len(), first.findings.len());
+    // Typing inside `a`: `a` and `c` (which inlines it) run again, `b` does not.
+    let edited = edited.replace("y += 1", "y += 10");
+    state.analyze(&edited);
+    assert_eq!(state.reuse.units_run, 2, "{:?}", state.reuse);
+    // A new module-level statement no function reads: only the module runs again.
+    let edited = format!("{edited}\n_unused = 3\n");
+    state.analyze(&edited);
+    assert_eq!(state.reuse.units_run, 1, "{:?}", state.reuse);
+}

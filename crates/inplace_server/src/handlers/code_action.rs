@@ -1,0 +1,202 @@
+//! `textDocument/codeAction` and `codeAction/resolve`: quick fixes for our diagnostics (each
+//! verified when offered: applied alone it adds no syntax error and its finding goes), the
+//! "suppress on this line" action, and fix-all (its edit computed on resolve, or when asked for
+//! by kind).
+
+use crate::convert::{self, DiagnosticData, FIX_ALL_KIND, SOURCE};
+use crate::session::Session;
+use inplace_analysis::{Applicability, FileState, Finding};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tower_lsp::jsonrpc::{Error, Result};
+use tower_lsp::lsp_types::*;
+
+pub async fn code_action(
+    session: &Arc<Session>,
+    params: CodeActionParams,
+    resolve_support: bool,
+) -> Result<Option<CodeActionResponse>> {
+    let uri = params.text_document.uri;
+    let only = params.context.only.clone();
+    let wants = |k: &CodeActionKind| {
+        only.as_ref()
+            .is_none_or(|o| o.iter().any(|x| k.as_str().starts_with(x.as_str())))
+    };
+    if !session.docs.contains_key(&uri) {
+        return Err(Error::invalid_params(format!("unknown document {uri}")));
+    }
+    let mut actions = Vec::new();
+    if wants(&CodeActionKind::QUICKFIX) {
+        actions.extend(quick_fixes(session, &uri, &params.context.diagnostics).await);
+    }
+    let fix_all = CodeActionKind::new(FIX_ALL_KIND);
+    if wants(&fix_all) {
+        let explicit = only.is_some();
+        if explicit {
+            if let Some(edit) = fix_all_edit(session, &uri).await {
+                actions.push(fix_all_action(Some(edit), None));
+            }
+        } else if resolve_support {
+            let data = serde_json::json!({ "fixAll": uri });
+            actions.push(fix_all_action(None, Some(data)));
+        }
+    }
+    Ok(Some(actions))
+}
+
+/// `codeAction/resolve`: the edit of a fix-all action.
+pub async fn resolve(session: &Arc<Session>, mut action: CodeAction) -> Result<CodeAction> {
+    let uri = action
+        .data
+        .as_ref()
+        .and_then(|d| d.get("fixAll"))
+        .and_then(|u| serde_json::from_value::<Url>(u.clone()).ok());
+    if let Some(uri) = uri {
+        action.edit = fix_all_edit(session, &uri).await;
+    }
+    Ok(action)
+}
+
+fn fix_all_action(
+    edit: Option<WorkspaceEdit>,
+    data: Option<serde_json::Value>,
+) -> CodeActionOrCommand {
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title: "Fix all safe in-place hazards".into(),
+        kind: Some(CodeActionKind::new(FIX_ALL_KIND)),
+        edit,
+        data,
+        ..Default::default()
+    })
+}
+
+/// Quick fixes of our diagnostics of the current version, verified.
+async fn quick_fixes(
+    session: &Arc<Session>,
+    uri: &Url,
+    diagnostics: &[Diagnostic],
+) -> Vec<CodeActionOrCommand> {
+    let enc = session.enc();
+    let (text, version, state, analysis) = {
+        let Some(entry) = session.docs.get(uri) else {
+            return Vec::new();
+        };
+        (
+            entry.doc.text.clone(),
+            entry.doc.version,
+            entry.state.as_ref().map(|s| (**s).clone()),
+            entry.current(),
+        )
+    };
+    let ours: Vec<&Diagnostic> = diagnostics
+        .iter()
+        .filter(|d| d.source.as_deref() == Some(SOURCE))
+        .filter(|d| {
+            d.data
+                .clone()
+                .and_then(|v| serde_json::from_value::<DiagnosticData>(v).ok())
+                .is_none_or(|data| data.version == version)
+        })
+        .collect();
+    // The findings behind the diagnostics whose fixes are offered.
+    let findings: Vec<Option<Finding>> = {
+        let Some(entry) = session.docs.get(uri) else {
+            return Vec::new();
+        };
+        ours.iter()
+            .map(|d| {
+                analysis.as_ref().and_then(|a| {
+                    a.findings
+                        .iter()
+                        .find(|f| {
+                            entry.doc.range(f.range, enc) == d.range
+                                && d.code == Some(NumberOrString::String(f.rule.code().into()))
+                        })
+                        .cloned()
+                })
+            })
+            .collect()
+    };
+    let verified = verify(text.clone(), state, findings).await;
+    let Some(entry) = session.docs.get(uri) else {
+        return Vec::new();
+    };
+    if entry.doc.version != version {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, (d, ok)) in ours.iter().zip(verified).enumerate() {
+        out.extend(convert::actions_for(&entry.doc, uri, d, enc, i == 0, ok));
+    }
+    out
+}
+
+/// Which fixes pass verification (off the reactor), on a copy of the document's state.
+async fn verify(
+    text: String,
+    state: Option<FileState>,
+    findings: Vec<Option<Finding>>,
+) -> Vec<bool> {
+    let n = findings.len();
+    let job = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            findings
+                .iter()
+                .map(|f| {
+                    let Some(f) = f.as_ref().filter(|f| f.fix.is_some()) else {
+                        return false;
+                    };
+                    match &state {
+                        Some(s) => s.verify_fix(&text, f).is_ok(),
+                        None => inplace_analysis::verify_fix(&text, f).is_ok(),
+                    }
+                })
+                .collect::<Vec<bool>>()
+        }))
+    });
+    match job.await {
+        Ok(Ok(v)) => v,
+        _ => vec![false; n],
+    }
+}
+
+/// One edit replacing the document with all safe fixes applied (computed off the reactor).
+async fn fix_all_edit(session: &Arc<Session>, uri: &Url) -> Option<WorkspaceEdit> {
+    let (text, version, state) = {
+        let entry = session.docs.get(uri)?;
+        (
+            entry.doc.text.clone(),
+            entry.doc.version,
+            entry
+                .state
+                .as_ref()
+                .map(|s| (**s).clone())
+                .unwrap_or_default(),
+        )
+    };
+    let (shared, target, original) = (session.clone(), uri.clone(), text.clone());
+    let job = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let keep = |f: &Finding| !shared.select(&target, std::slice::from_ref(f)).is_empty();
+            let mut state = state;
+            inplace_analysis::fix_all_with(&original, Applicability::Safe, &keep, &mut state).text
+        }))
+    });
+    let fixed = job.await.ok()?.ok()?;
+    let entry = session.docs.get(uri)?;
+    if fixed == text || entry.doc.version != version {
+        return None;
+    }
+    let end = entry.doc.position(text.len(), session.enc());
+    let edit = TextEdit {
+        range: Range {
+            start: Position::new(0, 0),
+            end,
+        },
+        new_text: fixed,
+    };
+    Some(WorkspaceEdit {
+        changes: Some(HashMap::from([(uri.clone(), vec![edit])])),
+        ..Default::default()
+    })
+}

@@ -1,0 +1,43 @@
+//! `textDocument/didChange`: apply the edits in order, then analyse the new text (an analysis
+//! of an older version still running stops and leaves its finished units for this one).
+
+use crate::scheduler::schedule;
+use crate::session::Session;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tower_lsp::lsp_types::{DidChangeTextDocumentParams, MessageType};
+use tower_lsp::Client;
+
+/// tower-lsp may run notification handlers concurrently: the edits are applied before any
+/// await, so handlers cannot reorder them; stale versions are ignored.
+pub async fn did_change(
+    session: &Arc<Session>,
+    client: &Client,
+    params: DidChangeTextDocumentParams,
+) {
+    let uri = params.text_document.uri;
+    let version = params.text_document.version;
+    let enc = session.enc();
+    let stale = {
+        let Some(mut entry) = session.docs.get_mut(&uri) else {
+            return;
+        };
+        if version <= entry.doc.version {
+            true
+        } else {
+            entry.doc.apply(params.content_changes, version, enc);
+            entry.latest.store(version, Ordering::Relaxed);
+            false
+        }
+    };
+    if stale {
+        client
+            .log_message(
+                MessageType::WARNING,
+                format!("inplace-lsp: ignored change to {uri} with old version {version}"),
+            )
+            .await;
+        return;
+    }
+    schedule(session, client, uri);
+}

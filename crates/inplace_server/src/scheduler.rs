@@ -1,0 +1,143 @@
+//! Analysis off the reactor: one worker per document at a time, always on its latest text. A
+//! burst of keystrokes yields one analysis of the final text: an analysis whose version moved
+//! on stops between units (the units it finished are kept and reused by the next one). A panic
+//! inside analysis is caught and logged; the document starts over with a fresh state.
+
+use crate::session::{Analysed, Session};
+use inplace_analysis::FileState;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tower_lsp::lsp_types::{MessageType, Url};
+use tower_lsp::Client;
+
+/// Start the document's worker unless one is running; it analyses until it has caught up, then
+/// publishes (push clients).
+pub fn schedule(session: &Arc<Session>, client: &Client, uri: Url) {
+    {
+        let Some(mut entry) = session.docs.get_mut(&uri) else {
+            return;
+        };
+        if entry.busy {
+            return;
+        }
+        entry.busy = true;
+    }
+    let (session, client) = (session.clone(), client.clone());
+    tokio::spawn(async move { work(session, client, uri).await });
+}
+
+async fn work(session: Arc<Session>, client: Client, uri: Url) {
+    loop {
+        let Some(outcome) = analyse_latest(&session, &client, &uri).await else {
+            return;
+        };
+        {
+            let Some(mut entry) = session.docs.get_mut(&uri) else {
+                return;
+            };
+            match outcome {
+                Outcome::Done(a) if a.version == entry.doc.version => {
+                    entry.analysis.send_replace(Some(Arc::new(a)));
+                    entry.busy = false;
+                }
+                // A failure is not retried (the next change tries again); waiters get an
+                // empty analysis.
+                Outcome::Failed(version) if version == entry.doc.version => {
+                    entry.analysis.send_replace(Some(Arc::new(Analysed {
+                        version,
+                        findings: Vec::new(),
+                        sites: Vec::new(),
+                    })));
+                    entry.busy = false;
+                    return;
+                }
+                // The text moved on: analyse the latest.
+                _ => continue,
+            }
+        }
+        if !session.pulls() {
+            if let Some((version, diags)) = session.diagnostics(&uri) {
+                client
+                    .publish_diagnostics(uri.clone(), diags, Some(version))
+                    .await;
+            }
+        }
+        return;
+    }
+}
+
+enum Outcome {
+    Done(Analysed),
+    Cancelled,
+    /// A panic while analysing this version.
+    Failed(i32),
+}
+
+/// Analyse the document's current text with its state (`None`: the document is gone).
+async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> Option<Outcome> {
+    let (version, text, state, latest) = {
+        let mut entry = session.docs.get_mut(uri)?;
+        let state = entry.state.take().unwrap_or_default();
+        (
+            entry.doc.version,
+            entry.doc.text.clone(),
+            state,
+            entry.latest.clone(),
+        )
+    };
+    let job = tokio::task::spawn_blocking(move || {
+        let mut state = state;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let cancelled = || latest.load(Ordering::Relaxed) != version;
+            state.analyze_until(&text, &cancelled)
+        }));
+        match outcome {
+            Ok(a) => (Some(state), Ok(a)),
+            Err(_) => (None, Err(())),
+        }
+    });
+    let (state, outcome) = job.await.unwrap_or((None, Err(())));
+    if let Some(mut entry) = session.docs.get_mut(uri) {
+        entry.state = Some(state.unwrap_or_else(|| Box::new(FileState::new())));
+    }
+    Some(match outcome {
+        Ok(Some(a)) => Outcome::Done(Analysed {
+            version,
+            findings: a.findings,
+            sites: a.sites,
+        }),
+        Ok(None) => Outcome::Cancelled,
+        Err(()) => {
+            client
+                .log_message(
+                    MessageType::ERROR,
+                    "inplace-lsp: internal error while analysing; please report it",
+                )
+                .await;
+            Outcome::Failed(version)
+        }
+    })
+}
+
+/// The analysis of the current version, waiting for the document's worker (pull diagnostics,
+/// hover). `None` when the document is gone or no analysis came within a minute.
+pub async fn ensure_analysed(
+    session: &Arc<Session>,
+    client: &Client,
+    uri: &Url,
+) -> Option<Arc<Analysed>> {
+    loop {
+        let mut rx = {
+            let entry = session.docs.get(uri)?;
+            if let Some(a) = entry.current() {
+                return Some(a);
+            }
+            entry.analysis.subscribe()
+        };
+        schedule(session, client, uri.clone());
+        let wait = tokio::time::timeout(std::time::Duration::from_secs(60), rx.changed());
+        if !matches!(wait.await, Ok(Ok(()))) {
+            return None;
+        }
+    }
+}
