@@ -72,7 +72,9 @@ pub fn bench() -> Result<()> {
     cmd.arg("--corpus")
         .arg(&corpus)
         .arg("--binary")
-        .arg(root.join("target/release/inplace-lsp"));
+        .arg(root.join("target/release/inplace-lsp"))
+        .arg("--root")
+        .arg(&root);
     if ruff.exists() {
         cmd.arg("--ruff").arg(ruff);
     }
