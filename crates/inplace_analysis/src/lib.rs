@@ -164,6 +164,11 @@ pub struct Phases {
     pub units_planned: usize,
     pub lowered_by_plan: usize,
     pub findings: usize,
+    /// Bytes lowered, by what the item is: module statements, class headers, class-body
+    /// statements, module functions, methods.
+    pub lowered_by_kind: [usize; 5],
+    /// Bytes of every item, by the same kinds.
+    pub bytes_by_kind: [usize; 5],
 }
 
 /// [`analyze_text`], timed by phase.
@@ -194,6 +199,20 @@ pub fn analyze_phases(text: &str) -> Phases {
     p.bytes = text.len();
     p.units = outputs.len();
     p.findings = a.findings.len();
+    for it in &prog.items {
+        let k = match (it.kind(), it.parent().is_some()) {
+            (syntax::outline::ItemKind::Statement, false) => 0,
+            (syntax::outline::ItemKind::Class, _) => 1,
+            (syntax::outline::ItemKind::Statement, true) => 2,
+            (syntax::outline::ItemKind::Function, false) => 3,
+            (syntax::outline::ItemKind::Function, true) => 4,
+        };
+        let (s, e) = program::parsed_range(&it.outline);
+        p.bytes_by_kind[k] += (e - s) as usize;
+        if prog.lowered_body(it.id).is_some() {
+            p.lowered_by_kind[k] += (e - s) as usize;
+        }
+    }
     p
 }
 

@@ -1,6 +1,7 @@
 //! The benchmark behind `cargo xtask bench` (run in release; never a timed unit test).
 //!
-//! `inplace_bench --corpus DIR --binary PATH/inplace-lsp --root REPO [--ruff PATH/ruff]`
+//! `inplace_bench --corpus DIR --binary PATH/inplace-lsp --root REPO [--ruff PATH/ruff]
+//! [--only throughput,profile,files,generated,lsp,findings]`
 //! measures, in one run and on the same files: the tree-sitter parse-only floor, `inplace-lsp
 //! check` on one thread and on all cores, ruff as a reference, where the analysis spends its
 //! time, every corpus file alone (time and memory), a generated 20 MB file, linearity, LSP
@@ -37,6 +38,10 @@ fn main() -> Result<()> {
     let binary = get("--binary").context("--binary PATH")?;
     let root = get("--root").context("--root REPO")?;
     let ruff = get("--ruff");
+    // `--only throughput,files,...`: run those parts alone (while working on one target).
+    let only: Option<Vec<String>> =
+        get("--only").map(|p| p.to_string_lossy().split(',').map(str::to_string).collect());
+    let part = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let corpus = corpus::load(&corpus_dir)?;
@@ -57,15 +62,26 @@ fn main() -> Result<()> {
             cores
         ),
     );
-    throughput::throughput(&corpus, &corpus_dir, &binary, ruff.as_deref(), &mut report)?;
-    throughput::profile(&corpus, &mut report);
-    files::each_file(&corpus, &corpus_dir, &mut report);
-    let bench_dir = root.join("target/bench");
-    generated::twenty_megabytes(&binary, &bench_dir, &mut report)?;
-    generated::linearity(&mut report);
-    lsp::latency(&binary, &corpus.ten_thousand_lines(), &mut report)?;
-    lsp::memory_per_document(&binary, &corpus, &mut report)?;
-    findings::compare(&binary, &corpus_dir, &root, &mut report)?;
+    if part("throughput") {
+        throughput::throughput(&corpus, &corpus_dir, &binary, ruff.as_deref(), &mut report)?;
+    }
+    if part("profile") {
+        throughput::profile(&corpus, &mut report);
+    }
+    if part("files") {
+        files::each_file(&corpus, &corpus_dir, &mut report);
+    }
+    if part("generated") {
+        generated::twenty_megabytes(&binary, &root.join("target/bench"), &mut report)?;
+        generated::linearity(&mut report);
+    }
+    if part("lsp") {
+        lsp::latency(&binary, &corpus.ten_thousand_lines(), &mut report)?;
+        lsp::memory_per_document(&binary, &corpus, &mut report)?;
+    }
+    if part("findings") {
+        findings::compare(&binary, &corpus_dir, &root, &mut report)?;
+    }
     report.print_summary();
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use crate::config::{self, RunSettings};
 use crate::output::{self, FileReport, Format};
+use anyhow::Context;
 use inplace_analysis::{Applicability, Finding};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Read, Write};
@@ -230,7 +231,16 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
             "never" => false,
             _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         };
-        print!("{}", output::render(args.output_format, &reports, color));
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let written = output::write(args.output_format, &reports, color, &mut out)
+            .and_then(|()| std::io::Write::flush(&mut out));
+        // A closed pipe (`| head`) is the reader's choice, not an error of ours.
+        if let Err(e) = written {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e).context("writing the report");
+            }
+        }
     }
     let code = if !errors.is_empty() {
         2

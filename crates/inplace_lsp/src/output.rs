@@ -1,6 +1,7 @@
 //! Output formats of `check`: text with code frames, json, github annotations, SARIF 2.1.0.
 
 use inplace_analysis::{Encoding, Finding, LineIndex, Rule, Severity, TextRange};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -26,51 +27,135 @@ fn pos(text: &str, idx: &LineIndex, offset: usize) -> (usize, usize) {
     (l + 1, c + 1)
 }
 
-fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> Value {
+/// A range in the JSON contract.
+#[derive(Serialize)]
+struct JsonRange {
+    start: JsonPos,
+    end: JsonPos,
+}
+
+#[derive(Serialize)]
+struct JsonPos {
+    line: usize,
+    column: usize,
+}
+
+fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> JsonRange {
     let (sl, sc) = pos(text, idx, r.start);
     let (el, ec) = pos(text, idx, r.end);
-    json!({"start": {"line": sl, "column": sc}, "end": {"line": el, "column": ec}})
+    JsonRange {
+        start: JsonPos {
+            line: sl,
+            column: sc,
+        },
+        end: JsonPos {
+            line: el,
+            column: ec,
+        },
+    }
 }
 
-/// The JSON contract of DEVELOPERS.md.
-pub fn finding_json(file: &FileReport, idx: &LineIndex, f: &Finding) -> Value {
+/// One finding in the JSON contract of DEVELOPERS.md.
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    code: &'static str,
+    name: &'static str,
+    severity: &'static str,
+    path: &'a str,
+    range: JsonRange,
+    message: &'a str,
+    related: Vec<JsonRelated<'a>>,
+    fix: Option<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonRelated<'a> {
+    path: &'a str,
+    range: JsonRange,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    title: &'a str,
+    applicability: &'static str,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    range: JsonRange,
+    content: &'a str,
+}
+
+fn finding_json<'a>(file: &'a FileReport, idx: &LineIndex, f: &'a Finding) -> JsonFinding<'a> {
     let t = &file.text;
-    json!({
-        "code": f.rule.code(),
-        "name": f.rule.name(),
-        "severity": f.severity.as_str(),
-        "path": file.path,
-        "range": range_json(t, idx, f.range),
-        "message": f.message,
-        "related": f.related.iter().map(|r| json!({
-            "path": file.path,
-            "range": range_json(t, idx, r.range),
-            "message": r.message,
-        })).collect::<Vec<_>>(),
-        "fix": f.fix.as_ref().map(|x| json!({
-            "title": x.title,
-            "applicability": x.applicability.as_str(),
-            "edits": x.edits.iter().map(|e| json!({
-                "range": range_json(t, idx, e.range),
-                "content": e.content,
-            })).collect::<Vec<_>>(),
-        })),
-    })
+    JsonFinding {
+        code: f.rule.code(),
+        name: f.rule.name(),
+        severity: f.severity.as_str(),
+        path: &file.path,
+        range: range_json(t, idx, f.range),
+        message: &f.message,
+        related: f
+            .related
+            .iter()
+            .map(|r| JsonRelated {
+                path: &file.path,
+                range: range_json(t, idx, r.range),
+                message: &r.message,
+            })
+            .collect(),
+        fix: f.fix.as_ref().map(|x| JsonFix {
+            title: &x.title,
+            applicability: x.applicability.as_str(),
+            edits: x
+                .edits
+                .iter()
+                .map(|e| JsonEdit {
+                    range: range_json(t, idx, e.range),
+                    content: &e.content,
+                })
+                .collect(),
+        }),
+    }
 }
 
-pub fn render(format: Format, files: &[FileReport], color: bool) -> String {
+/// The findings of every file as one JSON array, one element built at a time.
+struct JsonFindings<'a>(&'a [FileReport]);
+
+impl Serialize for JsonFindings<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(None)?;
+        for file in self.0.iter().filter(|f| !f.findings.is_empty()) {
+            let idx = LineIndex::new(&file.text);
+            for f in &file.findings {
+                seq.serialize_element(&finding_json(file, &idx, f))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Writes the report in `format` to `out`.
+pub fn write(
+    format: Format,
+    files: &[FileReport],
+    color: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     match format {
         Format::Json => {
-            let mut all = Vec::new();
-            for file in files {
-                let idx = LineIndex::new(&file.text);
-                all.extend(file.findings.iter().map(|f| finding_json(file, &idx, f)));
-            }
-            serde_json::to_string_pretty(&Value::Array(all)).unwrap() + "\n"
+            serde_json::to_writer_pretty(&mut *out, &JsonFindings(files))?;
+            writeln!(out)
         }
-        Format::Github => github(files),
-        Format::Sarif => serde_json::to_string_pretty(&sarif(files)).unwrap() + "\n",
-        Format::Text => text(files, color),
+        Format::Github => out.write_all(github(files).as_bytes()),
+        Format::Sarif => {
+            serde_json::to_writer_pretty(&mut *out, &sarif(files))?;
+            writeln!(out)
+        }
+        Format::Text => text(files, color, out),
     }
 }
 
@@ -84,35 +169,49 @@ fn level(s: Severity) -> annotate_snippets::Level {
     }
 }
 
-fn text(files: &[FileReport], color: bool) -> String {
+/// The lines a finding's frame shows: from the first line any of its spans touches to the
+/// last (annotate-snippets folds what lies between), as (byte offset, 1-based first line, text).
+fn window<'t>(text: &'t str, idx: &LineIndex, f: &Finding) -> (usize, usize, &'t str) {
+    let ranges = std::iter::once(f.range).chain(f.related.iter().map(|r| r.range));
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for r in ranges {
+        let r = clamp(text, r);
+        lo = lo.min(r.start);
+        hi = hi.max(r.end);
+    }
+    let first = idx.line_of(lo);
+    let last = idx.line_of(hi);
+    let start = idx.line_start(first);
+    let end = idx.line_start(last + 1).max(hi).min(text.len());
+    (start, first + 1, &text[start..end])
+}
+
+fn text(files: &[FileReport], color: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     use annotate_snippets::{Level, Renderer, Snippet};
     let renderer = if color {
         Renderer::styled()
     } else {
         Renderer::plain()
     };
-    let mut out = String::new();
     let mut count = 0;
     let mut fixable = 0;
-    for file in files {
+    for file in files.iter().filter(|f| !f.findings.is_empty()) {
+        let idx = LineIndex::new(&file.text);
         for f in &file.findings {
             count += 1;
-            let mut snippet = Snippet::source(&file.text)
-                .line_start(1)
+            let (base, line, source) = window(&file.text, &idx, f);
+            let span = |r: TextRange| {
+                let r = clamp(&file.text, r);
+                (r.start - base).min(source.len())..(r.end - base).min(source.len())
+            };
+            let mut snippet = Snippet::source(source)
+                .line_start(line)
                 .origin(&file.path)
                 .fold(true);
             let label = f.rule.name();
-            snippet = snippet.annotation(
-                level(f.severity)
-                    .span(clamp(&file.text, f.range))
-                    .label(label),
-            );
+            snippet = snippet.annotation(level(f.severity).span(span(f.range)).label(label));
             for r in &f.related {
-                snippet = snippet.annotation(
-                    Level::Note
-                        .span(clamp(&file.text, r.range))
-                        .label(&r.message),
-                );
+                snippet = snippet.annotation(Level::Note.span(span(r.range)).label(&r.message));
             }
             let title = f.message.as_str();
             let mut msg = level(f.severity)
@@ -125,22 +224,22 @@ fn text(files: &[FileReport], color: bool) -> String {
                 help = format!("{} ({} fix)", fix.title, fix.applicability.as_str());
                 msg = msg.footer(Level::Help.title(&help));
             }
-            let _ = writeln!(out, "{}\n", renderer.render(msg));
+            writeln!(out, "{}\n", renderer.render(msg))?;
         }
     }
     if count > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "Found {count} in-place hazard{}.",
             if count == 1 { "" } else { "s" }
-        );
+        )?;
         if fixable > 0 {
-            let _ = writeln!(out, "[*] {fixable} fixable with the `--fix` option.");
+            writeln!(out, "[*] {fixable} fixable with the `--fix` option.")?;
         }
     } else {
-        out.push_str("All checks passed!\n");
+        writeln!(out, "All checks passed!")?;
     }
-    out
+    Ok(())
 }
 
 /// annotate-snippets wants spans on char boundaries and non-empty.
