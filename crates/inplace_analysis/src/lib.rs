@@ -222,8 +222,7 @@ pub(crate) fn collect(
     names: &Interner,
     outputs: &[&exec::UnitOutput],
 ) -> Analysis {
-    let lines = LineIndex::new(prog.text);
-    let findings = render::findings(prog, names, &lines, outputs);
+    let findings = render::findings(prog, names, outputs);
     let mut sites: Vec<InplaceSite> = Vec::new();
     let mut seen = rustc_hash::FxHashSet::default();
     for u in outputs {

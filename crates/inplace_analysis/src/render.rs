@@ -157,7 +157,6 @@ pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String
 pub(crate) fn findings(
     prog: &Program<'_>,
     names: &Interner,
-    lines: &LineIndex,
     units: &[&UnitOutput],
 ) -> Vec<Finding> {
     // Which rule claims each event, at which range; the first event per (rule, range) wins.
@@ -189,6 +188,10 @@ pub(crate) fn findings(
     chosen.retain(|(rule, range, ..)| {
         rules::form3_rank(*rule).is_none() || best.get(range).map(|b| b.1) == Some(*rule)
     });
+    if chosen.is_empty() {
+        return Vec::new();
+    }
+    let lines = &LineIndex::new(prog.text);
     let noqa = NoqaMap::from_comments(prog.text, &prog.noqa_comments, lines);
     chosen.retain(|(rule, range, ..)| !noqa.suppresses(lines.line_of(range.start), *rule));
     let torch = torch_alias(prog, names);
