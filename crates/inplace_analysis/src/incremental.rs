@@ -16,7 +16,7 @@ use crate::domain::Vals;
 use crate::exec::{budget_for, Deps, Frozen, Interp, UnitOutput};
 use crate::ir::{ClassLoc, DefLoc, Interner, ItemId, Name};
 use crate::program::{BodyCache, Program, Version};
-use crate::syntax::outline::{name_hash, outline, ItemKind, Outline};
+use crate::syntax::outline::{name_hash, outline, reoutline, ItemKind, Outline};
 use crate::units::{self, Plan};
 use crate::Analysis;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -151,6 +151,9 @@ pub struct FileState {
     module: Option<ModuleEntry>,
     instances: Option<InstancesEntry>,
     functions: FxHashMap<DefLoc, FunctionEntry>,
+    relevance: units::RelevanceMemo,
+    /// The last version's text and outline (an edit tokenizes again only the items around it).
+    last: Option<(String, Outline)>,
     /// What the last [`FileState::analyze`] reused.
     pub reuse: Reuse,
 }
@@ -175,17 +178,27 @@ fn module_shape(prog: &Program<'_>) -> u64 {
     h.finish()
 }
 
-/// Whether what a unit read still holds in this version's text.
-fn deps_hold(deps: &Deps, prog: &Program<'_>) -> bool {
-    use std::hash::{Hash, Hasher};
-    deps.items
-        .iter()
-        .all(|(item, v)| prog.version(*item) == Some(*v))
-        && deps.classes.iter().all(|(class, h)| {
-            let mut f = rustc_hash::FxHasher::default();
-            prog.class_methods(*class).hash(&mut f);
-            f.finish() == *h
-        })
+/// Whether what a unit read still holds in this version's text (class method tables hashed
+/// once per version).
+#[derive(Default)]
+struct DepsCheck {
+    classes: FxHashMap<ItemId, u64>,
+}
+
+impl DepsCheck {
+    fn hold(&mut self, deps: &Deps, prog: &Program<'_>) -> bool {
+        use std::hash::{Hash, Hasher};
+        deps.items
+            .iter()
+            .all(|(item, v)| prog.version(*item) == Some(*v))
+            && deps.classes.iter().all(|(class, h)| {
+                *self.classes.entry(*class).or_insert_with(|| {
+                    let mut f = rustc_hash::FxHasher::default();
+                    prog.class_methods(*class).hash(&mut f);
+                    f.finish()
+                }) == *h
+            })
+    }
 }
 
 /// A unit that did not use up its budget gives the same result under any budget it fits in.
@@ -232,12 +245,18 @@ fn view(frozen: &Frozen) -> View<'_> {
     }
 }
 
-/// The fingerprint of the instance a class's methods run on.
-fn instance_fingerprint(frozen: &Frozen, class: ClassLoc) -> u128 {
-    match frozen.instances.get(&class) {
-        Some(o) => fingerprint(&view(frozen), &Vals::from_slice(&[*o])),
-        None => 0,
-    }
+/// The fingerprint of the instance a class's methods run on (memoized per class).
+fn instance_fingerprint(
+    memo: &mut FxHashMap<ClassLoc, u128>,
+    frozen: &Frozen,
+    class: ClassLoc,
+) -> u128 {
+    *memo
+        .entry(class)
+        .or_insert_with(|| match frozen.instances.get(&class) {
+            Some(o) => fingerprint(&view(frozen), &Vals::from_slice(&[*o])),
+            None => 0,
+        })
 }
 
 impl FileState {
@@ -259,11 +278,15 @@ impl FileState {
             *self = FileState::default();
             return Some(Analysis::default());
         }
-        let outline = outline(text);
+        let outline = match self.last.take() {
+            Some((old_text, old)) => reoutline(&old_text, &old, text),
+            None => outline(text),
+        };
+        self.last = Some((text.to_string(), outline.clone()));
         let ids = self.ids.assign(text, &outline);
         let bodies = std::mem::take(&mut self.bodies);
         let prog = Program::new(text, outline, Some(ids), bodies, &mut self.names);
-        let plan = units::plan(&prog, &mut self.names);
+        let plan = units::plan_memo(&prog, &mut self.names, &mut self.relevance);
         let Some(outputs) = self.run_units(&prog, &plan, cancelled) else {
             self.bodies = prog.into_bodies();
             return None;
@@ -315,7 +338,9 @@ impl FileState {
         let shape = module_shape(prog);
         let budget = budget_for(prog.text.lines().count());
         let module_holds = self.module.as_ref().is_some_and(|m| {
-            m.shape == shape && deps_hold(&m.output.deps, prog) && budget_holds(&m.output, budget)
+            m.shape == shape
+                && DepsCheck::default().hold(&m.output.deps, prog)
+                && budget_holds(&m.output, budget)
         });
         if !module_holds {
             let mut it = Interp::new(prog, &mut self.names, &Frozen::default());
@@ -338,15 +363,17 @@ impl FileState {
             frozen: &frozen,
             memo: FxHashMap::default(),
         };
+        let (mut deps, mut instances) = (DepsCheck::default(), FxHashMap::default());
         for def in &plan.functions {
             if cancelled() {
                 return None;
             }
             let holds = self.functions.get(def).is_some_and(|f| {
-                deps_hold(&f.output.deps, prog)
+                deps.hold(&f.output.deps, prog)
                     && globals.hold(&f.globals)
-                    && f.instance
-                        .is_none_or(|(k, fp)| instance_fingerprint(&frozen, k) == fp)
+                    && f.instance.is_none_or(|(k, fp)| {
+                        instance_fingerprint(&mut instances, &frozen, k) == fp
+                    })
             });
             if holds {
                 self.reuse.units_reused += 1;
@@ -356,7 +383,7 @@ impl FileState {
                 let instance = output
                     .deps
                     .instance
-                    .map(|k| (k, instance_fingerprint(&frozen, k)));
+                    .map(|k| (k, instance_fingerprint(&mut instances, &frozen, k)));
                 self.functions.insert(
                     *def,
                     FunctionEntry {
@@ -390,7 +417,9 @@ impl FileState {
             memo: FxHashMap::default(),
         };
         let holds = self.instances.as_ref().is_some_and(|i| {
-            i.classes == plan.classes && deps_hold(&i.output.deps, prog) && globals.hold(&i.globals)
+            i.classes == plan.classes
+                && DepsCheck::default().hold(&i.output.deps, prog)
+                && globals.hold(&i.globals)
         });
         if holds {
             self.reuse.units_reused += 1;

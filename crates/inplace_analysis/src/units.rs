@@ -102,17 +102,17 @@ impl Classes {
     }
 }
 
-/// Which items are relevant, by position.
-pub(crate) fn relevant_items(prog: &Program<'_>, names: &mut Interner) -> Vec<bool> {
+/// The last relevance decision of a file and what it was decided from (an edit that changes
+/// no item's summary, kind, name, place or bound names decides the same).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RelevanceMemo {
+    key: u64,
+    rel: Vec<bool>,
+}
+
+/// Names each top-level statement binds, from its lowered body (statements are small).
+fn statement_binds(prog: &Program<'_>, names: &mut Interner) -> Vec<Vec<u64>> {
     let items = &prog.items;
-    let mut rel: Vec<bool> = items
-        .iter()
-        .map(|i| i.outline.summary.seeds.any())
-        .collect();
-    if !rel.iter().any(|r| *r) {
-        return rel;
-    }
-    // Names each top-level statement binds, from its lowered body (statements are small).
     let mut binds: Vec<Vec<u64>> = vec![Vec::new(); items.len()];
     for (i, it) in items.iter().enumerate() {
         let s = &it.outline.summary;
@@ -121,6 +121,57 @@ pub(crate) fn relevant_items(prog: &Program<'_>, names: &mut Interner) -> Vec<bo
                 binds[i] = bound_names(&body, names);
             }
         }
+    }
+    binds
+}
+
+/// Everything [`relevant_from`] reads.
+fn relevance_key(prog: &Program<'_>, binds: &[Vec<u64>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    for (it, b) in prog.items.iter().zip(binds) {
+        let name = it
+            .outline
+            .name
+            .map(|(s, e)| &prog.text[s as usize..e as usize]);
+        (
+            it.kind(),
+            it.parent(),
+            name,
+            &it.outline.summary,
+            &it.children,
+            b,
+        )
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Which items are relevant, by position, reusing `memo` when nothing it reads changed.
+fn relevant_memo(prog: &Program<'_>, names: &mut Interner, memo: &mut RelevanceMemo) -> Vec<bool> {
+    if !prog.items.iter().any(|i| i.outline.summary.seeds.any()) {
+        return vec![false; prog.items.len()];
+    }
+    let binds = statement_binds(prog, names);
+    let key = relevance_key(prog, &binds);
+    if key != memo.key || memo.rel.len() != prog.items.len() {
+        *memo = RelevanceMemo {
+            key,
+            rel: relevant_from(prog, &binds),
+        };
+    }
+    memo.rel.clone()
+}
+
+/// Which items are relevant, by position.
+fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>]) -> Vec<bool> {
+    let items = &prog.items;
+    let mut rel: Vec<bool> = items
+        .iter()
+        .map(|i| i.outline.summary.seeds.any())
+        .collect();
+    if !rel.iter().any(|r| *r) {
+        return rel;
     }
     let classes = Classes::of(prog);
     let (init, forward, call) = (
@@ -286,7 +337,16 @@ fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
 
 /// The units to run for a file.
 pub(crate) fn plan(prog: &Program<'_>, names: &mut Interner) -> Plan {
-    let rel = relevant_items(prog, names);
+    plan_memo(prog, names, &mut RelevanceMemo::default())
+}
+
+/// [`plan`], reusing the relevance decided for the last version when it still holds.
+pub(crate) fn plan_memo(
+    prog: &Program<'_>,
+    names: &mut Interner,
+    memo: &mut RelevanceMemo,
+) -> Plan {
+    let rel = relevant_memo(prog, names, memo);
     if !rel.iter().any(|r| *r) {
         return Plan::default();
     }

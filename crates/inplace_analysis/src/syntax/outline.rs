@@ -105,13 +105,11 @@ pub struct OutlineItem {
     pub summary: Summary,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outline {
     pub items: Vec<OutlineItem>,
     /// Comments that mention `noqa`.
     pub noqa_comments: Vec<(u32, u32)>,
-    /// The file uses the name `torch` (outside strings and comments).
-    pub mentions_torch: bool,
 }
 
 /// The hash of a name, as the summaries store it.
@@ -193,8 +191,7 @@ struct Builder<'a> {
     /// The logical line has an annotation (`x: Dict[str, int] = {}`): its `=` stores no subscript.
     annotated: bool,
     last_was_string: bool,
-    /// The text contains `torch` / `anomaly` at all (else no name needs the substring test).
-    text_has_torch: bool,
+    /// The text contains `anomaly` at all (else no name needs the substring test).
     text_has_anomaly: bool,
     noqa: Vec<(u32, u32)>,
 }
@@ -260,7 +257,6 @@ pub fn outline(text: &str) -> Outline {
         compound_line: false,
         annotated: false,
         last_was_string: false,
-        text_has_torch: text.contains("torch"),
         text_has_anomaly: text.contains("anomaly"),
         noqa: Vec::new(),
     };
@@ -268,6 +264,163 @@ pub fn outline(text: &str) -> Outline {
     b.finish();
     b.out.noqa_comments = std::mem::take(&mut b.noqa);
     b.out
+}
+
+/// The outline of `text`, given `old`, the outline of an earlier version `old_text`: the same
+/// as [`outline`], but only the top-level items around the edit are tokenized again (an edit
+/// is the bytes between the texts' common prefix and common suffix). The tokenizer's state at
+/// the start of a top-level item is always the same (a new line at column 0, no open bracket or
+/// string), so a region of whole top-level items can be outlined on its own; the region ends
+/// with the first item after the edit that the new text still starts at the same place, which
+/// shows that its tokens, and all after it, read as before.
+pub fn reoutline(old_text: &str, old: &Outline, text: &str) -> Outline {
+    splice(old_text, old, text).unwrap_or_else(|| outline(text))
+}
+
+/// How many bytes `a` and `b` have in common at their start (compared a block at a time).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` have in common at their end, at most `max`.
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    const BLOCK: usize = 256;
+    let at = |s: &[u8], k: usize, len: usize| s.len() - k - len;
+    let mut k = 0;
+    while k + BLOCK <= max && a[at(a, k, BLOCK)..a.len() - k] == b[at(b, k, BLOCK)..b.len() - k] {
+        k += BLOCK;
+    }
+    k + a[..a.len() - k]
+        .iter()
+        .rev()
+        .zip(b[..b.len() - k].iter().rev())
+        .take(max - k)
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn splice(old_text: &str, old: &Outline, text: &str) -> Option<Outline> {
+    let (a, b) = (old_text.as_bytes(), text.as_bytes());
+    let mut prefix = common_prefix(a, b);
+    let max_suffix = a.len().min(b.len()) - prefix;
+    let suffix = common_suffix(a, b, max_suffix);
+    while !text.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    let old_edit_end = a.len() - suffix;
+    let delta = b.len() as i64 - a.len() as i64;
+    let top = |i: &OutlineItem| i.parent.is_none() && i.start == i.line_start;
+    // The region starts at the last top-level item at or before the edit, if no item before
+    // it could take it in (a dangling decorator, or an `else` that would join the `if`).
+    let first = old
+        .items
+        .iter()
+        .rposition(|i| top(i) && i.line_start as usize <= prefix);
+    let (first, region_start) = match first {
+        Some(f) => (f, old.items[f].line_start as usize),
+        None => (0, 0),
+    };
+    if first > 0 {
+        let prev = old.items[..first].iter().rfind(|i| i.parent.is_none())?;
+        let prev_text = &old_text[prev.start as usize..prev.end as usize];
+        if prev.kind == ItemKind::Statement && prev_text.starts_with('@') {
+            return None;
+        }
+    }
+    // The region ends with the first top-level item wholly after the edit (its line break
+    // too), included to check that it still starts there.
+    let last = old.items[first..]
+        .iter()
+        .position(|i| top(i) && i.line_start as usize > old_edit_end)
+        .map(|k| first + k);
+    let shift = |x: u32| (x as i64 + delta) as u32;
+    let region_end = last.map_or(text.len(), |l| shift(old.items[l].end) as usize);
+    if region_end < region_start || !text.is_char_boundary(region_end) {
+        return None;
+    }
+    let part = outline(&text[region_start..region_end]);
+    // Its first line must start a top-level item: not indented into the one before, nor an
+    // `else` or `except` that would join it.
+    if let Some(i) = part.items.first() {
+        let word = text[region_start + i.start as usize..]
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or("");
+        if i.start != i.line_start || (first > 0 && is_continuation_keyword(word)) {
+            return None;
+        }
+    }
+    let base = region_start as u32;
+    // How many of the region's items are new (before the check item).
+    let keep = match last {
+        None => part.items.len(),
+        Some(l) => {
+            let o = &old.items[l];
+            let k = part
+                .items
+                .iter()
+                .position(|i| i.parent.is_none() && i.start + base == shift(o.start))?;
+            let p = &part.items[k];
+            if p.kind != o.kind || p.end + base != shift(o.end) {
+                return None;
+            }
+            k
+        }
+    };
+    let mut items = Vec::with_capacity(old.items.len() + keep);
+    items.extend_from_slice(&old.items[..first]);
+    let at = |x: u32| x + base;
+    for i in &part.items[..keep] {
+        let mut i = i.clone();
+        i.line_start = at(i.line_start);
+        i.start = at(i.start);
+        i.end = at(i.end);
+        i.header_end = at(i.header_end);
+        i.name = i.name.map(|(s, e)| (at(s), at(e)));
+        i.parent = i.parent.map(|p| p + first as u32);
+        items.push(i);
+    }
+    let mut noqa: Vec<(u32, u32)> = old
+        .noqa_comments
+        .iter()
+        .filter(|c| (c.0 as usize) < region_start)
+        .copied()
+        .collect();
+    noqa.extend(part.noqa_comments.iter().map(|(s, e)| (at(*s), at(*e))));
+    if let Some(l) = last {
+        let moved = (first + keep) as i64 - l as i64;
+        for i in &old.items[l..] {
+            let mut i = i.clone();
+            i.line_start = shift(i.line_start);
+            i.start = shift(i.start);
+            i.end = shift(i.end);
+            i.header_end = shift(i.header_end);
+            i.name = i.name.map(|(s, e)| (shift(s), shift(e)));
+            i.parent = i.parent.map(|p| (p as i64 + moved) as u32);
+            items.push(i);
+        }
+        let end = old.items[l].end;
+        noqa.extend(
+            old.noqa_comments
+                .iter()
+                .filter(|c| c.0 >= end)
+                .map(|(s, e)| (shift(*s), shift(*e))),
+        );
+    }
+    Some(Outline {
+        items,
+        noqa_comments: noqa,
+    })
 }
 
 impl Sink for Builder<'_> {
@@ -535,13 +688,6 @@ impl Builder<'_> {
                     }
                     _ => {}
                 }
-                if self.text_has_torch
-                    && !self.out.mentions_torch
-                    && !after_dot
-                    && s.contains("torch")
-                {
-                    self.out.mentions_torch = true;
-                }
                 if self.text_has_anomaly && s.contains("anomaly") {
                     *seeds |= Seeds::ANOMALY;
                 }
@@ -661,6 +807,60 @@ mod tests {
             .collect()
     }
 
+    /// Random edits of a text full of the shapes that decide where items start and end:
+    /// `reoutline` gives what `outline` gives.
+    #[test]
+    fn reoutline_is_outline() {
+        let base = "import torch\n\n@dec\ndef f(x):\n    if x:\n        return 1\n# noqa: IP101\n    else:\n        y = x.add_(1)  # noqa\n        return 2\n\nclass A(B):\n    '''doc'''\n    k = [1,\n  2]\n\n    @property\n    def p(self):\n        return \"\"\"a\n\nb\"\"\"\n\n    async def q(self): pass\n    class N:\n        def r(self): pass\nif a:\n    pass\nelse:\n    x[0] = 1\nclass C: pass\nx = 1; y = 2 \\\n  + 3\nz = f'{a}'\n";
+        let pieces = [
+            "\n", " ", "    ", "else:", "elif x:", "@d\n", "def g():", "class K:", "(", ")", "[",
+            "]", "\"", "'''", "\"\"\"", "#", "# noqa", "\\", "x", "+= 1", ".add_(", "é", "torch",
+            "try:", "except:", "\r\n",
+        ];
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        let mut text = base.to_string();
+        let mut o = outline(&text);
+        let mut spliced = 0;
+        for round in 0..4000 {
+            if round % 200 == 0 {
+                text = base.to_string();
+                o = outline(&text);
+            }
+            let mut edited = text.clone();
+            // Half the edits at the start of a line (where items start and join).
+            let mut at = next(edited.len() + 1);
+            while !edited.is_char_boundary(at) {
+                at -= 1;
+            }
+            if next(2) == 0 {
+                at = edited[..at].rfind('\n').map_or(0, |i| i + 1);
+            }
+            if next(3) == 0 && at < edited.len() {
+                let mut end = (at + 1 + next(8)).min(edited.len());
+                while !edited.is_char_boundary(end) {
+                    end += 1;
+                }
+                edited.replace_range(at..end, "");
+            } else {
+                edited.insert_str(at, pieces[next(pieces.len())]);
+            }
+            let fresh = outline(&edited);
+            let re = reoutline(&text, &o, &edited);
+            spliced += usize::from(splice(&text, &o, &edited).is_some());
+            assert_eq!(re, fresh, "round {round}: {text:?} -> {edited:?}");
+            text = edited;
+            o = re;
+        }
+        // Most edits are spliced (the test would prove nothing if all fell back).
+        assert!(spliced > 2000, "{spliced}");
+    }
+
     #[test]
     fn items_of_a_module_and_its_classes() {
         let text = "import torch\n\n@dec\n@dec2(1)\ndef f(x):\n    if x:\n        return 1\n# col 0\n    else:\n        return 2\n\nclass A(B):\n    '''doc'''\n    k = 1\n\n    @property\n    def p(self):\n        return 1\n\n    async def q(self): pass\n    class N:\n        def r(self): pass\n    def s(self):\n        pass\nif a:\n    pass\nelse:\n    pass\nclass C: pass\nx = 1; y = 2\n";
@@ -713,7 +913,6 @@ mod tests {
         assert_eq!(s.super_attrs, [name_hash("__init__")]);
         assert!(s.attrs.contains(&name_hash("h")) && s.attrs.contains(&name_hash("k")));
         assert!(!o.items[0].summary.uses_name(name_hash("relu_")));
-        assert!(o.mentions_torch);
     }
 
     #[test]
