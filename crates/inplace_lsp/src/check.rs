@@ -90,48 +90,9 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         config::discover(&start)?
     };
     let settings = config::settings(file_config, &args.select, &args.ignore)?;
-    let mut errors = Vec::new();
-    let mut inputs = Vec::new();
-    for p in &paths {
-        if p.as_os_str() == "-" {
-            continue;
-        }
-        if !p.exists() {
-            errors.push(format!("{}: no such file or folder", p.display()));
-            continue;
-        }
-        if p.is_file() {
-            inputs.push(Input::File(p.clone()));
-            continue;
-        }
-        let walker = ignore::WalkBuilder::new(p).build();
-        let mut found = Vec::new();
-        for entry in walker {
-            match entry {
-                Ok(e)
-                    if e.file_type().is_some_and(|t| t.is_file())
-                        && e.path()
-                            .extension()
-                            .is_some_and(|x| x == "py" || x == "pyi") =>
-                {
-                    found.push(e.into_path())
-                }
-                Ok(_) => {}
-                Err(err) => errors.push(format!("{err}")),
-            }
-        }
-        found.sort();
-        inputs.extend(found.into_iter().map(Input::File));
-    }
+    let (mut inputs, mut errors) = collect_inputs(&paths);
     if stdin {
-        let mut text = String::new();
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes)?;
-        match String::from_utf8(bytes) {
-            Ok(t) => text.push_str(&t),
-            Err(_) => anyhow::bail!("standard input is not valid UTF-8"),
-        }
-        inputs.push(Input::Stdin(text));
+        inputs.push(Input::Stdin(read_stdin()?));
     }
     let stdin_name = args
         .stdin_filename
@@ -147,42 +108,7 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let results: Vec<Result<(FileReport, Option<String>), String>> = stack_pool().install(|| {
         inputs
             .par_iter()
-            .map(|input| {
-                let (path, display, raw) = match input {
-                    Input::File(p) => {
-                        let bytes =
-                            std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                        let text = String::from_utf8(bytes)
-                            .map_err(|_| format!("{}: not valid UTF-8; skipped", p.display()))?;
-                        (p.clone(), p.display().to_string(), text)
-                    }
-                    Input::Stdin(t) => (PathBuf::from(&stdin_name), stdin_name.clone(), t.clone()),
-                };
-                let bom = raw.starts_with('\u{feff}');
-                let text = if bom {
-                    raw['\u{feff}'.len_utf8()..].to_string()
-                } else {
-                    raw
-                };
-                let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
-                let outcome =
-                    std::panic::catch_unwind(|| analyse(&text, &settings, &canonical, fixing, min));
-                let (findings, fixed) = outcome.map_err(|_| {
-                    format!("{display}: internal error while analysing; please report it")
-                })?;
-                let fixed =
-                    fixed
-                        .filter(|f| *f != text)
-                        .map(|f| if bom { format!("\u{feff}{f}") } else { f });
-                Ok((
-                    FileReport {
-                        path: display,
-                        text,
-                        findings,
-                    },
-                    fixed,
-                ))
-            })
+            .map(|input| check_one(input, &stdin_name, &settings, fixing, min))
             .collect()
     });
     let mut reports = Vec::new();
@@ -252,6 +178,90 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         u8::from(count > 0)
     };
     Ok(ExitCode::from(code))
+}
+
+/// The files to check under `paths` (folders walked, honouring ignore files), and the
+/// problems met while looking.
+fn collect_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<String>) {
+    let mut errors = Vec::new();
+    let mut inputs = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            continue;
+        }
+        if !p.exists() {
+            errors.push(format!("{}: no such file or folder", p.display()));
+            continue;
+        }
+        if p.is_file() {
+            inputs.push(Input::File(p.clone()));
+            continue;
+        }
+        let mut found = Vec::new();
+        for entry in ignore::WalkBuilder::new(p).build() {
+            match entry {
+                Ok(e)
+                    if e.file_type().is_some_and(|t| t.is_file())
+                        && e.path()
+                            .extension()
+                            .is_some_and(|x| x == "py" || x == "pyi") =>
+                {
+                    found.push(e.into_path())
+                }
+                Ok(_) => {}
+                Err(err) => errors.push(format!("{err}")),
+            }
+        }
+        found.sort();
+        inputs.extend(found.into_iter().map(Input::File));
+    }
+    (inputs, errors)
+}
+
+fn read_stdin() -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes)?;
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("standard input is not valid UTF-8"))
+}
+
+/// Read and analyse one input: its report and, when fixing, its fixed text if it changed.
+fn check_one(
+    input: &Input,
+    stdin_name: &str,
+    settings: &RunSettings,
+    fixing: bool,
+    min: Applicability,
+) -> Result<(FileReport, Option<String>), String> {
+    let (path, display, raw) = match input {
+        Input::File(p) => {
+            let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("{}: not valid UTF-8; skipped", p.display()))?;
+            (p.clone(), p.display().to_string(), text)
+        }
+        Input::Stdin(t) => (PathBuf::from(stdin_name), stdin_name.to_string(), t.clone()),
+    };
+    let bom = raw.starts_with('\u{feff}');
+    let text = if bom {
+        raw['\u{feff}'.len_utf8()..].to_string()
+    } else {
+        raw
+    };
+    let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    let outcome = std::panic::catch_unwind(|| analyse(&text, settings, &canonical, fixing, min));
+    let (findings, fixed) = outcome
+        .map_err(|_| format!("{display}: internal error while analysing; please report it"))?;
+    let fixed = fixed
+        .filter(|f| *f != text)
+        .map(|f| if bom { format!("\u{feff}{f}") } else { f });
+    Ok((
+        FileReport {
+            path: display,
+            text,
+            findings,
+        },
+        fixed,
+    ))
 }
 
 /// Findings for one file after selection (and the fixed text when fixing).
