@@ -101,11 +101,25 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> O
         entry.state = Some(state.unwrap_or_else(|| Box::new(FileState::new())));
     }
     Some(match outcome {
-        Ok(Some(a)) => Outcome::Done(Analysed {
-            version,
-            findings: a.findings,
-            sites: a.sites,
-        }),
+        Ok(Some(a)) => {
+            if a.exhausted > 0 {
+                // Degraded, not wrong: those scopes stopped where their budget ran out.
+                client
+                    .log_message(
+                        MessageType::WARNING,
+                        format!(
+                            "inplace-lsp: {uri}: {} scope(s) stopped at their work budget; findings in them may be missing",
+                            a.exhausted
+                        ),
+                    )
+                    .await;
+            }
+            Outcome::Done(Analysed {
+                version,
+                findings: a.findings,
+                sites: a.sites,
+            })
+        }
         Ok(None) => Outcome::Cancelled,
         Err(()) => {
             client
