@@ -309,6 +309,18 @@ fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
         .count()
 }
 
+/// `i` with its offsets mapped by `offset` and its parent's position by `parent`.
+fn moved(i: &OutlineItem, offset: impl Fn(u32) -> u32, parent: impl Fn(u32) -> u32) -> OutlineItem {
+    let mut i = i.clone();
+    i.line_start = offset(i.line_start);
+    i.start = offset(i.start);
+    i.end = offset(i.end);
+    i.header_end = offset(i.header_end);
+    i.name = i.name.map(|(s, e)| (offset(s), offset(e)));
+    i.parent = i.parent.map(parent);
+    i
+}
+
 fn splice(old_text: &str, old: &Outline, text: &str) -> Option<Outline> {
     let (a, b) = (old_text.as_bytes(), text.as_bytes());
     let mut prefix = common_prefix(a, b);
@@ -380,16 +392,11 @@ fn splice(old_text: &str, old: &Outline, text: &str) -> Option<Outline> {
     let mut items = Vec::with_capacity(old.items.len() + keep);
     items.extend_from_slice(&old.items[..first]);
     let at = |x: u32| x + base;
-    for i in &part.items[..keep] {
-        let mut i = i.clone();
-        i.line_start = at(i.line_start);
-        i.start = at(i.start);
-        i.end = at(i.end);
-        i.header_end = at(i.header_end);
-        i.name = i.name.map(|(s, e)| (at(s), at(e)));
-        i.parent = i.parent.map(|p| p + first as u32);
-        items.push(i);
-    }
+    items.extend(
+        part.items[..keep]
+            .iter()
+            .map(|i| moved(i, at, |p| p + first as u32)),
+    );
     let mut noqa: Vec<(u32, u32)> = old
         .noqa_comments
         .iter()
@@ -398,17 +405,12 @@ fn splice(old_text: &str, old: &Outline, text: &str) -> Option<Outline> {
         .collect();
     noqa.extend(part.noqa_comments.iter().map(|(s, e)| (at(*s), at(*e))));
     if let Some(l) = last {
-        let moved = (first + keep) as i64 - l as i64;
-        for i in &old.items[l..] {
-            let mut i = i.clone();
-            i.line_start = shift(i.line_start);
-            i.start = shift(i.start);
-            i.end = shift(i.end);
-            i.header_end = shift(i.header_end);
-            i.name = i.name.map(|(s, e)| (shift(s), shift(e)));
-            i.parent = i.parent.map(|p| (p as i64 + moved) as u32);
-            items.push(i);
-        }
+        let renumber = (first + keep) as i64 - l as i64;
+        items.extend(
+            old.items[l..]
+                .iter()
+                .map(|i| moved(i, shift, |p| (p as i64 + renumber) as u32)),
+        );
         let end = old.items[l].end;
         noqa.extend(
             old.noqa_comments
