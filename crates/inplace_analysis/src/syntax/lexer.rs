@@ -94,6 +94,10 @@ impl Lexer<'_> {
                     b'\\' if matches!(self.peek(1), b'\n' | b'\r') => {}
                     _ => first = Some(col),
                 }
+                if self.i >= self.b.len() {
+                    // Indentation up to the end of the text: nothing follows.
+                    break;
+                }
             }
             let c = self.peek(0);
             let start = self.i;
@@ -403,6 +407,41 @@ mod tests {
         );
         let newlines = t.iter().filter(|(k, _, _)| *k == Tk::Newline).count();
         assert_eq!(newlines, 3);
+    }
+
+    /// Every token and comment lies within the text (found by fuzzing: a run of quotes after a
+    /// triple-quoted string ran past the end).
+    #[test]
+    fn tokens_stay_within_the_text() {
+        struct Spans(Vec<(u32, u32)>);
+        impl Sink for Spans {
+            fn token(&mut self, t: &Tok) {
+                self.0.push((t.start, t.end));
+            }
+            fn comment(&mut self, start: u32, end: u32) {
+                self.0.push((start, end));
+            }
+        }
+        let texts = [
+            r#""""torch"""""""""""""""""""""""""""
+ "#,
+            "''''",
+            "'''a''''",
+            r#"x = """""#,
+            r#"""""""#,
+            "'''",
+            "f'''{x'",
+            "'\\",
+            "x = 1\n  ",
+            "\t",
+        ];
+        for text in texts {
+            let mut s = Spans(Vec::new());
+            tokenize(text, &mut s);
+            for (a, b) in s.0 {
+                assert!(a <= b && b as usize <= text.len(), "{a}..{b} in {text:?}");
+            }
+        }
     }
 
     #[test]
