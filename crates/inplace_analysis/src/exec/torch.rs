@@ -128,8 +128,16 @@ impl Interp<'_, '_> {
             | "torch.autograd.detect_anomaly"
             | "torch.autograd.anomaly_mode.set_detect_anomaly"
             | "torch.autograd.anomaly_mode.detect_anomaly" => {
-                let off = self.arg_is_false(c, args, 0, known::MODE);
-                if !off && self.inlining.len() <= 1 {
+                // `detect_anomaly(check_nan=True)` always turns it on (its argument is
+                // `check_nan`); `set_detect_anomaly(mode)` only when `mode` is certainly true:
+                // a mode read from a flag or a setting is the guard the rule recommends.
+                let on = if p.ends_with(".set_detect_anomaly") {
+                    self.arg_expr(args, 0, known::MODE)
+                        .is_some_and(|e| matches!(c.expr(e), Expr::True))
+                } else {
+                    true
+                };
+                if on && self.inlining.len() <= 1 {
                     self.report(Event::Anomaly { call });
                 }
                 GradCtx::Anomaly

@@ -1,7 +1,10 @@
 //! # IP501 anomaly-mode-left-on
 //!
 //! **What it finds.** `torch.autograd.set_detect_anomaly(True)` or
-//! `torch.autograd.detect_anomaly()` (as a call or a `with` block) in code.
+//! `torch.autograd.detect_anomaly()` (as a call or a `with` block) in code. A mode read from a
+//! variable, an attribute or a setting (`set_detect_anomaly(self.debug)`) is the guard this rule
+//! recommends and is not reported; `detect_anomaly(False)` is (its argument is `check_nan`, the
+//! mode is on either way).
 //!
 //! **Why it matters.** Anomaly mode records a Python stack trace for every op in forward and
 //! checks every backward result for NaN: it is the tool for finding the op behind a form ③
