@@ -146,6 +146,17 @@ pub(crate) fn aug_assign_out_of_place(
         format!("({r})")
     };
     let new = format!("{l} = {l} {} {r}", op_text(op)?);
+    rewrite_statement(ctx, s, &body, new, applicability)
+}
+
+/// Statement `s` replaced by its out-of-place form `new`.
+fn rewrite_statement(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    body: &crate::ir::Body,
+    new: String,
+    applicability: Applicability,
+) -> Option<Fix> {
     let range = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
     Some(one(
         format!("Rewrite out of place: `{new}`"),
@@ -198,13 +209,7 @@ pub(crate) fn call_out_of_place(
             let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
             let arg_text = ctx.text(Span::new(s.item, a.span));
             let new = format!("{t} = {prefix}{base}{arg_text}");
-            let range = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
-            Some(one(
-                format!("Rewrite out of place: `{new}`"),
-                applicability,
-                range,
-                new,
-            ))
+            rewrite_statement(ctx, s, &body, new, applicability)
         }
         Stmt::Assign { value: v, .. } if v == call => Some(one(
             format!("Use out-of-place `{base}`"),

@@ -121,31 +121,14 @@ pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String
         let mut stack: Vec<crate::ir::Block> = vec![body.root];
         while let Some(block) = stack.pop() {
             for s in body.stmts_of(block) {
-                match *body.stmt(s) {
-                    Stmt::Import(list) => {
-                        for i in body.list(list) {
-                            let imp = body.imports[*i as usize];
-                            if names.resolve(imp.path) == "torch" {
-                                return Some(names.resolve(imp.bind).to_string());
-                            }
+                stack.extend(body.inner_blocks(s));
+                if let Stmt::Import(list) = *body.stmt(s) {
+                    for i in body.list(list) {
+                        let imp = body.imports[*i as usize];
+                        if names.resolve(imp.path) == "torch" {
+                            return Some(names.resolve(imp.bind).to_string());
                         }
                     }
-                    Stmt::If {
-                        body: b, clauses, ..
-                    } => {
-                        stack.push(b);
-                        for c in body.list(clauses) {
-                            stack.push(body.clauses[*c as usize].body);
-                        }
-                    }
-                    Stmt::Try(t) => {
-                        let t = body.tries[t as usize];
-                        stack.push(t.body);
-                        for h in body.list(t.handlers) {
-                            stack.push(body.handlers[*h as usize].body);
-                        }
-                    }
-                    _ => {}
                 }
             }
         }

@@ -254,46 +254,20 @@ fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
     let mut blocks = vec![body.root];
     while let Some(b) = blocks.pop() {
         for s in body.stmts_of(b) {
+            blocks.extend(body.inner_blocks(s));
             match *body.stmt(s) {
                 Stmt::Assign { targets: t, .. } => targets.extend(body.exprs_of(t)),
-                Stmt::AugAssign { target, .. } => targets.push(target),
-                Stmt::For {
-                    target,
-                    body: b,
-                    orelse,
-                    ..
-                } => {
-                    targets.push(target);
-                    blocks.extend([b, orelse]);
-                }
-                Stmt::While {
-                    body: b, orelse, ..
-                } => blocks.extend([b, orelse]),
-                Stmt::If {
-                    body: b, clauses, ..
-                } => {
-                    blocks.push(b);
-                    for c in body.list(clauses) {
-                        blocks.push(body.clauses[*c as usize].body);
-                    }
-                }
-                Stmt::Try(t) => {
-                    let t = body.tries[t as usize];
-                    blocks.push(t.body);
-                    blocks.extend(t.orelse);
-                    blocks.extend(t.finally);
-                    for h in body.list(t.handlers) {
-                        let h = body.handlers[*h as usize];
-                        blocks.push(h.body);
-                        targets.push(h.alias);
-                    }
-                }
-                Stmt::With { items, body: b } => {
-                    for i in body.list(items) {
-                        targets.push(body.with_items[*i as usize].alias);
-                    }
-                    blocks.push(b);
-                }
+                Stmt::AugAssign { target, .. } | Stmt::For { target, .. } => targets.push(target),
+                Stmt::Try(t) => targets.extend(
+                    body.list(body.tries[t as usize].handlers)
+                        .iter()
+                        .map(|h| body.handlers[*h as usize].alias),
+                ),
+                Stmt::With { items, .. } => targets.extend(
+                    body.list(items)
+                        .iter()
+                        .map(|i| body.with_items[*i as usize].alias),
+                ),
                 Stmt::Def(f) => out.push(name_hash(names.resolve(body.func(f).name))),
                 Stmt::Class(k) => out.push(name_hash(names.resolve(body.class(k).name))),
                 Stmt::Import(list) => {
@@ -301,14 +275,6 @@ fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
                         out.push(name_hash(names.resolve(body.imports[*i as usize].bind)));
                     }
                 }
-                Stmt::Match { cases, .. } => {
-                    for c in body.stmts_of(cases) {
-                        if let Stmt::Block(b) = *body.stmt(c) {
-                            blocks.push(b);
-                        }
-                    }
-                }
-                Stmt::Block(b) => blocks.push(b),
                 _ => {}
             }
         }

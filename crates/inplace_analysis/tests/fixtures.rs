@@ -6,33 +6,10 @@ use inplace_analysis::{
     analyze_source, apply_fixes, count_errors, Applicability, Finding, LineIndex, Rule,
 };
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
+mod common;
 
-fn fixture_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![fixtures_root()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "py") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(
-        out.len() >= 10,
-        "fixtures missing under {}",
-        fixtures_root().display()
-    );
-    out
-}
+use common::{fixture_files, fixtures_root};
 
 /// (1-based line, code) pairs from `# expect:` comments.
 pub fn expectations(text: &str) -> BTreeSet<(usize, String)> {

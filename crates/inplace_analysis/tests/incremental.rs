@@ -2,25 +2,10 @@
 //! findings of a fresh analysis of the same text, while reusing the units an edit did not touch.
 
 use inplace_analysis::{analyze_text, FileState};
-use std::path::{Path, PathBuf};
 
-fn fixtures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "py") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
+mod common;
+
+use common::fixture_files;
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -86,7 +71,7 @@ fn incremental_equals_fresh_on_random_edits() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut reused = 0;
     let mut versions = 0;
-    for path in fixtures() {
+    for path in fixture_files() {
         let mut text = std::fs::read_to_string(&path).unwrap();
         let mut state = FileState::new();
         for step in 0..8 {

@@ -468,15 +468,20 @@ impl<'p, 't> Interp<'p, 't> {
     /// What the module unit leaves for the function units, and what it observed.
     pub fn finish_module(mut self) -> (Frozen, UnitOutput) {
         let out = self.output();
-        let frozen = Frozen {
-            globals: Arc::new(std::mem::take(&mut self.state.env)),
+        let globals = Arc::new(std::mem::take(&mut self.state.env));
+        (self.freeze(globals), out)
+    }
+
+    /// The state function units start from, with `globals`.
+    fn freeze(mut self, globals: Arc<Env>) -> Frozen {
+        Frozen {
+            globals,
             loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
             instances: Arc::new(std::mem::take(&mut self.instances)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),
-        };
-        (frozen, out)
+        }
     }
 
     /// Build the instances of the class items `classes` (their methods run on them), on top of
@@ -500,15 +505,7 @@ impl<'p, 't> Interp<'p, 't> {
             self.instance_for(&class);
         }
         let out = self.output();
-        let frozen = Frozen {
-            globals: frozen.globals.clone(),
-            loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
-            instances: Arc::new(std::mem::take(&mut self.instances)),
-            heap: self.heap.freeze(),
-            nodes: self.nodes.freeze(),
-            saves: self.saves.freeze(),
-        };
-        (frozen, out)
+        (self.freeze(frozen.globals.clone()), out)
     }
 
     /// The events of the unit, with the writes and saves they name.

@@ -528,6 +528,46 @@ impl Body {
     pub fn stmts_of(&self, l: List) -> impl Iterator<Item = StmtId> + '_ {
         self.list(l).iter().map(|&i| StmtId(i))
     }
+
+    /// The blocks a statement runs in its own scope (branches, loop bodies, `try` clauses,
+    /// `with` bodies, `match` cases; not the bodies of `def` and `class`).
+    pub fn inner_blocks(&self, s: StmtId) -> smallvec::SmallVec<[Block; 4]> {
+        let mut out = smallvec::SmallVec::new();
+        match *self.stmt(s) {
+            Stmt::If { body, clauses, .. } => {
+                out.push(body);
+                out.extend(
+                    self.list(clauses)
+                        .iter()
+                        .map(|c| self.clauses[*c as usize].body),
+                );
+            }
+            Stmt::For { body, orelse, .. } | Stmt::While { body, orelse, .. } => {
+                out.extend([body, orelse])
+            }
+            Stmt::Try(t) => {
+                let t = self.tries[t as usize];
+                out.push(t.body);
+                out.extend(
+                    self.list(t.handlers)
+                        .iter()
+                        .map(|h| self.handlers[*h as usize].body),
+                );
+                out.extend(t.orelse);
+                out.extend(t.finally);
+            }
+            Stmt::With { body, .. } => out.push(body),
+            Stmt::Match { cases, .. } => {
+                out.extend(self.stmts_of(cases).filter_map(|c| match *self.stmt(c) {
+                    Stmt::Block(b) => Some(b),
+                    _ => None,
+                }))
+            }
+            Stmt::Block(b) => out.push(b),
+            _ => {}
+        }
+        out
+    }
     pub fn func(&self, f: FuncId) -> &FuncDef {
         &self.funcs[f.idx()]
     }

@@ -1,0 +1,31 @@
+//! What the test files of this crate share.
+
+use std::path::{Path, PathBuf};
+
+/// `tests/fixtures` at the top of the repository.
+pub fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// Every fixture (`.py` under [`fixtures_root`]), sorted.
+pub fn fixture_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![fixtures_root()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(
+        out.len() >= 10,
+        "fixtures missing under {}",
+        fixtures_root().display()
+    );
+    out
+}
