@@ -152,8 +152,9 @@ pub struct FileState {
     instances: Option<InstancesEntry>,
     functions: FxHashMap<DefLoc, FunctionEntry>,
     relevance: units::RelevanceMemo,
-    /// The last version's text and outline (an edit tokenizes again only the items around it).
-    last: Option<(String, Outline)>,
+    /// The last version's text (shared with the caller) and outline: an edit tokenizes again
+    /// only the items around it.
+    last: Option<(Arc<str>, Outline)>,
     /// What the last [`FileState::analyze`] reused.
     pub reuse: Reuse,
 }
@@ -266,13 +267,19 @@ impl FileState {
 
     /// Analyse a version of the file, reusing what the previous versions left.
     pub fn analyze(&mut self, text: &str) -> Analysis {
-        self.analyze_until(text, &|| false)
+        self.analyze_until(&Arc::from(text), &|| false)
             .expect("never cancelled")
     }
 
-    /// [`FileState::analyze`], giving up (`None`) once `cancelled` says so; it is asked
-    /// between units, and the units done by then are kept for the next version.
-    pub fn analyze_until(&mut self, text: &str, cancelled: &dyn Fn() -> bool) -> Option<Analysis> {
+    /// [`FileState::analyze`] of a text the caller shares (an open document's: the state keeps
+    /// it to compare the next version with, without a copy), giving up (`None`) once
+    /// `cancelled` says so; it is asked between units, and the units done by then are kept for
+    /// the next version.
+    pub fn analyze_until(
+        &mut self,
+        text: &Arc<str>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Analysis> {
         self.reuse = Reuse::default();
         if !crate::mentions_torch(text) {
             *self = FileState::default();
@@ -282,7 +289,7 @@ impl FileState {
             Some((old_text, old)) => reoutline(&old_text, &old, text),
             None => outline(text),
         };
-        self.last = Some((text.to_string(), outline.clone()));
+        self.last = Some((text.clone(), outline.clone()));
         let ids = self.ids.assign(text, &outline);
         let bodies = std::mem::take(&mut self.bodies);
         let prog = Program::new(text, outline, Some(ids), bodies, &mut self.names);

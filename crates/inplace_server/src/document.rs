@@ -3,10 +3,12 @@
 //! and units an edit did not change) lives beside it in the session.
 
 use inplace_analysis::{Encoding, LineIndex};
+use std::sync::Arc;
 use tower_lsp::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
-    pub text: String,
+    /// Shared with the analysis state, which compares the next version with it.
+    pub text: Arc<str>,
     pub version: i32,
     pub lines: LineIndex,
 }
@@ -15,7 +17,7 @@ impl Document {
     pub fn new(text: String, version: i32) -> Self {
         let lines = LineIndex::new(&text);
         Document {
-            text,
+            text: text.into(),
             version,
             lines,
         }
@@ -51,11 +53,17 @@ impl Document {
     ) {
         for change in changes {
             match change.range {
-                None => self.text = change.text,
+                None => self.text = change.text.into(),
                 Some(range) => {
                     let start = self.offset(range.start, enc);
                     let end = self.offset(range.end, enc).max(start);
-                    self.text.replace_range(start..end, &change.text);
+                    let old = &self.text;
+                    let mut text =
+                        String::with_capacity(old.len() - (end - start) + change.text.len());
+                    text.push_str(&old[..start]);
+                    text.push_str(&change.text);
+                    text.push_str(&old[end..]);
+                    self.text = text.into();
                 }
             }
             self.lines = LineIndex::new(&self.text);
@@ -92,7 +100,7 @@ mod tests {
             2,
             Encoding::Utf16,
         );
-        assert_eq!(doc.text, "# 注释 😀!\nx = torch.zeros(3)\n");
+        assert_eq!(&*doc.text, "# 注释 😀!\nx = torch.zeros(3)\n");
         assert_eq!(doc.version, 2);
         assert_eq!(doc.lines.line_count(), 3);
     }

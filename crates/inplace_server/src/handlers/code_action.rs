@@ -133,7 +133,7 @@ async fn quick_fixes(
 
 /// Which fixes pass verification (off the reactor), on a copy of the document's state.
 async fn verify(
-    text: String,
+    text: Arc<str>,
     state: Option<FileState>,
     findings: Vec<Option<Finding>>,
 ) -> Vec<bool> {
@@ -184,7 +184,7 @@ async fn fix_all_edit(session: &Arc<Session>, uri: &Url) -> Option<WorkspaceEdit
     });
     let fixed = job.await.ok()?.ok()?;
     let entry = session.docs.get(uri)?;
-    if fixed == text || entry.doc.version != version {
+    if *fixed == *text || entry.doc.version != version {
         return None;
     }
     let end = entry.doc.position(text.len(), session.enc());
