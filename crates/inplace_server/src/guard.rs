@@ -58,23 +58,12 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     }
 }
 
-/// A well-formed message as bytes to forward: `"params": null` (sent by some clients on
-/// `shutdown`/`exit`) is dropped, as tower-lsp rejects it.
-fn normalise(body: &[u8]) -> Option<Vec<u8>> {
-    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(body) else {
+/// The message to forward, or `None` when the body is not a JSON-RPC 2.0 message tower-lsp can
+/// decode (one parse). `"params": null` (sent by some clients on `shutdown`/`exit`) is dropped,
+/// as tower-lsp rejects it; any other message is forwarded as it came.
+fn vet(body: Vec<u8>) -> Option<Vec<u8>> {
+    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(&body) else {
         return None;
-    };
-    if m.get("params").is_some_and(Value::is_null) {
-        m.remove("params");
-        return serde_json::to_vec(&m).ok();
-    }
-    Some(body.to_vec())
-}
-
-/// Whether a body is a JSON-RPC 2.0 message tower-lsp can decode.
-fn well_formed(body: &[u8]) -> bool {
-    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) else {
-        return false;
     };
     let id_ok = m
         .get("id")
@@ -82,7 +71,14 @@ fn well_formed(body: &[u8]) -> bool {
     let shape = m.contains_key("method") && m.get("method").is_some_and(Value::is_string)
         || m.contains_key("result")
         || m.contains_key("error");
-    m.get("jsonrpc").and_then(Value::as_str) == Some("2.0") && id_ok && shape
+    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !id_ok || !shape {
+        return None;
+    }
+    if m.get("params").is_some_and(Value::is_null) {
+        m.remove("params");
+        return serde_json::to_vec(&m).ok();
+    }
+    Some(body)
 }
 
 /// The messages of a byte stream as the guard sees them: each well-formed one as it is forwarded
@@ -98,10 +94,8 @@ pub fn decode_stream(bytes: &[u8]) -> Vec<Option<Vec<u8>>> {
         loop {
             match read_frame(&mut r).await {
                 Ok(None) => break,
-                Ok(Some(body)) if well_formed(&body) => {
-                    out.push(Some(normalise(&body).unwrap_or(body)))
-                }
-                Ok(Some(_)) | Err(_) => out.push(None),
+                Ok(Some(body)) => out.push(vet(body)),
+                Err(_) => out.push(None),
             }
         }
         out
@@ -152,15 +146,14 @@ where
     let reader = tokio::spawn(async move {
         let mut input = BufReader::new(input);
         loop {
-            match read_frame(&mut input).await {
+            match read_frame(&mut input).await.map(|f| f.map(vet)) {
                 Ok(None) => break,
-                Ok(Some(body)) if well_formed(&body) => {
-                    let body = normalise(&body).unwrap_or(body);
+                Ok(Some(Some(body))) => {
                     if to_server.write_all(&frame(&body)).await.is_err() {
                         break;
                     }
                 }
-                Ok(Some(_)) | Err(_) => {
+                Ok(Some(None)) | Err(_) => {
                     let reply = br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
                     if errors_tx.send(reply.to_vec()).is_err() {
                         break;
@@ -228,11 +221,11 @@ mod tests {
         // "garbage" is read as a header line without a value; the next header is found.
         assert_eq!(read_frame(&mut r).await, Ok(Some(b"[1]".to_vec())));
         assert!(read_frame(&mut r).await.is_err());
-        assert!(!well_formed(b"{not json}"));
-        assert!(!well_formed(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#));
-        assert!(well_formed(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#));
-        let n =
-            normalise(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown","params":null}"#).unwrap();
+        let vetted = |b: &[u8]| vet(b.to_vec());
+        assert!(vetted(b"{not json}").is_none());
+        assert!(vetted(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).is_none());
+        assert!(vetted(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).is_some());
+        let n = vetted(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown","params":null}"#).unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&n).unwrap(),
             serde_json::json!({"jsonrpc":"2.0","id":2,"method":"shutdown"})
