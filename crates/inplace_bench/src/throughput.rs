@@ -70,12 +70,17 @@ pub fn check_run(binary: &Path, paths: &[&Path], threads: Option<usize>) -> Resu
     let mut cmd = Command::new(binary);
     cmd.args(["check", "--exit-zero", "--output-format", "json"])
         .args(paths);
+    on_threads(&mut cmd, threads, "check")
+}
+
+/// Run `cmd` on `threads` rayon threads (all when `None`); it must exit 0.
+fn on_threads(cmd: &mut Command, threads: Option<usize>, what: &str) -> Result<Run> {
     if let Some(n) = threads {
         cmd.env("RAYON_NUM_THREADS", n.to_string());
     }
-    let run = timed(&mut cmd)?;
+    let run = timed(cmd)?;
     if run.code != 0 {
-        bail!("check exited with {}", run.code);
+        bail!("{what} exited with {}", run.code);
     }
     Ok(run)
 }
@@ -90,14 +95,7 @@ fn ruff_run(ruff: &Path, corpus: &Path, threads: Option<usize>) -> Result<Durati
         "--isolated",
     ])
     .arg(corpus);
-    if let Some(n) = threads {
-        cmd.env("RAYON_NUM_THREADS", n.to_string());
-    }
-    let run = timed(&mut cmd)?;
-    if run.code != 0 {
-        bail!("ruff exited with {}", run.code);
-    }
-    Ok(run.wall)
+    Ok(on_threads(&mut cmd, threads, "ruff")?.wall)
 }
 
 /// Parse-only floor and `check` on one thread, alternately, best of two each (the machine's
