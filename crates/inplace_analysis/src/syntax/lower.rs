@@ -675,28 +675,7 @@ impl Lowerer<'_> {
                 left: self.opt_expr(n.field("left")),
                 right: self.opt_expr(n.field("right")),
             },
-            "comparison_operator" => {
-                let mut c = n.walk();
-                let ops: Vec<&str> = n
-                    .children(&mut c)
-                    .filter(|c| !c.is_named())
-                    .map(|c| c.k())
-                    .collect();
-                let is = match ops.as_slice() {
-                    ["is"] => Some(true),
-                    ["is not"] => Some(false),
-                    _ => None,
-                };
-                let identity = ops.iter().any(|o| matches!(*o, "is" | "is not"));
-                let ids: Vec<u32> = named_children(n)
-                    .into_iter()
-                    .map(|p| self.expr_ctx(p, !identity).0)
-                    .collect();
-                Expr::Compare {
-                    operands: self.list(&ids),
-                    is,
-                }
-            }
+            "comparison_operator" => self.comparison(n),
             "parenthesized_expression" => match n.named_child(0) {
                 Some(inner) if inner.k() != "comment" => return Err(self.expr_ctx(inner, reads)),
                 _ => Expr::Other(List::EMPTY),
@@ -707,44 +686,13 @@ impl Lowerer<'_> {
             "list" | "list_pattern" => self.seq(n, SeqKind::List),
             "set" => self.seq(n, SeqKind::Set),
             "list_splat" | "list_splat_pattern" => Expr::Starred(self.opt_expr(n.named_child(0))),
-            "dictionary" => {
-                let mut keys = Vec::new();
-                let mut values = Vec::new();
-                for pair in named_children(n) {
-                    if pair.k() == "pair" {
-                        keys.push(self.opt_expr(pair.field("key")).0);
-                        values.push(self.opt_expr(pair.field("value")).0);
-                    } else {
-                        keys.push(ExprId::NONE.0);
-                        let inner = if pair.k() == "dictionary_splat" {
-                            pair.named_child(0)
-                        } else {
-                            Some(pair)
-                        };
-                        values.push(self.opt_expr(inner).0);
-                    }
-                }
-                Expr::Dict {
-                    keys: self.list(&keys),
-                    values: self.list(&values),
-                }
-            }
+            "dictionary" => self.dictionary(n),
             "list_comprehension" => self.comprehension(n, CompKind::List),
             "set_comprehension" => self.comprehension(n, CompKind::Set),
             "generator_expression" => self.comprehension(n, CompKind::Generator),
             "dictionary_comprehension" => self.comprehension(n, CompKind::Dict),
             "lambda" => Expr::Lambda(self.function(n, None, n)),
-            "conditional_expression" => {
-                let parts = named_children(n);
-                let mut get = |i: usize| match parts.get(i) {
-                    Some(p) => self.expr(*p),
-                    None => ExprId::NONE,
-                };
-                let body = get(0);
-                let test = get(1);
-                let orelse = get(2);
-                Expr::IfExp { body, test, orelse }
-            }
+            "conditional_expression" => self.conditional(n),
             "named_expression" => Expr::Named {
                 target: n.field("name").map_or(known::EMPTY, |t| self.intern(t)),
                 value: self.opt_expr(n.field("value")),
@@ -779,6 +727,67 @@ impl Lowerer<'_> {
                 Expr::Other(self.list(&ids))
             }
         })
+    }
+
+    /// `a < b <= c`, `x is None`: operands of an identity test are not reads of a tensor.
+    fn comparison(&mut self, n: Node<'_>) -> Expr {
+        let mut c = n.walk();
+        let ops: Vec<&str> = n
+            .children(&mut c)
+            .filter(|c| !c.is_named())
+            .map(|c| c.k())
+            .collect();
+        let is = match ops.as_slice() {
+            ["is"] => Some(true),
+            ["is not"] => Some(false),
+            _ => None,
+        };
+        let identity = ops.iter().any(|o| matches!(*o, "is" | "is not"));
+        let ids: Vec<u32> = named_children(n)
+            .into_iter()
+            .map(|p| self.expr_ctx(p, !identity).0)
+            .collect();
+        Expr::Compare {
+            operands: self.list(&ids),
+            is,
+        }
+    }
+
+    /// `{k: v, **rest}` (a spread has no key).
+    fn dictionary(&mut self, n: Node<'_>) -> Expr {
+        let mut keys = Vec::new();
+        let mut values = Vec::new();
+        for pair in named_children(n) {
+            if pair.k() == "pair" {
+                keys.push(self.opt_expr(pair.field("key")).0);
+                values.push(self.opt_expr(pair.field("value")).0);
+            } else {
+                keys.push(ExprId::NONE.0);
+                let inner = if pair.k() == "dictionary_splat" {
+                    pair.named_child(0)
+                } else {
+                    Some(pair)
+                };
+                values.push(self.opt_expr(inner).0);
+            }
+        }
+        Expr::Dict {
+            keys: self.list(&keys),
+            values: self.list(&values),
+        }
+    }
+
+    /// `body if test else orelse`.
+    fn conditional(&mut self, n: Node<'_>) -> Expr {
+        let parts = named_children(n);
+        let mut get = |i: usize| match parts.get(i) {
+            Some(p) => self.expr(*p),
+            None => ExprId::NONE,
+        };
+        let body = get(0);
+        let test = get(1);
+        let orelse = get(2);
+        Expr::IfExp { body, test, orelse }
     }
 
     /// The value of a string literal without interpolations (escapes kept as written).
