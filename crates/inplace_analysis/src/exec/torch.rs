@@ -127,11 +127,13 @@ impl Interp<'_, '_> {
             "torch.autograd.set_detect_anomaly"
             | "torch.autograd.detect_anomaly"
             | "torch.autograd.anomaly_mode.set_detect_anomaly"
-            | "torch.autograd.anomaly_mode.detect_anomaly" => {
+            | "torch.autograd.anomaly_mode.detect_anomaly"
+            | "torch.set_anomaly_enabled" => {
                 // `detect_anomaly(check_nan=True)` always turns it on (its argument is
-                // `check_nan`); `set_detect_anomaly(mode)` only when `mode` is certainly true:
-                // a mode read from a flag or a setting is the guard the rule recommends.
-                let on = if p.ends_with(".set_detect_anomaly") {
+                // `check_nan`); `set_detect_anomaly(mode)` and `set_anomaly_enabled(enabled)`
+                // only when the mode is certainly true: a mode read from a flag or a setting
+                // is the guard the rule recommends.
+                let on = if !p.ends_with(".detect_anomaly") {
                     self.arg_expr(args, 0, known::MODE)
                         .is_some_and(|e| matches!(c.expr(e), Expr::True))
                 } else {

@@ -1,7 +1,8 @@
 //! # IP501 anomaly-mode-left-on
 //!
 //! **What it finds.** `torch.autograd.set_detect_anomaly(True)` or
-//! `torch.autograd.detect_anomaly()` (as a call or a `with` block) in code. A mode read from a
+//! `torch.autograd.detect_anomaly()` (as a call or a `with` block), or the low-level
+//! `torch.set_anomaly_enabled(True)`, in code. A mode read from a
 //! variable, an attribute or a setting (`set_detect_anomaly(self.debug)`) is the guard this rule
 //! recommends and is not reported; `detect_anomaly(False)` is (its argument is `check_nan`, the
 //! mode is on either way).
