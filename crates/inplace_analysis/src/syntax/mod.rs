@@ -134,8 +134,10 @@ pub fn count_errors(root: Node<'_>) -> usize {
     n
 }
 
-/// Whether `after` has more syntax errors than `before`, parsing only the items of each that
-/// the other does not have (an edit changes a few items; the rest parse the same).
+/// Whether `after` has more syntax errors than `before`: first the items of each that the other
+/// does not have (an edit changes a few items), then, unless `after` parses clean, the whole
+/// texts (error recovery crosses items). Used where a fix is offered or applied, not on every
+/// analysis.
 pub fn errors_added(before: &str, after: &str) -> bool {
     use std::collections::HashMap;
     let (a, b) = (outline::outline(before), outline::outline(after));
@@ -170,7 +172,14 @@ pub fn errors_added(before: &str, after: &str) -> bool {
             .map(|p| count_errors(p.tree.root_node()))
             .sum()
     };
-    count(after, &b, &new) > count(before, &a, &gone)
+    if count(after, &b, &new) > count(before, &a, &gone) {
+        return true;
+    }
+    // The edited items parse no worse on their own; in a whole-file parse, though, error
+    // recovery can carry an error of another item into them. A file that parses clean after
+    // the edit cannot have gained one; else compare the whole files.
+    let whole = error_count(after);
+    whole > 0 && whole > error_count(before)
 }
 
 /// Number of syntax errors in a text (a parse of its own).
