@@ -293,7 +293,7 @@ impl FileState {
         let ids = self.ids.assign(text, &outline);
         let bodies = std::mem::take(&mut self.bodies);
         let prog = Program::new(text, outline, Some(ids), bodies, &mut self.names);
-        let plan = units::plan_memo(&prog, &mut self.names, &mut self.relevance);
+        let plan = units::plan_memo(&prog, &mut self.names, &mut self.relevance, true);
         let Some(outputs) = self.run_units(&prog, &plan, cancelled) else {
             self.bodies = prog.into_bodies();
             return None;

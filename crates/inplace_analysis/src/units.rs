@@ -111,12 +111,20 @@ pub(crate) struct RelevanceMemo {
 }
 
 /// Names each top-level statement binds, from its lowered body (statements are small).
-fn statement_binds(prog: &Program<'_>, names: &mut Interner) -> Vec<Vec<u64>> {
+fn statement_binds(prog: &Program<'_>, names: &mut Interner, prelower: bool) -> Vec<Vec<u64>> {
     let items = &prog.items;
+    let binding = |it: &crate::program::Item| {
+        it.kind() == ItemKind::Statement
+            && it.parent().is_none()
+            && !it.outline.summary.names.is_empty()
+    };
+    if prelower {
+        let ids: Vec<ItemId> = items.iter().filter(|i| binding(i)).map(|i| i.id).collect();
+        prog.prelower(&ids, names);
+    }
     let mut binds: Vec<Vec<u64>> = vec![Vec::new(); items.len()];
     for (i, it) in items.iter().enumerate() {
-        let s = &it.outline.summary;
-        if it.kind() == ItemKind::Statement && it.parent().is_none() && !s.names.is_empty() {
+        if binding(it) {
             if let Some(body) = prog.body(it.id, names) {
                 binds[i] = bound_names(&body, names);
             }
@@ -148,11 +156,16 @@ fn relevance_key(prog: &Program<'_>, binds: &[Vec<u64>]) -> u64 {
 }
 
 /// Which items are relevant, by position, reusing `memo` when nothing it reads changed.
-fn relevant_memo(prog: &Program<'_>, names: &mut Interner, memo: &mut RelevanceMemo) -> Vec<bool> {
+fn relevant_memo(
+    prog: &Program<'_>,
+    names: &mut Interner,
+    memo: &mut RelevanceMemo,
+    prelower: bool,
+) -> Vec<bool> {
     if !prog.items.iter().any(|i| i.outline.summary.seeds.any()) {
         return vec![false; prog.items.len()];
     }
-    let binds = statement_binds(prog, names);
+    let binds = statement_binds(prog, names, prelower);
     let key = relevance_key(prog, &binds);
     if key != memo.key || memo.rel.len() != prog.items.len() {
         *memo = RelevanceMemo {
@@ -303,25 +316,36 @@ fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
 
 /// The units to run for a file.
 pub(crate) fn plan(prog: &Program<'_>, names: &mut Interner) -> Plan {
-    plan_memo(prog, names, &mut RelevanceMemo::default())
+    plan_memo(prog, names, &mut RelevanceMemo::default(), false)
 }
 
-/// [`plan`], reusing the relevance decided for the last version when it still holds.
+/// [`plan`], reusing the relevance decided for the last version when it still holds; with
+/// `prelower`, the items it lowers are lowered first all at once (see [`Program::prelower`]).
 pub(crate) fn plan_memo(
     prog: &Program<'_>,
     names: &mut Interner,
     memo: &mut RelevanceMemo,
+    prelower: bool,
 ) -> Plan {
-    let rel = relevant_memo(prog, names, memo);
+    let rel = relevant_memo(prog, names, memo, prelower);
     if !rel.iter().any(|r| *r) {
         return Plan::default();
+    }
+    // Statements of a class body are not run (only its methods are).
+    let runs = |i: usize, it: &crate::program::Item| {
+        rel[i] && !(it.kind() == ItemKind::Statement && it.parent().is_some())
+    };
+    if prelower {
+        let ids: Vec<ItemId> = (prog.items.iter().enumerate())
+            .filter(|(i, it)| runs(*i, it))
+            .map(|(_, it)| it.id)
+            .collect();
+        prog.prelower(&ids, names);
     }
     let mut functions = Vec::new();
     let mut classes = Vec::new();
     for (i, it) in prog.items.iter().enumerate() {
-        // Statements of a class body are not run (only its methods are).
-        let class_statement = it.kind() == ItemKind::Statement && it.parent().is_some();
-        if !rel[i] || class_statement {
+        if !runs(i, it) {
             continue;
         }
         let Some(body) = prog.body(it.id, names) else {

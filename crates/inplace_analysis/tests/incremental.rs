@@ -117,3 +117,28 @@ fn an_edit_in_one_function_runs_only_what_reads_it() {
     state.analyze(&edited);
     assert_eq!(state.reuse.units_run, 1, "{:?}", state.reuse);
 }
+
+#[test]
+fn a_document_lowered_on_several_threads_equals_fresh() {
+    // Every fixture in one text: far more than a thread's share, so opening it lowers on the
+    // pool's threads (`Program::prelower`), each with its own interner.
+    let once: String = fixture_files()
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap() + "\n")
+        .collect();
+    let text = once.repeat(3);
+    assert!(text.len() > 128 * 1024, "{} bytes", text.len());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let mut state = FileState::new();
+    let inc = pool.install(|| state.analyze(&text));
+    let fresh = analyze_text(&text);
+    assert!(!fresh.findings.is_empty());
+    assert_eq!(render(&inc), render(&fresh));
+    // And the next version, one edit later, from those bodies.
+    let edited = text.replacen("+= 1", "+= 2", 1);
+    let inc = pool.install(|| state.analyze(&edited));
+    assert_eq!(render(&inc), render(&analyze_text(&edited)));
+}

@@ -574,6 +574,32 @@ impl Body {
     pub fn class(&self, c: ClassId) -> &ClassDef {
         &self.classes[c.idx()]
     }
+    /// Replace every name by `map[name]`: a body lowered with another interner (on another
+    /// thread), moved to the interner `map` came from ([`Interner::absorb`]).
+    pub fn rename(&mut self, map: &[Name]) {
+        let m = |n: &mut Name| *n = map[n.idx()];
+        for e in &mut self.exprs {
+            match e {
+                Expr::Name { name, .. } => m(name),
+                Expr::Attr { attr, .. } => m(attr),
+                Expr::Named { target, .. } => m(target),
+                Expr::Str(s) => m(s),
+                _ => {}
+            }
+        }
+        self.keywords
+            .iter_mut()
+            .filter_map(|k| k.name.as_mut())
+            .for_each(m);
+        for i in &mut self.imports {
+            m(&mut i.bind);
+            m(&mut i.path);
+        }
+        self.params.iter_mut().for_each(|p| m(&mut p.name));
+        self.funcs.iter_mut().for_each(|f| m(&mut f.name));
+        self.classes.iter_mut().for_each(|c| m(&mut c.name));
+    }
+
     /// Approximate heap size, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;

@@ -10,6 +10,18 @@ use rustc_hash::FxBuildHasher;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name(u32);
 
+impl Name {
+    /// Its place in its interner.
+    pub(crate) fn idx(self) -> usize {
+        self.0 as usize
+    }
+
+    #[cfg(test)]
+    pub(crate) fn from_idx(i: usize) -> Name {
+        Name(i as u32)
+    }
+}
+
 macro_rules! known {
     ($( $konst:ident = $text:literal, )*) => {
         /// Names the analysis looks for, interned at fixed ids.
@@ -116,6 +128,12 @@ impl Interner {
         self.rodeo.len()
     }
 
+    /// Intern every name of `other` here: the result maps each of `other`'s names (by id) to
+    /// this interner's (see [`crate::ir::Body::rename`]).
+    pub fn absorb(&mut self, other: &Interner) -> Vec<Name> {
+        other.rodeo.strings().map(|s| self.intern(s)).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rodeo.is_empty()
     }
@@ -135,5 +153,18 @@ mod tests {
         assert_eq!(i.resolve(x), "x");
         assert_eq!(i.get("x"), Some(x));
         assert_eq!(i.get("y"), None);
+    }
+
+    #[test]
+    fn absorb_maps_each_name_to_the_same_text() {
+        let mut here = Interner::new();
+        let a = here.intern("a");
+        let mut other = Interner::new();
+        let ob = other.intern("b");
+        let oa = other.intern("a");
+        let map = here.absorb(&other);
+        assert_eq!(map[oa.0 as usize], a);
+        assert_eq!(here.resolve(map[ob.0 as usize]), "b");
+        assert_eq!(map[known::SELF.0 as usize], known::SELF);
     }
 }
