@@ -18,13 +18,16 @@ from pygls.lsp.client import LanguageClient
 FORM3 = "one of the variables needed for gradient computation has been modified by an inplace operation"
 # What the preferred quick fix of each code must write.
 EXPECTED_FIX = {
-    "IP301": ("y = y + 1", "y = y.mul(2)", "b = b + 1", "y = y.mul("),
+    "IP301": ("y = y + 1", "y = y.mul(2)", "b = b + 1", "y = y.mul(", "y2 = y2.clone()", "y = y.clone()"),
     "IP302": ("= ",),
     "IP303": ("inplace=False",),
+    "IP304": (".step()",),
     "IP401": (".detach()", "with torch.no_grad():"),
     "IP402": (".clone()", "torch.relu("),
-    "IP403": ("with torch.no_grad():",),
+    "IP403": ("with torch.no_grad():", "torch.optim."),
     "IP101": ("with torch.no_grad():",),
+    "IP201": ("with torch.no_grad():",),
+    "IP501": ("set_detect_anomaly(False)", "set_anomaly_enabled(False)"),
 }
 
 

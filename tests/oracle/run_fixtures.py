@@ -15,6 +15,9 @@ applied (`check --fix --unsafe-fixes`), the fixed script runs, and it must agree
 analyzer's findings on the fixed file by the same rule; errors or silent harm that a fix was
 meant to remove must be gone. (A fix that turns a silent `.data` write into a loud form ③ stays
 in agreement: the analyzer then reports IP301 on the fixed file.)
+Fix coverage and repair rate (with --binary): of the hazard fixtures (those with an `# expect:`),
+how many get a fix for every finding, and of those, how many run clean once fixed (no runtime
+error, no silent harm, no crash); both must be at least 90%, and no safe fixture may be changed.
 Usage: run_fixtures.py FIXTURE_DIR [--binary PATH] [--json OUT]   (exit 1 on any disagreement)
 """
 import shutil
@@ -82,10 +85,10 @@ def findings(binary, path):
 
 
 def verify_fix(binary, path):
-    """(fixed?, problems) for one fixture."""
+    """(fixed?, problems, every finding has a fix?, runs clean once fixed?) for one fixture."""
     before = findings(binary, path)
     if not any(f["fix"] for f in before):
-        return False, []
+        return False, [], False, False
     work = tempfile.mkdtemp(prefix="inplace-fix-")
     try:
         fixed = os.path.join(work, os.path.basename(path))
@@ -102,7 +105,13 @@ def verify_fix(binary, path):
         fixed_count = sum(1 for f in before if f["fix"]) - sum(1 for f in after if f["fix"])
         if fixed_count <= 0 and len(after) >= len(before):
             problems.append("the fixes changed nothing")
-        return True, [f"after fix: {p}" for p in problems]
+        with open(path, encoding="utf-8") as a, open(fixed, encoding="utf-8") as b:
+            changed = a.read() != b.read()
+        if changed and not expectations(path):
+            problems.append("a safe fixture was changed by the fixes")
+        every = all(f["fix"] for f in before)
+        clean = changed and not forms and not crashed
+        return True, [f"after fix: {p}" for p in problems], every, clean
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -117,13 +126,16 @@ def main(argv):
     rows, bad = [], 0
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(outcome, files))
-    fix_results = [(False, [])] * len(files)
+    fix_results = [(False, [], False, False)] * len(files)
     if binary:
         with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             fix_results = list(pool.map(lambda f: verify_fix(binary, f), files))
-    verified = 0
-    for f, (forms, crashed, tail), (fixed, fix_problems) in zip(files, results, fix_results):
+    verified = hazards = covered = repaired = 0
+    for f, (forms, crashed, tail), (fixed, fix_problems, every, clean) in zip(files, results, fix_results):
         codes = expectations(f)
+        hazards += bool(codes)
+        covered += bool(codes) and every
+        repaired += bool(codes) and every and clean
         problems = judge(codes, forms) + fix_problems
         if crashed:
             problems.append("script crashed:\n" + tail)
@@ -142,6 +154,14 @@ def main(argv):
     print(f"oracle: {len(rows)} fixtures, runtime outcomes {json.dumps(counts, sort_keys=True)}")
     if binary:
         print(f"oracle: fixes verified by running the fixed scripts: {verified} fixtures")
+        coverage = covered / max(hazards, 1)
+        repair = repaired / max(covered, 1)
+        print(f"oracle: fix coverage {covered}/{hazards} hazard fixtures get a fix for every finding "
+              f"({coverage:.0%}, target >= 90%); repair rate {repaired}/{covered} run clean once fixed "
+              f"({repair:.0%}, target >= 90%)")
+        if coverage < 0.9 or repair < 0.9:
+            print("oracle: FIX TARGETS MISSED")
+            bad += 1
     if bad:
         width = max(len(r["fixture"]) for r in rows)
         print(f"{'fixture':<{width}}  runtime            expected")

@@ -77,8 +77,13 @@ pub(crate) enum Event {
         save: SaveId,
         trigger: Trigger,
     },
-    /// A write through `.data`; `live`: into something saved for a backward that may run.
-    DataWrite { write: WriteId, live: bool },
+    /// A write through `.data`; `live`: into something saved for a backward that may run;
+    /// `leaf`: into the memory of a leaf that requires grad (a parameter).
+    DataWrite {
+        write: WriteId,
+        live: bool,
+        leaf: bool,
+    },
     /// A read of `.data` never written through; `kept`: the alias is bound to a name.
     DataRead {
         attr: Span,

@@ -172,7 +172,12 @@ impl Interp<'_, '_> {
                 .live
                 .get(&t.storage)
                 .is_some_and(|s| !s.is_empty());
-        self.report(Event::DataWrite { write: wid, live });
+        let leaf = self.tensor(t.storage).is_some_and(|b| b.leaf);
+        self.report(Event::DataWrite {
+            write: wid,
+            live,
+            leaf,
+        });
     }
 
     /// Every other name bound to object `t` is stale after write `wid`.

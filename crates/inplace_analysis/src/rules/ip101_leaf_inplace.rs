@@ -25,7 +25,7 @@
 use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
 use crate::events::Event;
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Finding, Severity};
+use crate::finding::{Finding, Severity};
 use crate::fix;
 use crate::ir::Span;
 use crate::registry::Rule;
@@ -56,16 +56,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let w = ctx.write(*write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
-    let fix = fix::simple_statement(ctx, w.stmt).and_then(|s| {
-        let text = ctx.slice(s).to_string();
-        fix::wrap_no_grad(
-            ctx,
-            s,
-            &text,
-            "Update under `torch.no_grad()`",
-            Applicability::Unsafe,
-        )
-    });
+    let fix = fix::write_under_no_grad(ctx, w);
     Some(Finding {
         rule: Rule::LeafInplace,
         severity: Severity::Error,

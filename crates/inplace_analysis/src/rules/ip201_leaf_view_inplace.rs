@@ -17,11 +17,13 @@
 //! x[0] = 1.0       # IP201
 //! ```
 //!
-//! **Fix.** Build the tensor out of place and combine the pieces
-//! (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`); to initialise a
-//! parameter, write under `with torch.no_grad():`.
+//! **Fix.** To initialise or edit a parameter (weight surgery, pruning, a fixed row of an
+//! embedding): the write under `with torch.no_grad():` (offered; `import torch` is added when
+//! the file only imports `torch.nn`). To compute a new value, build it out of place and
+//! combine the pieces (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`).
 //!
-//! **Fix safety.** No automatic fix: which rewrite is right depends on what the code means.
+//! **Fix safety.** *Unsafe*: the write then succeeds, unrecorded, which is right for an update
+//! of a parameter and changes the gradient where the leaf was meant to be computed with.
 
 use super::{write_of, write_related, RuleImpl, FORM2_MESSAGE};
 use crate::events::Event;
@@ -74,6 +76,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             FORM2_MESSAGE
         ),
         related,
-        fix: None,
+        fix: crate::fix::write_under_no_grad(ctx, w),
     })
 }

@@ -25,11 +25,16 @@
 //! y.sum().backward()      # raises here
 //! ```
 //!
-//! **Fix.** Write out of place: `y = y + 1`, `y = y.mul(2)`, `h = torch.relu(h)`.
+//! **Fix.** Write out of place: `y = y + 1`, `y = y.mul(2)`, `h = torch.relu(h)`. Where no
+//! one-line rewrite exists (subscript writes `y[mask] = 0`, `copy_`, `zero_`, `out=y`, writes
+//! through a view, writes under `torch.no_grad()`): write into a copy, `y = y.clone()` on the
+//! line before the write, or before the statement that takes the view (`e = e.clone()` above
+//! `row = e[0]`), or before the outermost `with torch.no_grad():` block (so the copy keeps its
+//! history).
 //!
 //! **Fix safety.** *Safe* when no other name or view shares the written tensor (the new value
 //! is bound to the same name and nothing else saw the old one); *unsafe* otherwise, since the
-//! other names no longer see the write.
+//! other names no longer see the write. A copy is always *unsafe* for that reason.
 
 use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};

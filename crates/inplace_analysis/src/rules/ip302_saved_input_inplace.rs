@@ -23,9 +23,11 @@
 //! y.sum().backward()      # raises here
 //! ```
 //!
-//! **Fix.** Write out of place (`h = h + 1`), or `.clone()` the input before the op.
+//! **Fix.** Write out of place (`h = h + 1`), or, as IP301 does where no one-line rewrite
+//! exists, write into a copy made on the line before (`h = h.clone()`).
 //!
-//! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor.
+//! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor; a copy is
+//! *unsafe*.
 
 use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};

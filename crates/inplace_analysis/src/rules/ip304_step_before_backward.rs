@@ -24,10 +24,14 @@
 //! g_loss.backward()       # raises here
 //! ```
 //!
-//! **Fix.** Call every `backward()` that goes through the parameters before `step()`, or
-//! recompute the forward pass after the step.
+//! **Fix.** Call every `backward()` that goes through the parameters before `step()`: the
+//! fix moves the `step()` to just after the `backward()` that would raise, when both are in
+//! the same block. Or recompute the forward pass after the step; for a GAN, detach the
+//! generator's output in the discriminator's loss (`D(fake.detach())`).
 //!
-//! **Fix safety.** No automatic fix: reordering training steps changes what is trained.
+//! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
+//! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
+//! reach the discriminator), so what is trained changes.
 
 use super::{clobber, form3_related, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -64,6 +68,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t)
         ),
         related: form3_related(ctx, w, save, &t),
-        fix: None,
+        fix: w
+            .stmt
+            .filter(|_| t.backward)
+            .and_then(|s| crate::fix::move_after(ctx, s, t.range)),
     })
 }

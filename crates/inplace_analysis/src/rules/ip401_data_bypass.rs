@@ -21,11 +21,16 @@
 //! ```
 //!
 //! **Fix.** Reads: `.detach()` (same memory, shared version counter, so later misuse is caught).
-//! Writes: do the write on the tensor itself under `with torch.no_grad():`.
+//! Writes into a tensor a backward still reads: out of place, with the values the write made
+//! and the gradient autograd computed without it (what `.data` was used for):
+//! `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`. None when the
+//! tensor is a parameter that something saved (rebinding it would cut it off from its
+//! optimizer; do the update after `backward()`). Other writes (parameter updates, weight
+//! clipping): the write on the tensor itself under `with torch.no_grad():`.
 //!
-//! **Fix safety.** Both are *unsafe* where the value is kept: a write that the counter now sees
-//! may turn the silent error into form ③ at `backward()`, which is the point, but it changes
-//! behaviour. `.detach()` on a read used directly in an expression is *safe*.
+//! **Fix safety.** All are *unsafe* where the value is kept: they change which tensor the name
+//! holds, or let the version counter see the write (which may turn a silent error into form ③
+//! at `backward()`). `.detach()` on a read used directly in an expression is *safe*.
 
 use super::{write_of, write_related, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -53,7 +58,7 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     match ev {
-        Event::DataWrite { write, live } => write_finding(ctx, *write, *live),
+        Event::DataWrite { write, live, leaf } => write_finding(ctx, *write, *live, *leaf),
         Event::DataRead {
             attr,
             name_at,
@@ -63,7 +68,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     }
 }
 
-fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool) -> Option<Finding> {
+fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) -> Option<Finding> {
     let w = ctx.write(write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
@@ -78,19 +83,25 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool) -> Option<Find
             "prefer writing the tensor itself under `torch.no_grad()`, which autograd can check",
         )
     };
-    // `x.data = v` swaps the storage: no statement without `.data` does the same.
-    let fix = fix::simple_statement(ctx, w.stmt)
-        .filter(|_| w.kind != WriteKind::DataAssign)
-        .and_then(|s| {
-            let text = without_data(ctx.slice(s))?;
-            fix::wrap_no_grad(
-                ctx,
-                s,
-                &text,
-                "Write under `torch.no_grad()` without `.data`",
-                Applicability::Unsafe,
-            )
-        });
+    // `x.data = v` swaps the storage: no statement without `.data` does the same. A write
+    // into something a backward still reads: out of place, outside autograd, unless it is a
+    // parameter (rebinding it would cut it off from its optimizer and `.grad`).
+    let fix = if in_graph {
+        (!leaf).then(|| fix::straight_through(ctx, w)).flatten()
+    } else {
+        fix::simple_statement(ctx, w.stmt)
+            .filter(|_| w.kind != WriteKind::DataAssign)
+            .and_then(|s| {
+                let text = without_data(ctx.slice(s))?;
+                fix::wrap_no_grad(
+                    ctx,
+                    s,
+                    &text,
+                    "Write under `torch.no_grad()` without `.data`",
+                    Applicability::Unsafe,
+                )
+            })
+    };
     Some(Finding {
         rule: Rule::DataBypass,
         severity,

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! **Fix.** Copy where the alias is made (`y = x.clone()`), or write out of place
-//! (`h = torch.relu(feat)`, `inplace=False`).
+//! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper).
 //!
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
 //! changes the values the program computes.

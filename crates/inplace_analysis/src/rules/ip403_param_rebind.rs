@@ -20,9 +20,12 @@
 //! ```
 //!
 //! **Fix.** Update in place under `with torch.no_grad():` (`v -= 0.1 * v.grad`), or let the
-//! optimizer do it (`opt.step()`). Build the optimizer after the model is final.
+//! optimizer do it (`opt.step()`). A replaced model, submodule or parameter: build the
+//! optimizer again right after the replacement (the fix repeats the statement that built it,
+//! when that is one line earlier in the same block), or build it after the model is final.
 //!
-//! **Fix safety.** *Unsafe*: it changes which object the name refers to afterwards.
+//! **Fix safety.** *Unsafe*: it changes which object the name refers to afterwards; a rebuilt
+//! optimizer starts with fresh state (momentum, Adam's moments).
 
 use super::RuleImpl;
 use crate::events::Event;
@@ -84,6 +87,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         range: ctx.range(*span)?,
         message,
         related,
-        fix: fix::augmented_update(ctx, *stmt, *target),
+        fix: fix::augmented_update(ctx, *stmt, *target)
+            .or_else(|| fix::rebuild_optimizer(ctx, *stmt, (*optimizer)?)),
     })
 }

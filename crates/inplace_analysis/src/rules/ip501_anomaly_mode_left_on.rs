@@ -19,14 +19,17 @@
 //! torch.autograd.set_detect_anomaly(True)   # IP501
 //! ```
 //!
-//! **Fix.** Remove it once the culprit is found, or guard it behind a debug flag.
+//! **Fix.** Turn it off once the culprit is found (`set_detect_anomaly(False)`,
+//! `set_anomaly_enabled(False)`; a `with detect_anomaly():` block becomes
+//! `with set_detect_anomaly(False):`), or guard it behind a debug flag.
 //!
-//! **Fix safety.** No automatic fix.
+//! **Fix safety.** *Unsafe*: no number changes, but the debugging aid someone turned on on
+//! purpose goes away.
 
 use super::RuleImpl;
 use crate::events::Event;
 use crate::exec::UnitOutput;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Applicability, Edit, Finding, Fix, Severity, TextRange};
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
@@ -58,6 +61,39 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ctx.snippet(*call)
         ),
         related: Vec::new(),
-        fix: None,
+        fix: turn_off(ctx, *call),
+    })
+}
+
+/// `set_detect_anomaly(True)` -> `set_detect_anomaly(False)` (and `set_anomaly_enabled`);
+/// `detect_anomaly(...)` -> `set_detect_anomaly(False)`.
+fn turn_off(ctx: &RenderCtx<'_>, call: Span) -> Option<Fix> {
+    let r = ctx.range(call)?;
+    let text = ctx.slice(r);
+    let open = text.find('(')?;
+    let func = &text[..open];
+    let (range, content) =
+        if func.ends_with("set_detect_anomaly") || func.ends_with("set_anomaly_enabled") {
+            let args = &text[open + 1..];
+            let first = args.find([',', ')'])?;
+            let lead = args.len() - args.trim_start().len();
+            if args[..first].trim() != "True" {
+                return None;
+            }
+            let at = r.start + open + 1 + lead;
+            (TextRange::new(at, at + "True".len()), "False".to_string())
+        } else if func.ends_with("detect_anomaly") {
+            let at = r.start + open - "detect_anomaly".len();
+            (
+                TextRange::new(at, r.end),
+                "set_detect_anomaly(False)".to_string(),
+            )
+        } else {
+            return None;
+        };
+    Some(Fix {
+        title: "Turn anomaly detection off".into(),
+        applicability: Applicability::Unsafe,
+        edits: vec![Edit { range, content }],
     })
 }

@@ -171,32 +171,41 @@ pub(crate) fn form3_related(
     related
 }
 
-/// The fix that rewrites a write out of place, when its kind has one.
+/// The fix that rewrites a write out of place, when its kind has one; else a write into a
+/// copy made before it (subscript writes, `out=`, methods without an out-of-place twin, writes
+/// under `no_grad`, writes through views).
 pub(crate) fn out_of_place(
     ctx: &RenderCtx<'_>,
     w: &Write,
     applicability: crate::Applicability,
 ) -> Option<crate::Fix> {
     use crate::events::WriteKind;
-    let rebinds = matches!(
-        w.kind,
-        WriteKind::AugAssign | WriteKind::Method(_) | WriteKind::TorchFn(_)
-    );
-    if rebinds && w.under_no_grad {
-        // Rebinding under `no_grad` would leave a tensor without history.
-        return None;
-    }
+    // Rebinding under `no_grad` would leave a tensor without history.
+    let rewrite = if w.under_no_grad {
+        None
+    } else {
+        match w.kind {
+            WriteKind::AugAssign => {
+                crate::fix::aug_assign_out_of_place(ctx, w.stmt?, applicability)
+            }
+            WriteKind::Method(name) => {
+                crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, true, applicability)
+            }
+            WriteKind::TorchFn(name) => {
+                crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, false, applicability)
+            }
+            _ => None,
+        }
+    };
     match w.kind {
-        WriteKind::AugAssign => crate::fix::aug_assign_out_of_place(ctx, w.stmt?, applicability),
-        WriteKind::Method(name) => {
-            crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, true, applicability)
-        }
-        WriteKind::TorchFn(name) => {
-            crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, false, applicability)
-        }
         WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
             crate::fix::inplace_false(ctx, w.range, applicability)
         }
+        WriteKind::AugAssign
+        | WriteKind::Method(_)
+        | WriteKind::TorchFn(_)
+        | WriteKind::Subscript
+        | WriteKind::OutArg => rewrite.or_else(|| crate::fix::clone_before(ctx, w)),
         _ => None,
     }
 }
