@@ -1,0 +1,117 @@
+//! Writes into a copy: `y = y.clone()` before the write (or the view it writes through), and
+//! copies where an alias is made.
+
+use super::*;
+
+/// `y = x` -> `y = x.clone()`, at the assignment that made the alias (`alias_of` is `x`).
+pub(crate) fn insert_clone(
+    ctx: &RenderCtx<'_>,
+    alias_of: Span,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let r = ctx.range(alias_of)?;
+    Some(one(
+        format!("Copy instead of aliasing: `{}.clone()`", ctx.slice(r)),
+        applicability,
+        TextRange::new(r.end, r.end),
+        ".clone()".into(),
+    ))
+}
+
+/// `R = R.clone()` on a line of its own before the statement that makes the tensor a write
+/// changes (the view it writes through, when it is one; else the write itself): the write
+/// then changes a copy, and what an op saved stays as it was saved. Under `torch.no_grad()`
+/// the copy goes before the outermost `with ... no_grad()` block, so that it keeps its
+/// history. Unsafe: other names of the old tensor no longer see the write.
+pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let s = w.stmt?;
+    let (at, root) = match w.view_origin.and_then(|v| view_statement(ctx, v)) {
+        Some(found) => found,
+        None => {
+            let body = ctx.body(s.item)?;
+            let written = written_expr(&body, s.stmt, w)?;
+            (
+                s,
+                Span::new(s.item, body.expr_span(root_place(&body, written)?)),
+            )
+        }
+    };
+    let body = ctx.body(at.item)?;
+    let mut stmt = body.stmt_span(at.stmt);
+    if w.under_no_grad {
+        stmt = outermost_no_grad(ctx, &body, at.item, stmt)?;
+    }
+    let stmt = ctx.range(Span::new(at.item, stmt))?;
+    let (indent, eol) = indentation(ctx, stmt.start)?;
+    let r = ctx.text(root);
+    Some(one(
+        format!("Write into a copy: `{r} = {r}.clone()` first"),
+        Applicability::Unsafe,
+        TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
+        format!("{indent}{r} = {r}.clone(){eol}"),
+    ))
+}
+
+/// The expression whose tensor a write changes: `y` of `y[i] = v`, `y.mul_(2)`,
+/// `torch.relu_(y)`, `out=y`.
+fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<ExprId> {
+    use crate::events::WriteKind;
+    let subscript_value = |e: ExprId| match *body.expr(e) {
+        Expr::Subscript { value, .. } => Some(value),
+        _ => None,
+    };
+    match w.kind {
+        WriteKind::Subscript => match *body.stmt(s) {
+            Stmt::Assign { targets, .. } => body.exprs_of(targets).find_map(subscript_value),
+            Stmt::AugAssign { target, .. } => subscript_value(target),
+            _ => None,
+        },
+        WriteKind::Method(_) => match *body.expr(w.call?) {
+            Expr::Call { func, .. } => match *body.expr(func) {
+                Expr::Attr { value, .. } => Some(value),
+                _ => None,
+            },
+            _ => None,
+        },
+        WriteKind::TorchFn(_) => match *body.expr(w.call?) {
+            Expr::Call { args, .. } => body.exprs_of(body.args[args as usize].positional).next(),
+            _ => None,
+        },
+        WriteKind::OutArg => body
+            .keywords
+            .iter()
+            .find(|k| k.span == w.range.rel)
+            .map(|k| k.value),
+        _ => None,
+    }
+}
+
+/// The innermost simple statement holding a view expression, and the place the view starts
+/// from.
+fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
+    let body = ctx.body(v.item)?;
+    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel)?;
+    let root = root_place(&body, ExprId(e as u32))?;
+    let stmt = simple_statement_at(&body, v.rel)?;
+    Some((
+        StmtRef { item: v.item, stmt },
+        Span::new(v.item, body.expr_span(root)),
+    ))
+}
+
+/// The outermost `with ...no_grad():` (or `inference_mode`) statement around `stmt`.
+fn outermost_no_grad(ctx: &RenderCtx<'_>, body: &Body, item: ItemId, stmt: Rel) -> Option<Rel> {
+    (0..body.stmts.len())
+        .filter_map(|i| match body.stmts[i] {
+            Stmt::With { items, .. } if body.stmt_spans[i].contains(stmt) => {
+                let no_grad = body.list(items).iter().any(|w| {
+                    let e = body.with_items[*w as usize].expr;
+                    let text = ctx.text(Span::new(item, body.expr_span(e)));
+                    text.contains("no_grad") || text.contains("inference_mode")
+                });
+                no_grad.then_some(body.stmt_spans[i])
+            }
+            _ => None,
+        })
+        .max_by_key(|r| r.end - r.start)
+}

@@ -1,0 +1,257 @@
+//! Rewrites offered as fixes, built from the IR and the text. Each keeps indentation and line
+//! endings; whether it parses is verified where a fix is used (see [`crate::verify_fix`]).
+
+use crate::finding::{Applicability, Edit, Fix, TextRange};
+use crate::ir::*;
+use crate::ops;
+use crate::render::RenderCtx;
+
+mod copy;
+mod no_grad;
+mod out_of_place;
+mod reorder;
+
+pub(crate) use copy::{clone_before, insert_clone};
+pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
+pub(crate) use out_of_place::{
+    aug_assign_out_of_place, call_out_of_place, inplace_false, straight_through,
+};
+pub(crate) use reorder::{move_after, rebuild_optimizer};
+
+/// Tensor methods with an out-of-place twin of the same name without `_`.
+fn has_out_of_place(base: &str) -> bool {
+    const EXTRA: &[&str] = &[
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "clip",
+        "masked_fill",
+        "masked_scatter",
+        "index_add",
+        "index_fill",
+        "index_copy",
+        "index_put",
+        "scatter",
+        "scatter_add",
+        "scatter_reduce",
+        "relu",
+        "sigmoid",
+        "tanh",
+        "exp",
+        "log",
+        "abs",
+        "neg",
+        "pow",
+        "sqrt",
+        "addmm",
+        "addcmul",
+        "addcdiv",
+        "lerp",
+        "floor",
+        "ceil",
+        "round",
+        "sign",
+        "fill_diagonal",
+        "tril",
+        "triu",
+        "t",
+        "squeeze",
+        "unsqueeze",
+        "transpose",
+        "true_divide",
+        "leaky_relu",
+        "hardtanh",
+        "elu",
+        "silu",
+        "gelu",
+        "mish",
+        "softplus",
+        "selu",
+        "celu",
+        "relu6",
+        "hardsigmoid",
+        "hardswish",
+        "threshold",
+        "nan_to_num",
+        "remainder",
+        "fmod",
+        "bitwise_and",
+        "bitwise_or",
+        "logical_not",
+        "square",
+        "rsqrt",
+        "reciprocal",
+        "erf",
+    ];
+    EXTRA.contains(&base) || ops::table().op(base).is_some()
+}
+
+/// Expressions that need no parentheses after a binary operator.
+fn is_atomic(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Name { .. }
+            | Expr::Attr { .. }
+            | Expr::Call { .. }
+            | Expr::Subscript { .. }
+            | Expr::Int(_)
+            | Expr::Float
+            | Expr::Str(_)
+            | Expr::OtherStr
+            | Expr::True
+            | Expr::False
+            | Expr::None
+            | Expr::Seq {
+                kind: SeqKind::List,
+                ..
+            }
+            | Expr::Dict { .. }
+    )
+}
+
+fn op_text(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::MatMul => "@",
+        BinOp::Pow => "**",
+        BinOp::FloorDiv => "//",
+        BinOp::Mod => "%",
+        BinOp::Other => return None,
+    })
+}
+
+/// A single edit as a fix.
+fn one(title: String, applicability: Applicability, range: TextRange, content: String) -> Fix {
+    Fix {
+        title,
+        applicability,
+        edits: vec![Edit { range, content }],
+    }
+}
+
+/// Statement `s` replaced by its out-of-place form `new`.
+fn rewrite_statement(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    body: &crate::ir::Body,
+    new: String,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let range = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    Some(one(
+        format!("Rewrite out of place: `{new}`"),
+        applicability,
+        range,
+        new,
+    ))
+}
+
+/// Indentation and line ending of a single-line statement that starts its line.
+fn line_layout<'a>(ctx: &RenderCtx<'a>, stmt: TextRange) -> Option<(&'a str, &'static str)> {
+    if ctx.slice(stmt).contains(['\n', '\r']) {
+        return None;
+    }
+    indentation(ctx, stmt.start)
+}
+
+/// The simple statement (expression, assignment, augmented assignment) a write is in.
+pub(crate) fn simple_statement(ctx: &RenderCtx<'_>, s: Option<StmtRef>) -> Option<TextRange> {
+    let s = s?;
+    let body = ctx.body(s.item)?;
+    match body.stmt(s.stmt) {
+        Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } => {
+            ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))
+        }
+        _ => None,
+    }
+}
+
+fn same_indent(ctx: &RenderCtx<'_>, a: TextRange, b: TextRange) -> bool {
+    let ia = indentation(ctx, a.start).map(|i| i.0);
+    ia.is_some() && ia == indentation(ctx, b.start).map(|i| i.0)
+}
+
+/// Whether statement `later` comes after statement `earlier` in the same block: it starts a
+/// later line with the same indentation `indent`, and every line between them is blank, a
+/// comment, or at least as indented (checked on the text).
+fn same_block(ctx: &RenderCtx<'_>, earlier: TextRange, later: TextRange, indent: &str) -> bool {
+    let next = ctx.lines.line_start(ctx.lines.line_of(earlier.end) + 1);
+    if later.start < next || indentation(ctx, later.start).map(|i| i.0) != Some(indent) {
+        return false;
+    }
+    let Some(between) = ctx
+        .text_all()
+        .get(next..ctx.lines.line_start(ctx.lines.line_of(later.start)))
+    else {
+        return false;
+    };
+    between.lines().all(|l| {
+        let t = l.trim_start();
+        t.is_empty() || t.starts_with('#') || l.len() - t.len() >= indent.len()
+    })
+}
+
+/// The indentation before `pos` (only blanks between its line's start and it) and the line
+/// ending of its line.
+fn indentation<'a>(ctx: &RenderCtx<'a>, pos: usize) -> Option<(&'a str, &'static str)> {
+    let line = ctx.lines.line_of(pos);
+    let start = ctx.lines.line_start(line);
+    let indent = ctx.text_all().get(start..pos)?;
+    if !indent.chars().all(|c| c == ' ' || c == '\t') {
+        return None;
+    }
+    let (_, end) = ctx.lines.line_range(ctx.text_all(), line);
+    let eol = if ctx.text_all()[end..].starts_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    Some((indent, eol))
+}
+
+/// The innermost simple statement (expression, assignment, `return`) around a range.
+fn simple_statement_at(body: &Body, rel: Rel) -> Option<StmtId> {
+    (0..body.stmts.len())
+        .filter(|&i| {
+            matches!(
+                body.stmts[i],
+                Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } | Stmt::Return(_)
+            ) && body.stmt_spans[i].contains(rel)
+        })
+        .min_by_key(|&i| body.stmt_spans[i].end - body.stmt_spans[i].start)
+        .map(|i| StmtId(i as u32))
+}
+
+/// A name or attribute path (`y`, `self.buf`).
+fn is_place(body: &Body, e: ExprId) -> bool {
+    match *body.expr(e) {
+        Expr::Name { .. } => true,
+        Expr::Attr { value, .. } => is_place(body, value),
+        _ => false,
+    }
+}
+
+/// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
+/// `y.detach()`, `self.buf[t]`.
+fn root_place(body: &Body, mut e: ExprId) -> Option<ExprId> {
+    loop {
+        if is_place(body, e) {
+            return Some(e);
+        }
+        e = match *body.expr(e) {
+            Expr::Subscript { value, .. } => value,
+            Expr::Call { func, .. } => match *body.expr(func) {
+                Expr::Attr { value, .. } => value,
+                _ => return None,
+            },
+            _ => return None,
+        };
+    }
+}

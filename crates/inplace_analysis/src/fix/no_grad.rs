@@ -1,0 +1,205 @@
+//! Writes that are updates, under `with torch.no_grad():` (one statement, a run of them, or a
+//! loop over a module tree).
+
+use super::*;
+
+/// Replace a one-line statement by `with torch.no_grad():` around `new_stmt`.
+pub(crate) fn wrap_no_grad(
+    ctx: &RenderCtx<'_>,
+    stmt: TextRange,
+    new_stmt: &str,
+    title: &str,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let (indent, eol) = line_layout(ctx, stmt)?;
+    let unit = if indent.contains('\t') { "\t" } else { "    " };
+    let (torch, import) = match ctx.torch_alias() {
+        Some(t) => (t, None),
+        None => ("torch", Some(import_torch(ctx)?)),
+    };
+    let content = format!("with {torch}.no_grad():{eol}{indent}{unit}{new_stmt}");
+    let mut fix = one(title.into(), applicability, stmt, content);
+    fix.edits.splice(0..0, import);
+    Some(fix)
+}
+
+/// `import torch` on a line of its own before the file's first import (after any
+/// `from __future__` import), for a fix that needs `torch` in a file that imports only
+/// `torch.nn as nn` or the like.
+fn import_torch(ctx: &RenderCtx<'_>) -> Option<Edit> {
+    let prog = ctx.prog;
+    let first = prog.items.iter().find(|it| {
+        it.parent().is_none()
+            && ctx.body(it.id).is_some_and(|b| {
+                b.stmts_of(b.root).any(|s| match *b.stmt(s) {
+                    Stmt::Import(list) => b.list(list).iter().all(|i| {
+                        !ctx.name(b.imports[*i as usize].path)
+                            .starts_with("__future__")
+                    }),
+                    _ => false,
+                })
+            })
+    })?;
+    let at = first.outline.start as usize;
+    let (indent, eol) = indentation(ctx, at)?;
+    indent.is_empty().then(|| Edit {
+        range: TextRange::new(at, at),
+        content: format!("import torch{eol}"),
+    })
+}
+
+/// The write under `with torch.no_grad():` (a parameter's initialisation or update, written
+/// where autograd must not record it), with the writes around it that would raise next: the
+/// whole loop over a module tree (`for m in model.modules():`) when the write is in one, else
+/// the run of consecutive statements that write into leaves.
+pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let s = w.stmt?;
+    let stmt = simple_statement(ctx, Some(s))?;
+    let block = module_tree_loop(ctx, s).unwrap_or_else(|| leaf_write_run(ctx, stmt));
+    wrap_lines_no_grad(ctx, block, "Update under `torch.no_grad()`")
+}
+
+/// The outermost `for` around statement `s` (in its item) that walks a module tree or its
+/// parameters.
+fn module_tree_loop(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<TextRange> {
+    const WALKS: &[&str] = &[
+        ".modules()",
+        ".named_modules()",
+        ".children()",
+        ".named_children()",
+        ".parameters()",
+        ".named_parameters()",
+    ];
+    let body = ctx.body(s.item)?;
+    let at = body.stmt_span(s.stmt);
+    let outer = (0..body.stmts.len())
+        .filter_map(|i| match body.stmts[i] {
+            Stmt::For { iter, .. } if body.stmt_spans[i].contains(at) => {
+                let text = ctx.text(Span::new(s.item, body.expr_span(iter)));
+                WALKS
+                    .iter()
+                    .any(|w| text.contains(w))
+                    .then_some(body.stmt_spans[i])
+            }
+            _ => None,
+        })
+        .max_by_key(|r| r.end - r.start)?;
+    ctx.range(Span::new(s.item, outer))
+}
+
+/// The statements next to `stmt` (one after the other at its indentation, blank lines and
+/// comments between them allowed) that also write into a leaf, `stmt` included.
+fn leaf_write_run(ctx: &RenderCtx<'_>, stmt: TextRange) -> TextRange {
+    let mut writes: Vec<TextRange> = ctx
+        .unit
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            crate::events::Event::LeafWrite { write, .. } => {
+                simple_statement(ctx, ctx.unit.writes.get(*write as usize)?.stmt)
+            }
+            _ => None,
+        })
+        .collect();
+    writes.sort_by_key(|r| (r.start, r.end));
+    writes.dedup();
+    let next_code = |from: usize| -> Option<usize> {
+        let text = ctx.text_all();
+        let mut line = ctx.lines.line_of(from) + 1;
+        loop {
+            let (s, e) = ctx.lines.line_range(text, line);
+            if s >= text.len() {
+                return None;
+            }
+            let t = text[s..e].trim_start();
+            if !t.is_empty() && !t.starts_with('#') {
+                return Some(e - t.len());
+            }
+            line += 1;
+        }
+    };
+    let Some(mut i) = writes.iter().position(|r| *r == stmt) else {
+        return stmt;
+    };
+    let mut run = stmt;
+    let mut j = i;
+    while let Some(next) = writes.get(j + 1) {
+        if next_code(run.end) != Some(next.start) || !same_indent(ctx, run, *next) {
+            break;
+        }
+        run = TextRange::new(run.start, next.end);
+        j += 1;
+    }
+    while i > 0 {
+        let prev = writes[i - 1];
+        if next_code(prev.end) != Some(run.start) || !same_indent(ctx, prev, run) {
+            break;
+        }
+        run = TextRange::new(prev.start, run.end);
+        i -= 1;
+    }
+    run
+}
+
+/// Whole statements (from the start of their first line's code) under
+/// `with torch.no_grad():`, each of their lines indented one level more.
+fn wrap_lines_no_grad(ctx: &RenderCtx<'_>, block: TextRange, title: &str) -> Option<Fix> {
+    let text = ctx.text_all();
+    let (indent, eol) = indentation(ctx, block.start)?;
+    let last = ctx.lines.line_of(block.end);
+    let (_, end) = ctx.lines.line_range(text, last);
+    let lines = text.get(block.start..end)?;
+    // Indenting a line inside a multi-line string would change the string.
+    if lines.contains("\"\"\"") || lines.contains("'''") {
+        return None;
+    }
+    let unit = if indent.contains('\t') { "\t" } else { "    " };
+    let (torch, import) = match ctx.torch_alias() {
+        Some(t) => (t, None),
+        None => ("torch", Some(import_torch(ctx)?)),
+    };
+    let mut content = format!("with {torch}.no_grad():{eol}{indent}{unit}");
+    for (k, line) in lines.split_inclusive('\n').enumerate() {
+        if k > 0 && !line.trim().is_empty() {
+            content.push_str(unit);
+        }
+        content.push_str(line);
+    }
+    let mut fix = self::one(
+        title.into(),
+        Applicability::Unsafe,
+        TextRange::new(block.start, end),
+        content,
+    );
+    fix.edits.splice(0..0, import);
+    Some(fix)
+}
+
+/// `w = w - lr * w.grad` -> `with torch.no_grad(): w -= lr * w.grad`.
+pub(crate) fn augmented_update(ctx: &RenderCtx<'_>, s: StmtRef, target: Span) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let Stmt::Assign { value, targets } = *body.stmt(s.stmt) else {
+        return None;
+    };
+    if targets.len != 1 {
+        return None;
+    }
+    let Expr::Binary { op, left, right } = *body.expr(value) else {
+        return None;
+    };
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let t = ctx.text(target);
+    if ctx.text(span(left)) != t || !matches!(op, BinOp::Sub | BinOp::Add | BinOp::Mul | BinOp::Div)
+    {
+        return None;
+    }
+    let new = format!("{t} {}= {}", op_text(op)?, ctx.text(span(right)));
+    let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    wrap_no_grad(
+        ctx,
+        stmt,
+        &new,
+        "Update in place under `torch.no_grad()`",
+        Applicability::Unsafe,
+    )
+}

@@ -1,0 +1,159 @@
+//! Out-of-place rewrites: the write becomes a new value bound to the same name.
+
+use super::*;
+
+/// `y += 1` -> `y = y + 1` (statement `s` of `item`).
+pub(crate) fn aug_assign_out_of_place(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let Stmt::AugAssign { target, op, value } = *body.stmt(s.stmt) else {
+        return None;
+    };
+    if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+        return None;
+    }
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let l = ctx.text(span(target));
+    let r = ctx.text(span(value));
+    let r = if is_atomic(body.expr(value)) {
+        r.to_string()
+    } else {
+        format!("({r})")
+    };
+    let new = format!("{l} = {l} {} {r}", op_text(op)?);
+    rewrite_statement(ctx, s, &body, new, applicability)
+}
+
+/// `y.mul_(2)` -> `y = y.mul(2)` (or `mul` for `mul_` when the result is assigned);
+/// `torch.relu_(h)` -> `h = torch.relu(h)`. `method`: the receiver is written (else the first
+/// argument).
+pub(crate) fn call_out_of_place(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    call: ExprId,
+    name: Name,
+    method: bool,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let base = ctx.name(name).strip_suffix('_')?.to_string();
+    if !has_out_of_place(&base) {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    let Expr::Call { func, args } = *body.expr(call) else {
+        return None;
+    };
+    let Expr::Attr { value, attr_at, .. } = *body.expr(func) else {
+        return None;
+    };
+    let a = body.args[args as usize];
+    let func_range = ctx.range(span(func))?;
+    let attr_start = ctx
+        .range(Span::new(s.item, Rel::new(attr_at, attr_at)))?
+        .start;
+    let attr = TextRange::new(attr_start, func_range.end);
+    match *body.stmt(s.stmt) {
+        Stmt::Expr(e) if e == call => {
+            let target = if method {
+                value
+            } else {
+                body.exprs_of(a.positional).next()?
+            };
+            if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+                return None;
+            }
+            let t = ctx.text(span(target));
+            let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
+            let arg_text = ctx.text(Span::new(s.item, a.span));
+            let new = format!("{t} = {prefix}{base}{arg_text}");
+            rewrite_statement(ctx, s, &body, new, applicability)
+        }
+        Stmt::Assign { value: v, .. } | Stmt::Return(v) if v == call => Some(one(
+            format!("Use out-of-place `{base}`"),
+            applicability,
+            attr,
+            base,
+        )),
+        _ => None,
+    }
+}
+
+/// `inplace=True` -> `inplace=False` (or a positional `True` -> `False`).
+pub(crate) fn inplace_false(
+    ctx: &RenderCtx<'_>,
+    arg: Span,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let r = ctx.range(arg)?;
+    let text = ctx.slice(r);
+    let at = if text == "True" {
+        0
+    } else {
+        let eq = text.find('=')?;
+        let (name, value) = (text[..eq].trim(), text[eq + 1..].trim_start());
+        if name != "inplace" || value != "True" {
+            return None;
+        }
+        text.len() - 4
+    };
+    Some(one(
+        "Set `inplace=False`".into(),
+        applicability,
+        TextRange::new(r.start + at, r.end),
+        "False".into(),
+    ))
+}
+
+/// A write through `.data` into a tensor a backward still reads, rewritten out of place with
+/// the values the write made and the gradient autograd computed before it (what the `.data`
+/// write meant, without changing what the backward reads):
+/// `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`;
+/// `y.data *= 2` -> `y = (y * 2).detach() + (y - y.detach())`.
+pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    use crate::events::WriteKind;
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
+    // The tensor written through `.data`: `y` of `y.data`.
+    let under_data = |e: ExprId| match *body.expr(e) {
+        Expr::Attr { value, attr, .. } if attr == known::DATA && is_place(&body, value) => {
+            Some(value)
+        }
+        _ => None,
+    };
+    let (target, value) = match (w.kind, *body.stmt(s.stmt)) {
+        (WriteKind::Method(name), Stmt::Expr(call)) if Some(call) == w.call => {
+            let base = ctx.name(name).strip_suffix('_')?;
+            let Expr::Call { func, args } = *body.expr(call) else {
+                return None;
+            };
+            let Expr::Attr { value, .. } = *body.expr(func) else {
+                return None;
+            };
+            if !has_out_of_place(base) {
+                return None;
+            }
+            let t = under_data(value)?;
+            let args = ctx.text(Span::new(s.item, body.args[args as usize].span));
+            (t, format!("{}.{base}{args}", ctx.text(span(t))))
+        }
+        (WriteKind::AugAssign, Stmt::AugAssign { target, op, value }) => {
+            let t = under_data(target)?;
+            let r = ctx.text(span(value));
+            let r = if is_atomic(body.expr(value)) {
+                r.to_string()
+            } else {
+                format!("({r})")
+            };
+            (t, format!("({} {} {r})", ctx.text(span(t)), op_text(op)?))
+        }
+        _ => return None,
+    };
+    let t = ctx.text(span(target));
+    let new = format!("{t} = {value}.detach() + ({t} - {t}.detach())");
+    rewrite_statement(ctx, s, &body, new, Applicability::Unsafe)
+}

@@ -1,0 +1,99 @@
+//! Statements moved or repeated: a `step()` after the `backward()` it would break, an
+//! optimizer built again after what it holds was replaced.
+
+use super::*;
+
+/// A one-line statement `s` moved to just after the statement around `after` (later in the
+/// same block: same indentation, and no line between them less indented; checked on the text). For a `step()`
+/// that runs before a `backward()` through what it updates.
+pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let moved = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    // (A module-level statement is an item of its own: the two may be in different items.)
+    let other = ctx.body(after.item)?;
+    let target = simple_statement_at(&other, after.rel)?;
+    let target = ctx.range(Span::new(after.item, other.stmt_span(target)))?;
+    let (indent, eol) = line_layout(ctx, moved)?;
+    let text = ctx.text_all();
+    let line = ctx.lines.line_of(moved.start);
+    let (from, to) = (ctx.lines.line_start(line), ctx.lines.line_start(line + 1));
+    let last = ctx.lines.line_of(target.end);
+    if !same_block(ctx, moved, target, indent) {
+        return None;
+    }
+    let insert = ctx.lines.line_start(last + 1);
+    if insert < target.end {
+        return None;
+    }
+    // Nothing in between may use what the statement uses (`scaler.update()` after
+    // `scaler.step(opt)`, `opt.zero_grad()` after `opt.step()`): that order must stay.
+    let words = |t: &'_ str| -> Vec<String> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    };
+    let between = words(text.get(to..target.start)?);
+    let uses = words(ctx.slice(moved));
+    if uses.iter().any(|u| u != "step" && between.contains(u)) {
+        return None;
+    }
+    // The statement with what follows it on its line (a comment).
+    let stmt = ctx.slice(moved);
+    let (_, end) = ctx.lines.line_range(text, line);
+    let whole = text.get(moved.start..end)?;
+    let rest = text.get(moved.end..end)?.trim_start();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    let sep = if text[..insert].ends_with('\n') {
+        ""
+    } else {
+        eol
+    };
+    Some(Fix {
+        title: format!("Move `{stmt}` after `{}`", ctx.slice(target)),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: TextRange::new(from, to),
+                content: String::new(),
+            },
+            Edit {
+                range: TextRange::new(insert, insert),
+                content: format!("{sep}{indent}{whole}{eol}"),
+            },
+        ],
+    })
+}
+
+/// After a statement that replaces what an optimizer holds, the statement that built the
+/// optimizer again (`opt = torch.optim.SGD(model.parameters(), lr=0.1)`), so that it holds
+/// the new parameters: when that statement is one line, earlier in the same block.
+pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let rebind = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    let (indent, eol) = line_layout(ctx, rebind)?;
+    let other = ctx.body(optimizer.item)?;
+    let built = simple_statement_at(&other, optimizer.rel)?;
+    if !matches!(other.stmt(built), Stmt::Assign { .. }) {
+        return None;
+    }
+    let built = ctx.range(Span::new(optimizer.item, other.stmt_span(built)))?;
+    if line_layout(ctx, built)?.0 != indent || !same_block(ctx, built, rebind, indent) {
+        return None;
+    }
+    let again = ctx.slice(built);
+    let at = ctx.lines.line_start(ctx.lines.line_of(rebind.end) + 1);
+    let sep = if ctx.text_all()[..at].ends_with('\n') {
+        ""
+    } else {
+        eol
+    };
+    Some(one(
+        format!("Build the optimizer again: `{again}`"),
+        Applicability::Unsafe,
+        TextRange::new(at, at),
+        format!("{sep}{indent}{again}{eol}"),
+    ))
+}
