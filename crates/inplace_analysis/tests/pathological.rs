@@ -287,3 +287,34 @@ fn fuzz_regressions() {
         "the regression inputs hold fixes that add syntax errors"
     );
 }
+
+/// `x.data.data` (found by `fix_roundtrip`: two reads at one byte, the second offered again
+/// once the first was fixed): one finding for the chain, whose fix replaces every `.data`.
+#[test]
+fn a_chain_of_data_reads_is_one_finding_fixed_once() {
+    let head = "import torch\nx = torch.ones(2, requires_grad=True)\n";
+    for read in [
+        "x.data.data",
+        "(x.data).data",
+        "x.data.data.data",
+        "x .data. data",
+    ] {
+        let text = format!("{head}y = {read} * 2\nprint(y)\n");
+        let findings = analyze_source(&text);
+        let reads: Vec<_> = findings
+            .iter()
+            .filter(|f| f.rule.code() == "IP401")
+            .collect();
+        assert_eq!(reads.len(), 1, "{read}: {findings:?}");
+        let Some(fix) = &reads[0].fix else {
+            continue;
+        };
+        let (fixed, _) =
+            inplace_analysis::apply_fixes(&text, &[reads[0].clone()], fix.applicability);
+        let again = analyze_source(&fixed);
+        assert!(
+            again.iter().all(|f| f.rule.code() != "IP401"),
+            "{read}: offered again after its fix:\n{fixed}"
+        );
+    }
+}

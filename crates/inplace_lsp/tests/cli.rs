@@ -215,13 +215,14 @@ fn fix_diff_and_unsafe_fixes() {
     );
     run(&["check", "d.py", "--fix", "--unsafe-fixes"], dir.path());
     let fixed = std::fs::read_to_string(dir.path().join("d.py")).unwrap();
+    // Out of place, with the values the write made and the gradient without it.
     assert!(
-        fixed.contains("with torch.no_grad():\n    y.mul_(0)\n"),
+        fixed.contains("\ny = y.mul(0).detach() + (y - y.detach())\n"),
         "{fixed}"
     );
-    // The silent error is now the loud one: the write bumps the version autograd checks.
     let out = run(&["check", "d.py", "--output-format", "json"], dir.path());
-    assert_eq!(json(&out)[0]["code"], "IP301");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(json(&out).is_empty());
 }
 
 #[test]

@@ -517,6 +517,10 @@ impl<'p, 't> Interp<'p, 't> {
             .map(|(s, r)| (*s, *r))
             .collect();
         reads.sort_by_key(|(s, _)| *s);
+        // `x.data.data`, `f(x.data).data`: one read, the outermost (its fix replaces every
+        // `.data` in it).
+        let outer: Vec<Span> = reads.iter().map(|(s, _)| *s).collect();
+        reads.retain(|(s, _)| !outer.iter().any(|o| o != s && o.contains(*s)));
         for (attr, r) in reads {
             self.report(Event::DataRead {
                 attr,

@@ -117,6 +117,11 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
 
 /// The statement's text with every `.data` attribute dropped (`p.data.add_(1)` -> `p.add_(1)`).
 fn without_data(text: &str) -> Option<String> {
+    replace_data(text, "")
+}
+
+/// `text` with every `.data` attribute replaced by `by` (None when it has none).
+fn replace_data(text: &str, by: &str) -> Option<String> {
     let mut out = String::new();
     let mut rest = text;
     let mut found = false;
@@ -126,6 +131,7 @@ fn without_data(text: &str) -> Option<String> {
         out.push_str(&rest[..i]);
         if boundary {
             found = true;
+            out.push_str(by);
         } else {
             out.push_str(".data");
         }
@@ -143,17 +149,25 @@ fn read_finding(ctx: &RenderCtx<'_>, attr: Span, name_at: u32, kept: bool) -> Op
         .start;
     let before = ctx.slice(TextRange::new(range.start, name));
     let dot = range.start + before.trim_end_matches([' ', '\t', '\\', '\n', '\r']).len();
-    let fix = (dot > range.start && ctx.slice(TextRange::new(dot - 1, dot)) == ".").then(|| Fix {
+    // `x.data.data` (one finding): every `.data` of the chain at once.
+    let chain = ctx.slice(TextRange::new(range.start, dot.saturating_sub(1)));
+    let edit = if dot > range.start && ctx.slice(TextRange::new(dot - 1, dot)) == "." {
+        let head = replace_data(chain, ".detach()");
+        Some(Edit {
+            range: TextRange::new(head.as_ref().map_or(dot - 1, |_| range.start), range.end),
+            content: head.unwrap_or_default() + ".detach()",
+        })
+    } else {
+        None
+    };
+    let fix = edit.map(|edit| Fix {
         title: "Use `.detach()` instead of `.data`".into(),
         applicability: if kept {
             Applicability::Unsafe
         } else {
             Applicability::Safe
         },
-        edits: vec![Edit {
-            range: TextRange::new(dot - 1, range.end),
-            content: ".detach()".into(),
-        }],
+        edits: vec![edit],
     });
     Some(Finding {
         rule: Rule::DataBypass,
