@@ -117,7 +117,8 @@ fn messages_and_fixes_snapshots() {
     }
 }
 
-/// Every fix parses without new syntax errors, and the finding it fixes is gone afterwards.
+/// Every fix parses without new syntax errors, the finding it fixes is gone afterwards, and no
+/// rule has more findings than before.
 #[test]
 fn every_fix_parses_and_removes_its_finding() {
     let mut parser = inplace_analysis::python_parser();
@@ -149,6 +150,21 @@ fn every_fix_parses_and_removes_its_finding() {
                     f.rule.code(),
                     fix.title
                 ));
+            }
+            // No rule gains a finding (a fix may remove several: a block under `no_grad`).
+            let count =
+                |fs: &[inplace_analysis::Finding], r| fs.iter().filter(|g| g.rule == r).count();
+            let before = analyze_source(&text);
+            for g in &again {
+                if count(&again, g.rule) > count(&before, g.rule) {
+                    problems.push(format!(
+                        "{rel}:{line}: `{}` adds a {} finding: {}",
+                        fix.title,
+                        g.rule.code(),
+                        g.message
+                    ));
+                    break;
+                }
             }
         }
     }
