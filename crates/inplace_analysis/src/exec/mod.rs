@@ -516,11 +516,18 @@ impl<'p, 't> Interp<'p, 't> {
             .filter(|(_, r)| !r.written)
             .map(|(s, r)| (*s, *r))
             .collect();
-        reads.sort_by_key(|(s, _)| *s);
         // `x.data.data`, `f(x.data).data`: one read, the outermost (its fix replaces every
-        // `.data` in it).
-        let outer: Vec<Span> = reads.iter().map(|(s, _)| *s).collect();
-        reads.retain(|(s, _)| !outer.iter().any(|o| o != s && o.contains(*s)));
+        // `.data` in it). In order of start (the longest first), a read lies inside an earlier
+        // one of its item exactly when one of them ends at or after it.
+        reads.sort_by_key(|(s, _)| (s.item, s.rel.start, std::cmp::Reverse(s.rel.end)));
+        let mut reach: Option<(ItemId, u32)> = None;
+        reads.retain(|(s, _)| {
+            let inside = reach.is_some_and(|(item, end)| item == s.item && end >= s.rel.end);
+            if !inside {
+                reach = Some((s.item, s.rel.end));
+            }
+            !inside
+        });
         for (attr, r) in reads {
             self.report(Event::DataRead {
                 attr,

@@ -55,31 +55,48 @@ fn import_torch(ctx: &RenderCtx<'_>) -> Option<Edit> {
 pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
     let s = w.stmt?;
     let stmt = simple_statement(ctx, Some(s))?;
-    let block = module_tree_loop(ctx, s).unwrap_or_else(|| leaf_write_run(ctx, stmt));
+    // Every finding of a block carries the whole block: a bound keeps that linear.
+    let lines = |r: TextRange| ctx.lines.line_of(r.end) - ctx.lines.line_of(r.start) + 1;
+    let block = module_tree_loop(ctx, s)
+        .or_else(|| Some(leaf_write_run(ctx, stmt)))
+        .filter(|b| lines(*b) <= MAX_WRAPPED_LINES)
+        .unwrap_or(stmt);
     wrap_lines_no_grad(ctx, block, "Update under `torch.no_grad()`")
 }
+
+/// The most lines a fix puts under one `torch.no_grad()` block (else it wraps the write alone).
+const MAX_WRAPPED_LINES: usize = 60;
 
 /// The outermost `for` around statement `s` (in its item) that walks a module tree or its
 /// parameters.
 fn module_tree_loop(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<TextRange> {
     const WALKS: &[&str] = &[
-        ".modules()",
-        ".named_modules()",
-        ".children()",
-        ".named_children()",
-        ".parameters()",
-        ".named_parameters()",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "parameters",
+        "named_parameters",
     ];
     let body = ctx.body(s.item)?;
     let at = body.stmt_span(s.stmt);
+    // A call of one of those methods anywhere in the loop's iterable (`list(m.modules())`).
+    let walks = |iter: Rel| {
+        body.exprs
+            .iter()
+            .zip(&body.expr_spans)
+            .any(|(e, span)| match *e {
+                Expr::Call { func, .. } if iter.contains(*span) => matches!(
+                    *body.expr(func),
+                    Expr::Attr { attr, .. } if WALKS.contains(&ctx.name(attr))
+                ),
+                _ => false,
+            })
+    };
     let outer = (0..body.stmts.len())
         .filter_map(|i| match body.stmts[i] {
             Stmt::For { iter, .. } if body.stmt_spans[i].contains(at) => {
-                let text = ctx.text(Span::new(s.item, body.expr_span(iter)));
-                WALKS
-                    .iter()
-                    .any(|w| text.contains(w))
-                    .then_some(body.stmt_spans[i])
+                walks(body.expr_span(iter)).then_some(body.stmt_spans[i])
             }
             _ => None,
         })

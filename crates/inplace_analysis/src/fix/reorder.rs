@@ -4,8 +4,8 @@
 use super::*;
 
 /// A one-line statement `s` moved to just after the statement around `after` (later in the
-/// same block: same indentation, and no line between them less indented; checked on the text). For a `step()`
-/// that runs before a `backward()` through what it updates.
+/// same block: same indentation, and no line between them less indented; checked on the
+/// text). For a `step()` that runs before a `backward()` through what it updates.
 pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option<Fix> {
     let body = ctx.body(s.item)?;
     let moved = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
@@ -25,17 +25,16 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     if insert < target.end {
         return None;
     }
-    // Nothing in between may use what the statement uses (`scaler.update()` after
+    // Nothing in between may use a name the statement uses (`scaler.update()` after
     // `scaler.step(opt)`, `opt.zero_grad()` after `opt.step()`): that order must stay.
-    let words = |t: &'_ str| -> Vec<String> {
-        t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
-            .map(str::to_string)
-            .collect()
-    };
-    let between = words(text.get(to..target.start)?);
-    let uses = words(ctx.slice(moved));
-    if uses.iter().any(|u| u != "step" && between.contains(u)) {
+    let at = body.stmt_span(s.stmt);
+    let mut uses = (body.exprs.iter().zip(&body.expr_spans)).filter_map(|(e, span)| match *e {
+        Expr::Name { name, .. } if at.contains(*span) => Some(ctx.name(name)),
+        _ => None,
+    });
+    let between = text.get(to..target.start)?;
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    if uses.any(|u| between.split(|c: char| !is_word(c)).any(|w| w == u)) {
         return None;
     }
     // The statement with what follows it on its line (a comment).
@@ -46,11 +45,7 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     if !(rest.is_empty() || rest.starts_with('#')) {
         return None;
     }
-    let sep = if text[..insert].ends_with('\n') {
-        ""
-    } else {
-        eol
-    };
+    let sep = line_break_before(ctx, insert, eol);
     Some(Fix {
         title: format!("Move `{stmt}` after `{}`", ctx.slice(target)),
         applicability: Applicability::Unsafe,
@@ -85,15 +80,21 @@ pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span
     }
     let again = ctx.slice(built);
     let at = ctx.lines.line_start(ctx.lines.line_of(rebind.end) + 1);
-    let sep = if ctx.text_all()[..at].ends_with('\n') {
-        ""
-    } else {
-        eol
-    };
+    let sep = line_break_before(ctx, at, eol);
     Some(one(
         format!("Build the optimizer again: `{again}`"),
         Applicability::Unsafe,
         TextRange::new(at, at),
         format!("{sep}{indent}{again}{eol}"),
     ))
+}
+
+/// What an insertion at `at` (the start of a line, or the end of a text without a final line
+/// break) needs first: a line break when the text before does not end with one.
+fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str) -> &'a str {
+    if ctx.text_all()[..at].ends_with('\n') {
+        ""
+    } else {
+        eol
+    }
 }
