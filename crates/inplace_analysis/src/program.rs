@@ -176,15 +176,21 @@ impl<'t> Program<'t> {
         }
         let mut parser = self.parser.borrow_mut();
         let parser = parser.get_or_insert_with(python_parser);
-        let body = Arc::new(lower_item(self.text, &item.outline, parser, names));
-        let mut lowered = self.lowered.borrow_mut();
+        let body = lower_item(self.text, &item.outline, parser, names);
+        Some(self.store(item, body))
+    }
+
+    /// Keep a body this version lowered (and count it).
+    fn store(&self, item: &Item, body: Body) -> Arc<Body> {
+        let body = Arc::new(body);
         let (s, e) = parsed_range(&item.outline);
+        let mut lowered = self.lowered.borrow_mut();
         lowered.0 += 1;
         lowered.1 += (e - s) as usize;
         self.bodies
             .borrow_mut()
-            .insert(id, (item.version, body.clone()));
-        Some(body)
+            .insert(item.id, (item.version, body.clone()));
+        body
     }
 
     /// Lower the items `ids` not lowered yet, on every thread of rayon's pool when there is
@@ -197,12 +203,7 @@ impl<'t> Program<'t> {
         let mut todo: Vec<(ItemId, &Item, usize)> = ids
             .iter()
             .filter_map(|&id| self.item(id).map(|it| (id, it)))
-            .filter(|(id, it)| {
-                self.bodies
-                    .borrow()
-                    .get(id)
-                    .is_none_or(|(v, _)| *v != it.version)
-            })
+            .filter(|(id, _)| self.lowered_body(*id).is_none())
             .map(|(id, it)| {
                 let (s, e) = parsed_range(&it.outline);
                 (id, it, (e - s) as usize)
@@ -243,17 +244,11 @@ impl<'t> Program<'t> {
                 (local, bodies)
             })
             .collect();
-        let mut cache = self.bodies.borrow_mut();
-        let mut count = self.lowered.borrow_mut();
         for (local, bodies) in lowered {
             let map = names.absorb(&local);
             for (id, mut body) in bodies {
                 body.rename(&map);
-                let item = self.item(id).expect("filtered above");
-                let (s, e) = parsed_range(&item.outline);
-                count.0 += 1;
-                count.1 += (e - s) as usize;
-                cache.insert(id, (item.version, Arc::new(body)));
+                self.store(self.item(id).expect("filtered above"), body);
             }
         }
     }
