@@ -157,6 +157,8 @@ pub struct FileState {
     last: Option<(Arc<str>, Outline)>,
     /// What the last [`FileState::analyze`] reused.
     pub reuse: Reuse,
+    /// For a notebook's joined cells: how messages name its lines.
+    pub cells: Option<crate::notebook::CellLines>,
 }
 
 impl std::fmt::Debug for FileState {
@@ -299,7 +301,7 @@ impl FileState {
             return None;
         };
         let refs: Vec<&UnitOutput> = outputs.iter().map(|o| o.as_ref()).collect();
-        let analysis = crate::collect(&prog, &self.names, &refs);
+        let analysis = crate::collect(&prog, &self.names, &refs, self.cells.as_ref());
         self.reuse.items_lowered = prog.lowered_count().0;
         // Keep only what this version has.
         let present: FxHashSet<ItemId> = prog.items.iter().map(|i| i.id).collect();

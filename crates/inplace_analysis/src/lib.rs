@@ -86,6 +86,7 @@ pub mod incremental;
 pub mod ir;
 mod line_index;
 mod noqa;
+pub mod notebook;
 pub mod ops;
 pub mod program;
 pub mod registry;
@@ -142,7 +143,7 @@ pub fn analyze_text(text: &str) -> Analysis {
     let prog = Program::of(text, &mut names);
     let plan = units::plan(&prog, &mut names);
     let outputs = units::run(&prog, &mut names, &plan);
-    collect(&prog, &names, &outputs.iter().collect::<Vec<_>>())
+    collect(&prog, &names, &outputs.iter().collect::<Vec<_>>(), None)
 }
 
 /// Where one analysis spends its time, for the benchmark's profile.
@@ -192,7 +193,7 @@ pub fn analyze_phases(text: &str) -> Phases {
     let outputs = units::run(&prog, &mut names, &plan);
     p.run = t.elapsed();
     let t = Instant::now();
-    let a = collect(&prog, &names, &outputs.iter().collect::<Vec<_>>());
+    let a = collect(&prog, &names, &outputs.iter().collect::<Vec<_>>(), None);
     p.render = t.elapsed();
     p.items = prog.items.len();
     (p.lowered, p.lowered_bytes) = prog.lowered_count();
@@ -221,8 +222,9 @@ pub(crate) fn collect(
     prog: &Program<'_>,
     names: &Interner,
     outputs: &[&exec::UnitOutput],
+    cells: Option<&notebook::CellLines>,
 ) -> Analysis {
-    let findings = render::findings(prog, names, outputs);
+    let findings = render::findings(prog, names, outputs, cells);
     let mut sites: Vec<InplaceSite> = Vec::new();
     let mut seen = rustc_hash::FxHashSet::default();
     for u in outputs {
@@ -338,18 +340,34 @@ pub fn fix_all_with(
     keep: &dyn Fn(&Finding) -> bool,
     state: &mut FileState,
 ) -> Fixed {
+    fix_all_in_regions(text, min, keep, state, &mut [])
+}
+
+/// [`fix_all_with`] where only the text inside `regions` may change (the code cells of a
+/// notebook, less its magic lines): a fix with an edit outside every region, or spanning two,
+/// is not applied. The regions (sorted, disjoint) follow the edits: on return they delimit the
+/// same pieces of the fixed text. With no regions, the whole text may change.
+pub fn fix_all_in_regions(
+    text: &str,
+    min: Applicability,
+    keep: &dyn Fn(&Finding) -> bool,
+    state: &mut FileState,
+    regions: &mut [TextRange],
+) -> Fixed {
     let mut current = text.to_string();
     let mut applied: std::collections::BTreeMap<Rule, usize> = Default::default();
     let mut remaining = Vec::new();
     let mut errors = error_count(&current);
     for _round in 0..10 {
-        let findings: Vec<Finding> = state
+        let mut findings: Vec<Finding> = state
             .analyze(&current)
             .findings
             .into_iter()
             .filter(|f| keep(f))
             .collect();
-        let (mut next, mut used) = apply_fixes(&current, &findings, min);
+        fence_fixes(&mut findings, regions);
+        let (mut edits, mut used) = choose_edits(&findings, min);
+        let mut next = apply_edits(&current, &edits);
         remaining = findings;
         if used.is_empty() {
             break;
@@ -367,7 +385,8 @@ pub fn fix_all_with(
                 })
                 .cloned()
                 .collect();
-            (next, used) = apply_fixes(&current, &good, min);
+            (edits, used) = choose_edits(&good, min);
+            next = apply_edits(&current, &edits);
             next_errors = error_count(&next);
             if used.is_empty() || next_errors > errors {
                 break;
@@ -377,6 +396,7 @@ pub fn fix_all_with(
         for r in used {
             *applied.entry(r).or_default() += 1;
         }
+        shift_regions(regions, &edits);
         current = next;
     }
     Fixed {
@@ -386,9 +406,62 @@ pub fn fix_all_with(
     }
 }
 
+/// Index of the region holding `range` whole (an insertion at a region's either end belongs to
+/// it), if any.
+pub fn region_of(regions: &[TextRange], range: TextRange) -> Option<usize> {
+    let i = regions.partition_point(|r| r.end < range.start);
+    regions
+        .get(i)
+        .filter(|r| r.start <= range.start && range.end <= r.end)
+        .map(|_| i)
+}
+
+/// Remove the fixes that would change text outside `regions` (none when there are none).
+pub fn fence_fixes(findings: &mut [Finding], regions: &[TextRange]) {
+    if regions.is_empty() {
+        return;
+    }
+    for f in findings {
+        let inside = f.fix.as_ref().is_none_or(|fix| {
+            fix.edits
+                .iter()
+                .all(|e| region_of(regions, e.range).is_some())
+        });
+        if !inside {
+            f.fix = None;
+        }
+    }
+}
+
+/// Move the regions over applied edits, each of which lies inside one region.
+fn shift_regions(regions: &mut [TextRange], edits: &[Edit]) {
+    if regions.is_empty() {
+        return;
+    }
+    let mut delta = vec![0isize; regions.len()];
+    for e in edits {
+        if let Some(i) = region_of(regions, e.range) {
+            delta[i] += e.content.len() as isize - (e.range.end - e.range.start) as isize;
+        }
+    }
+    let mut before = 0isize;
+    for (r, d) in regions.iter_mut().zip(delta) {
+        r.start = (r.start as isize + before) as usize;
+        before += d;
+        r.end = (r.end as isize + before) as usize;
+    }
+}
+
 /// Apply the fixes of `findings` that are at least `min`, skipping ones that overlap an earlier
 /// one. Returns the new text and the rules whose fixes were applied.
 pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (String, Vec<Rule>) {
+    let (edits, used) = choose_edits(findings, min);
+    (apply_edits(text, &edits), used)
+}
+
+/// The edits of the fixes of `findings` that are at least `min` and overlap no earlier one,
+/// and the rules of those fixes.
+fn choose_edits(findings: &[Finding], min: Applicability) -> (Vec<Edit>, Vec<Rule>) {
     let mut chosen: Vec<(&Fix, Rule)> = findings
         .iter()
         .filter_map(|f| {
@@ -419,6 +492,11 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
         used.push(rule);
     }
     edits.sort_by_key(|e| std::cmp::Reverse((e.range.start, e.range.end)));
+    (edits.into_iter().cloned().collect(), used)
+}
+
+/// `text` with `edits` (sorted from the last to the first, not overlapping) applied.
+fn apply_edits(text: &str, edits: &[Edit]) -> String {
     let mut out = text.to_string();
     for e in edits {
         if e.range.end <= out.len()
@@ -428,5 +506,5 @@ pub fn apply_fixes(text: &str, findings: &[Finding], min: Applicability) -> (Str
             out.replace_range(e.range.start..e.range.end, &e.content);
         }
     }
-    (out, used)
+    out
 }

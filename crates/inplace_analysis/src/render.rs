@@ -9,6 +9,7 @@ use crate::finding::{Finding, TextRange};
 use crate::ir::{Body, Interner, ItemId, Name, Span, Stmt};
 use crate::line_index::LineIndex;
 use crate::noqa::NoqaMap;
+use crate::notebook::CellLines;
 use crate::program::Program;
 use crate::registry::Rule;
 use crate::rules;
@@ -22,6 +23,7 @@ pub(crate) struct RenderCtx<'a> {
     pub lines: &'a LineIndex,
     pub unit: &'a UnitOutput,
     pub torch: Option<&'a str>,
+    pub cells: Option<&'a CellLines>,
 }
 
 impl<'a> RenderCtx<'a> {
@@ -53,9 +55,13 @@ impl<'a> RenderCtx<'a> {
         self.torch
     }
 
-    /// 1-based line of a span's start.
-    pub fn line(&self, s: Span) -> usize {
-        self.range(s).map_or(0, |r| self.lines.line_of(r.start) + 1)
+    /// Where a span starts, as a message names it: `line 9`, or `cell 3, line 2` in a notebook.
+    pub fn line(&self, s: Span) -> String {
+        let line = self.range(s).map_or(0, |r| self.lines.line_of(r.start));
+        match self.cells {
+            Some(cells) => cells.label(line),
+            None => format!("line {}", line + 1),
+        }
     }
 
     /// The source of a span as it reads in a message: one line, at most 60 characters.
@@ -141,6 +147,7 @@ pub(crate) fn findings(
     prog: &Program<'_>,
     names: &Interner,
     units: &[&UnitOutput],
+    cells: Option<&CellLines>,
 ) -> Vec<Finding> {
     // Which rule claims each event, at which range; the first event per (rule, range) wins.
     let mut chosen: Vec<(Rule, TextRange, usize, &Event)> = Vec::new();
@@ -187,6 +194,7 @@ pub(crate) fn findings(
                 lines,
                 unit: units[u],
                 torch: torch.as_deref(),
+                cells,
             };
             rules::render(rule, &ctx, ev)
         })

@@ -1,8 +1,10 @@
 //! `inplace-lsp check`.
 
 use crate::config::{self, RunSettings};
+use crate::notebook::Notebook;
 use crate::output::{self, FileReport, Format};
 use anyhow::Context;
+use inplace_analysis::notebook::NotebookSource;
 use inplace_analysis::{Applicability, Finding};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Read, Write};
@@ -11,7 +13,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// Files or folders to check (`-` reads standard input). Default: the current folder.
+    /// Files or folders to check: Python files and Jupyter notebooks (`.ipynb`); `-` reads
+    /// standard input. Default: the current folder.
     pub paths: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: Format,
@@ -105,7 +108,7 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Applicability::Safe
     };
     let fixing = args.fix || args.diff;
-    let results: Vec<Result<(FileReport, Option<String>), String>> = stack_pool().install(|| {
+    let results: Vec<Result<Checked, String>> = stack_pool().install(|| {
         inputs
             .par_iter()
             .map(|input| check_one(input, &stdin_name, &settings, fixing, min))
@@ -117,21 +120,14 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
     for r in results {
         match r {
             Err(e) => errors.push(e),
-            Ok((report, fixed)) => {
-                if let Some(new) = fixed {
+            Ok(Checked { report, change }) => {
+                if let Some(change) = change {
                     changed += 1;
                     if args.diff {
-                        let old = report.text.clone();
-                        let diff = similar::TextDiff::from_lines(&old, &new);
-                        diffs.push_str(
-                            &diff
-                                .unified_diff()
-                                .header(&report.path, &report.path)
-                                .to_string(),
-                        );
+                        diffs.push_str(&change.diff);
                     } else if report.path == stdin_name && stdin {
-                        std::io::stdout().write_all(new.as_bytes())?;
-                    } else if let Err(e) = std::fs::write(&report.path, &new) {
+                        std::io::stdout().write_all(change.content.as_bytes())?;
+                    } else if let Err(e) = std::fs::write(&report.path, &change.content) {
                         errors.push(format!("{}: cannot write fixes: {e}", report.path));
                     }
                 }
@@ -204,7 +200,7 @@ fn collect_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<String>) {
                     if e.file_type().is_some_and(|t| t.is_file())
                         && e.path()
                             .extension()
-                            .is_some_and(|x| x == "py" || x == "pyi") =>
+                            .is_some_and(|x| x == "py" || x == "pyi" || x == "ipynb") =>
                 {
                     found.push(e.into_path())
                 }
@@ -224,14 +220,32 @@ fn read_stdin() -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("standard input is not valid UTF-8"))
 }
 
-/// Read and analyse one input: its report and, when fixing, its fixed text if it changed.
+/// One checked input: its report and, when fixes changed it, the change.
+struct Checked {
+    report: FileReport,
+    change: Option<Change>,
+}
+
+/// What fixes made of a file.
+struct Change {
+    /// The file's new content.
+    content: String,
+    /// The unified diff `--diff` prints (per cell for a notebook).
+    diff: String,
+}
+
+fn is_notebook(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "ipynb")
+}
+
+/// Read and analyse one input: its report and, when fixing, what the fixes changed.
 fn check_one(
     input: &Input,
     stdin_name: &str,
     settings: &RunSettings,
     fixing: bool,
     min: Applicability,
-) -> Result<(FileReport, Option<String>), String> {
+) -> Result<Checked, String> {
     let (path, display, raw) = match input {
         Input::File(p) => {
             let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -241,47 +255,125 @@ fn check_one(
         }
         Input::Stdin(t) => (PathBuf::from(stdin_name), stdin_name.to_string(), t.clone()),
     };
+    let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    let keep = |f: &Finding| settings.enabled(f.rule, &canonical);
+    let outcome = std::panic::catch_unwind(|| {
+        if is_notebook(&path) {
+            check_notebook(display.clone(), raw, &keep, fixing, min)
+        } else {
+            Ok(check_python(display.clone(), raw, &keep, fixing, min))
+        }
+    });
+    outcome.map_err(|_| format!("{display}: internal error while analysing; please report it"))?
+}
+
+/// Check a Python file.
+fn check_python(
+    path: String,
+    raw: String,
+    keep: &dyn Fn(&Finding) -> bool,
+    fixing: bool,
+    min: Applicability,
+) -> Checked {
     let bom = raw.starts_with('\u{feff}');
     let text = if bom {
         raw['\u{feff}'.len_utf8()..].to_string()
     } else {
         raw
     };
-    let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
-    let outcome = std::panic::catch_unwind(|| analyse(&text, settings, &canonical, fixing, min));
-    let (findings, fixed) = outcome
-        .map_err(|_| format!("{display}: internal error while analysing; please report it"))?;
-    let fixed = fixed
-        .filter(|f| *f != text)
-        .map(|f| if bom { format!("\u{feff}{f}") } else { f });
-    Ok((
-        FileReport {
-            path: display,
-            text,
-            findings,
-        },
-        fixed,
-    ))
-}
-
-/// Findings for one file after selection (and the fixed text when fixing).
-fn analyse(
-    text: &str,
-    settings: &RunSettings,
-    path: &Path,
-    fixing: bool,
-    min: Applicability,
-) -> (Vec<Finding>, Option<String>) {
-    let keep = |f: &Finding| settings.enabled(f.rule, path);
-    if fixing {
+    let (text, findings, change) = if fixing {
         let all = inplace_analysis::RuleSelection::default();
-        let mut fixed = inplace_analysis::fix_all_filtered(text, min, &|f: &Finding| {
+        let fixed = inplace_analysis::fix_all_filtered(&text, min, &|f: &Finding| {
             keep(f) && all.enabled(f.rule)
         });
-        fixed.remaining.retain(keep);
-        return (fixed.remaining, Some(fixed.text));
+        let mut remaining = fixed.remaining;
+        remaining.retain(keep);
+        let change = (fixed.text != text).then(|| Change {
+            diff: unified_diff(&text, &fixed.text, &path),
+            content: if bom {
+                format!("\u{feff}{}", fixed.text)
+            } else {
+                fixed.text.clone()
+            },
+        });
+        (fixed.text, remaining, change)
+    } else {
+        let mut findings = inplace_analysis::analyze_source(&text);
+        findings.retain(keep);
+        (text, findings, None)
+    };
+    Checked {
+        report: FileReport {
+            path,
+            text,
+            findings,
+            cells: None,
+        },
+        change,
     }
-    let mut findings = inplace_analysis::analyze_source(text);
-    findings.retain(keep);
-    (findings, None)
+}
+
+/// Check a notebook: its code cells as one program, findings reported per cell.
+fn check_notebook(
+    path: String,
+    raw: String,
+    keep: &dyn Fn(&Finding) -> bool,
+    fixing: bool,
+    min: Applicability,
+) -> Result<Checked, String> {
+    let Some(notebook) = Notebook::parse(raw).map_err(|e| format!("{path}: {e}"))? else {
+        // Not a Python notebook: nothing of ours to check.
+        return Ok(Checked {
+            report: FileReport {
+                path,
+                text: String::new(),
+                findings: Vec::new(),
+                cells: None,
+            },
+            change: None,
+        });
+    };
+    let numbers = notebook.numbers();
+    let source = NotebookSource::new(&notebook.sources()).with_numbers(numbers.clone());
+    let (source, findings, change) = if fixing {
+        let all = inplace_analysis::RuleSelection::default();
+        let (cells, fixed_source, fixed) =
+            source.fix_all(min, &|f: &Finding| keep(f) && all.enabled(f.rule));
+        let mut remaining = fixed.remaining;
+        remaining.retain(keep);
+        let old = notebook.sources();
+        let change = (cells.iter().zip(&old).any(|(new, old)| new != old)).then(|| {
+            let mut diff = String::new();
+            for ((new, old), n) in cells.iter().zip(&old).zip(&numbers) {
+                if new != old {
+                    diff.push_str(&unified_diff(old, new, &format!("{path}:cell {n}")));
+                }
+            }
+            Change {
+                content: notebook.with_sources(&cells),
+                diff,
+            }
+        });
+        (fixed_source, remaining, change)
+    } else {
+        let mut findings = source.analyze();
+        findings.retain(keep);
+        (source, findings, None)
+    };
+    Ok(Checked {
+        report: FileReport {
+            path,
+            text: source.text.clone(),
+            findings,
+            cells: Some(source),
+        },
+        change,
+    })
+}
+
+fn unified_diff(old: &str, new: &str, name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .header(name, name)
+        .to_string()
 }

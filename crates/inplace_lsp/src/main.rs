@@ -3,6 +3,7 @@
 
 mod check;
 mod config;
+mod notebook;
 mod output;
 
 use clap::{Parser, Subcommand};

@@ -1,5 +1,6 @@
 //! Output formats of `check`: text with code frames, json, github annotations, SARIF 2.1.0.
 
+use inplace_analysis::notebook::NotebookSource;
 use inplace_analysis::{Encoding, Finding, LineIndex, Rule, Severity, TextRange};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -9,8 +10,78 @@ use std::fmt::Write as _;
 pub struct FileReport {
     /// The path as given on the command line (or found under a folder given there).
     pub path: String,
+    /// The text the findings' ranges refer to (a notebook's code cells joined).
     pub text: String,
     pub findings: Vec<Finding>,
+    /// For a notebook: its code cells in `text`.
+    pub cells: Option<NotebookSource>,
+}
+
+/// A place in a report, for people: 1-based line and column (in Unicode characters), within
+/// its cell for a notebook.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Place {
+    cell: Option<usize>,
+    line: usize,
+    column: usize,
+}
+
+/// Turns a report's byte offsets into places.
+struct Locator<'a> {
+    file: &'a FileReport,
+    idx: LineIndex,
+}
+
+impl<'a> Locator<'a> {
+    fn new(file: &'a FileReport) -> Self {
+        Self {
+            file,
+            idx: LineIndex::new(&file.text),
+        }
+    }
+
+    fn place(&self, offset: usize) -> Place {
+        match &self.file.cells {
+            Some(cells) => {
+                let (cell, line, col) = cells.cell_position(&self.idx, offset);
+                Place {
+                    cell: Some(cells.number(cell)),
+                    line: line + 1,
+                    column: col + 1,
+                }
+            }
+            None => {
+                let (l, c) = self.idx.position(&self.file.text, offset, Encoding::Utf32);
+                Place {
+                    cell: None,
+                    line: l + 1,
+                    column: c + 1,
+                }
+            }
+        }
+    }
+
+    /// The cell number of an offset (`None` outside notebooks).
+    fn cell(&self, offset: usize) -> Option<usize> {
+        self.place(offset).cell
+    }
+
+    /// The 1-based line number a people-facing frame shows for a 0-based line of the text.
+    fn shown_line(&self, line: usize) -> usize {
+        let first = self.file.cells.as_ref().map_or(0, |c| {
+            let at = c.locate(self.idx.line_start(line));
+            c.cells().get(at.cell).map_or(0, |s| s.first_line)
+        });
+        line - first + 1
+    }
+
+    /// The file's name, with its cell for a notebook (as ruff prints it).
+    fn origin(&self, cell: Option<usize>) -> String {
+        match cell {
+            Some(n) => format!("{}:cell {n}", self.file.path),
+            None => self.file.path.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -19,12 +90,6 @@ pub enum Format {
     Json,
     Github,
     Sarif,
-}
-
-/// 1-based line and column (in Unicode characters).
-fn pos(text: &str, idx: &LineIndex, offset: usize) -> (usize, usize) {
-    let (l, c) = idx.position(text, offset, Encoding::Utf32);
-    (l + 1, c + 1)
 }
 
 /// A range in the JSON contract.
@@ -40,17 +105,16 @@ struct JsonPos {
     column: usize,
 }
 
-fn range_json(text: &str, idx: &LineIndex, r: TextRange) -> JsonRange {
-    let (sl, sc) = pos(text, idx, r.start);
-    let (el, ec) = pos(text, idx, r.end);
+fn range_json(at: &Locator, r: TextRange) -> JsonRange {
+    let (s, e) = (at.place(r.start), at.place(r.end));
     JsonRange {
         start: JsonPos {
-            line: sl,
-            column: sc,
+            line: s.line,
+            column: s.column,
         },
         end: JsonPos {
-            line: el,
-            column: ec,
+            line: e.line,
+            column: e.column,
         },
     }
 }
@@ -62,6 +126,8 @@ struct JsonFinding<'a> {
     name: &'static str,
     severity: &'static str,
     path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<usize>,
     range: JsonRange,
     message: &'a str,
     related: Vec<JsonRelated<'a>>,
@@ -71,6 +137,8 @@ struct JsonFinding<'a> {
 #[derive(Serialize)]
 struct JsonRelated<'a> {
     path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<usize>,
     range: JsonRange,
     message: &'a str,
 }
@@ -84,25 +152,29 @@ struct JsonFix<'a> {
 
 #[derive(Serialize)]
 struct JsonEdit<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<usize>,
     range: JsonRange,
     content: &'a str,
 }
 
-fn finding_json<'a>(file: &'a FileReport, idx: &LineIndex, f: &'a Finding) -> JsonFinding<'a> {
-    let t = &file.text;
+fn finding_json<'a>(at: &Locator<'a>, f: &'a Finding) -> JsonFinding<'a> {
+    let file = at.file;
     JsonFinding {
         code: f.rule.code(),
         name: f.rule.name(),
         severity: f.severity.as_str(),
         path: &file.path,
-        range: range_json(t, idx, f.range),
+        cell: at.cell(f.range.start),
+        range: range_json(at, f.range),
         message: &f.message,
         related: f
             .related
             .iter()
             .map(|r| JsonRelated {
                 path: &file.path,
-                range: range_json(t, idx, r.range),
+                cell: at.cell(r.range.start),
+                range: range_json(at, r.range),
                 message: &r.message,
             })
             .collect(),
@@ -113,7 +185,8 @@ fn finding_json<'a>(file: &'a FileReport, idx: &LineIndex, f: &'a Finding) -> Js
                 .edits
                 .iter()
                 .map(|e| JsonEdit {
-                    range: range_json(t, idx, e.range),
+                    cell: at.cell(e.range.start),
+                    range: range_json(at, e.range),
                     content: &e.content,
                 })
                 .collect(),
@@ -129,9 +202,9 @@ impl Serialize for JsonFindings<'_> {
         use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(None)?;
         for file in self.0.iter().filter(|f| !f.findings.is_empty()) {
-            let idx = LineIndex::new(&file.text);
+            let at = Locator::new(file);
             for f in &file.findings {
-                seq.serialize_element(&finding_json(file, &idx, f))?;
+                seq.serialize_element(&finding_json(&at, f))?;
             }
         }
         seq.end()
@@ -169,13 +242,12 @@ fn level(s: Severity) -> annotate_snippets::Level {
     }
 }
 
-/// The lines a finding's frame shows: from the first line any of its spans touches to the
-/// last (annotate-snippets folds what lies between), as (byte offset, 1-based first line, text).
-fn window<'t>(text: &'t str, idx: &LineIndex, f: &Finding) -> (usize, usize, &'t str) {
-    let ranges = std::iter::once(f.range).chain(f.related.iter().map(|r| r.range));
+/// The lines a frame shows: from the first line any of `ranges` touches to the last
+/// (annotate-snippets folds what lies between), as (byte offset, 0-based first line, text).
+fn window<'t>(text: &'t str, idx: &LineIndex, ranges: &[TextRange]) -> (usize, usize, &'t str) {
     let (mut lo, mut hi) = (usize::MAX, 0);
     for r in ranges {
-        let r = clamp(text, r);
+        let r = clamp(text, *r);
         lo = lo.min(r.start);
         hi = hi.max(r.end);
     }
@@ -183,7 +255,7 @@ fn window<'t>(text: &'t str, idx: &LineIndex, f: &Finding) -> (usize, usize, &'t
     let last = idx.line_of(hi);
     let start = idx.line_start(first);
     let end = idx.line_start(last + 1).max(hi).min(text.len());
-    (start, first + 1, &text[start..end])
+    (start, first, &text[start..end])
 }
 
 fn text(files: &[FileReport], color: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -196,28 +268,48 @@ fn text(files: &[FileReport], color: bool, out: &mut dyn std::io::Write) -> std:
     let mut count = 0;
     let mut fixable = 0;
     for file in files.iter().filter(|f| !f.findings.is_empty()) {
-        let idx = LineIndex::new(&file.text);
+        let at = Locator::new(file);
         for f in &file.findings {
             count += 1;
-            let (base, line, source) = window(&file.text, &idx, f);
-            let span = |r: TextRange| {
-                let r = clamp(&file.text, r);
-                (r.start - base).min(source.len())..(r.end - base).min(source.len())
-            };
-            let mut snippet = Snippet::source(source)
-                .line_start(line)
-                .origin(&file.path)
-                .fold(true);
-            let label = f.rule.name();
-            snippet = snippet.annotation(level(f.severity).span(span(f.range)).label(label));
-            for r in &f.related {
-                snippet = snippet.annotation(Level::Note.span(span(r.range)).label(&r.message));
+            // One frame per cell the finding's spans touch (one for a plain file), the
+            // culprit's first.
+            let spans: Vec<(TextRange, Level, &str)> =
+                std::iter::once((f.range, level(f.severity), f.rule.name()))
+                    .chain(
+                        f.related
+                            .iter()
+                            .map(|r| (r.range, Level::Note, r.message.as_str())),
+                    )
+                    .collect();
+            let mut cells: Vec<Option<usize>> = Vec::new();
+            for (r, _, _) in &spans {
+                let c = at.cell(r.start);
+                if !cells.contains(&c) {
+                    cells.push(c);
+                }
             }
-            let title = f.message.as_str();
-            let mut msg = level(f.severity)
-                .title(title)
-                .id(f.rule.code())
-                .snippet(snippet);
+            let mut msg = level(f.severity).title(&f.message).id(f.rule.code());
+            let origins: Vec<String> = cells.iter().map(|c| at.origin(*c)).collect();
+            for (cell, origin) in cells.iter().zip(&origins) {
+                let mine: Vec<_> = spans
+                    .iter()
+                    .filter(|(r, _, _)| at.cell(r.start) == *cell)
+                    .collect();
+                let ranges: Vec<TextRange> = mine.iter().map(|(r, _, _)| *r).collect();
+                let (base, first, source) = window(&file.text, &at.idx, &ranges);
+                let span = |r: TextRange| {
+                    let r = clamp(&file.text, r);
+                    (r.start - base).min(source.len())..(r.end - base).min(source.len())
+                };
+                let mut snippet = Snippet::source(source)
+                    .line_start(at.shown_line(first))
+                    .origin(origin)
+                    .fold(true);
+                for (r, lvl, label) in mine {
+                    snippet = snippet.annotation(lvl.span(span(*r)).label(label));
+                }
+                msg = msg.snippet(snippet);
+            }
             let help;
             if let Some(fix) = &f.fix {
                 fixable += usize::from(fix.applicability == inplace_analysis::Applicability::Safe);
@@ -268,35 +360,45 @@ fn escape_prop(s: &str) -> String {
 fn github(files: &[FileReport]) -> String {
     let mut out = String::new();
     for file in files {
-        let idx = LineIndex::new(&file.text);
+        let at = Locator::new(file);
         for f in &file.findings {
             let kind = match f.severity {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
                 _ => "notice",
             };
-            let (sl, sc) = pos(&file.text, &idx, f.range.start);
-            let (el, ec) = pos(&file.text, &idx, f.range.end);
+            let (s, e) = (at.place(f.range.start), at.place(f.range.end));
+            // A notebook's lines are not the lines of its JSON file: the message names the
+            // cell (as ruff's annotations do) and the lines count within it.
+            let cell = s.cell.map(|n| format!("cell {n}: ")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "::{kind} title={},file={},line={sl},col={sc},endLine={el},endColumn={ec}::{}",
+                "::{kind} title={},file={},line={},col={},endLine={},endColumn={}::{}",
                 escape_prop(&format!(
                     "inplace-lsp ({} {})",
                     f.rule.code(),
                     f.rule.name()
                 )),
                 escape_prop(&file.path),
-                escape_data(&format!("{} {}", f.rule.code(), f.message))
+                s.line,
+                s.column,
+                e.line,
+                e.column,
+                escape_data(&format!("{cell}{} {}", f.rule.code(), f.message))
             );
         }
     }
     out
 }
 
-fn sarif_region(text: &str, idx: &LineIndex, r: TextRange) -> Value {
-    let (sl, sc) = pos(text, idx, r.start);
-    let (el, ec) = pos(text, idx, r.end);
-    json!({"startLine": sl, "startColumn": sc, "endLine": el, "endColumn": ec})
+fn sarif_region(at: &Locator, r: TextRange) -> Value {
+    let (s, e) = (at.place(r.start), at.place(r.end));
+    let mut region = json!({"startLine": s.line, "startColumn": s.column, "endLine": e.line, "endColumn": e.column});
+    if let Some(cell) = s.cell {
+        // SARIF has no notion of cells: the lines count within the cell named here.
+        region["properties"] = json!({"cell": cell});
+    }
+    region
 }
 
 fn sarif(files: &[FileReport]) -> Value {
@@ -315,10 +417,10 @@ fn sarif(files: &[FileReport]) -> Value {
         .collect();
     let mut results = Vec::new();
     for file in files {
-        let idx = LineIndex::new(&file.text);
+        let at = Locator::new(file);
         let uri = file.path.replace('\\', "/");
         for f in &file.findings {
-            let location = |r: TextRange| json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": sarif_region(&file.text, &idx, r)}});
+            let location = |r: TextRange| json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": sarif_region(&at, r)}});
             let mut result = json!({
                 "ruleId": f.rule.code(),
                 "ruleIndex": Rule::ALL.iter().position(|r| *r == f.rule),
@@ -338,7 +440,7 @@ fn sarif(files: &[FileReport]) -> Value {
                     "artifactChanges": [{
                         "artifactLocation": {"uri": uri},
                         "replacements": fix.edits.iter().map(|e| json!({
-                            "deletedRegion": sarif_region(&file.text, &idx, e.range),
+                            "deletedRegion": sarif_region(&at, e.range),
                             "insertedContent": {"text": e.content},
                         })).collect::<Vec<_>>(),
                     }],

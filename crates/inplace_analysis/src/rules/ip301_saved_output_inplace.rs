@@ -73,7 +73,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Error,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into the output of `{}` (line {}), which its backward needs; {}",
+            "`{}` writes in place into the output of `{}` ({}), which its backward needs; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),

@@ -66,7 +66,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Error,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into a tensor that `{}` (line {}) saved as an input for its backward; {}",
+            "`{}` writes in place into a tensor that `{}` ({}) saved as an input for its backward; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),

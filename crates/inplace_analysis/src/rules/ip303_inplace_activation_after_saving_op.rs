@@ -80,7 +80,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Error,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` overwrites {what} `{}` (line {}) in place, which its backward needs; {}",
+            "`{}` overwrites {what} `{}` ({}) in place, which its backward needs; {}",
             ctx.snippet(activation),
             ctx.op(save.op),
             ctx.line(save.range),

@@ -61,7 +61,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Error,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` updates parameters in place that `{}` (line {}) saved for a backward that has not run yet; {}",
+            "`{}` updates parameters in place that `{}` ({}) saved for a backward that has not run yet; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),

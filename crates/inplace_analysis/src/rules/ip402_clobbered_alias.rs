@@ -103,7 +103,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Warning,
         range: ctx.range(range)?,
         message: format!(
-            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later (line {}) and silently sees the new values",
+            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later ({}) and silently sees the new values",
             ctx.line(*read)
         ),
         related,

@@ -72,7 +72,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     }
     let message = match optimizer {
         Some(o) => format!(
-            "`{}` replaces `{name}`, which the optimizer built on line {} holds; it keeps updating the old object and training of `{name}` silently stops",
+            "`{}` replaces `{name}`, which the optimizer built on {} holds; it keeps updating the old object and training of `{name}` silently stops",
             ctx.snippet(*span),
             ctx.line(*o)
         ),

@@ -124,14 +124,14 @@ pub(crate) fn write_related(ctx: &RenderCtx<'_>, w: &Write, out: &mut Vec<Relate
 pub(crate) fn trigger_clause(ctx: &RenderCtx<'_>, t: &Trigger) -> String {
     if t.backward {
         format!(
-            "`{}` (line {}) will raise: {}",
+            "`{}` ({}) will raise: {}",
             ctx.snippet(t.range),
             ctx.line(t.range),
             FORM3_MESSAGE
         )
     } else {
         format!(
-            "the graph is returned (line {}), and a `backward()` through it will raise: {}",
+            "the graph is returned ({}), and a `backward()` through it will raise: {}",
             ctx.line(t.range),
             FORM3_MESSAGE
         )
