@@ -10,7 +10,7 @@ use arbitrary::Arbitrary;
 use inplace_analysis::{analyze_text, Encoding, FileState, LineIndex};
 use inplace_server::document::Document;
 use libfuzzer_sys::fuzz_target;
-use tower_lsp::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
+use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 #[derive(Arbitrary, Debug)]
 struct Input {

@@ -1,10 +1,11 @@
 //! Findings -> LSP diagnostics, code actions and hover text.
 
 use crate::document::Document;
+use crate::session::DocEntry;
 use inplace_analysis::{Applicability, Encoding, Finding, Fix, Form, InplaceSite, Rule, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use tower_lsp::lsp_types::*;
+use tower_lsp_server::ls_types::*;
 
 pub const SOURCE: &str = "inplace-lsp";
 pub const FIX_ALL_KIND: &str = "source.fixAll.inplace-lsp";
@@ -20,7 +21,8 @@ pub struct DiagnosticData {
 pub struct FixData {
     pub title: String,
     pub applicability: String,
-    pub edits: Vec<TextEdit>,
+    /// The edits per document (a notebook's fix may touch several cells).
+    pub changes: HashMap<Uri, Vec<TextEdit>>,
 }
 
 fn severity(s: Severity) -> DiagnosticSeverity {
@@ -32,50 +34,57 @@ fn severity(s: Severity) -> DiagnosticSeverity {
     }
 }
 
-pub fn fix_data(doc: &Document, fix: &Fix, enc: Encoding) -> FixData {
+pub fn fix_data(entry: &DocEntry, key: &Uri, fix: &Fix, enc: Encoding) -> FixData {
+    let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
+    for e in &fix.edits {
+        let at = entry.location(key, e.range, enc);
+        changes.entry(at.uri).or_default().push(TextEdit {
+            range: at.range,
+            new_text: e.content.clone(),
+        });
+    }
     FixData {
         title: fix.title.clone(),
         applicability: fix.applicability.as_str().to_string(),
-        edits: fix
-            .edits
-            .iter()
-            .map(|e| TextEdit {
-                range: doc.range(e.range, enc),
-                new_text: e.content.clone(),
-            })
-            .collect(),
+        changes,
     }
 }
 
-pub fn diagnostic(doc: &Document, uri: &Url, f: &Finding, enc: Encoding) -> Diagnostic {
+/// A finding as a diagnostic of the document (or notebook cell) it lies in, with that
+/// document's URI (`key`: the open document's URI).
+pub fn diagnostic(entry: &DocEntry, key: &Uri, f: &Finding, enc: Encoding) -> (Uri, Diagnostic) {
     let related = f
         .related
         .iter()
         .map(|r| DiagnosticRelatedInformation {
-            location: Location {
-                uri: uri.clone(),
-                range: doc.range(r.range, enc),
-            },
+            location: entry.location(key, r.range, enc),
             message: r.message.clone(),
         })
         .collect::<Vec<_>>();
     let data = DiagnosticData {
-        version: doc.version,
-        fix: f.fix.as_ref().map(|x| fix_data(doc, x, enc)),
+        version: entry.doc.version,
+        fix: f.fix.as_ref().map(|x| fix_data(entry, key, x, enc)),
     };
-    Diagnostic {
-        range: doc.range(f.range, enc),
-        severity: Some(severity(f.severity)),
-        code: Some(NumberOrString::String(f.rule.code().to_string())),
-        code_description: Url::parse(&f.rule.url())
-            .ok()
-            .map(|href| CodeDescription { href }),
-        source: Some(SOURCE.to_string()),
-        message: f.message.clone(),
-        related_information: (!related.is_empty()).then_some(related),
-        tags: None,
-        data: serde_json::to_value(data).ok(),
-    }
+    let at = entry.location(key, f.range, enc);
+    (
+        at.uri,
+        Diagnostic {
+            range: at.range,
+            severity: Some(severity(f.severity)),
+            code: Some(NumberOrString::String(f.rule.code().to_string())),
+            code_description: f
+                .rule
+                .url()
+                .parse::<Uri>()
+                .ok()
+                .map(|href| CodeDescription { href }),
+            source: Some(SOURCE.to_string()),
+            message: f.message.clone(),
+            related_information: (!related.is_empty()).then_some(related),
+            tags: None,
+            data: serde_json::to_value(data).ok(),
+        },
+    )
 }
 
 /// The quick fixes and the suppression action for one of our diagnostics.
@@ -83,7 +92,7 @@ pub fn diagnostic(doc: &Document, uri: &Url, f: &Finding, enc: Encoding) -> Diag
 /// offered only then).
 pub fn actions_for(
     doc: &Document,
-    uri: &Url,
+    uri: &Uri,
     d: &Diagnostic,
     enc: Encoding,
     first: bool,
@@ -104,7 +113,7 @@ pub fn actions_for(
                 kind: Some(CodeActionKind::QUICKFIX),
                 diagnostics: Some(vec![d.clone()]),
                 edit: Some(WorkspaceEdit {
-                    changes: Some(HashMap::from([(uri.clone(), fix.edits)])),
+                    changes: Some(fix.changes),
                     ..Default::default()
                 }),
                 is_preferred: Some(first && fix.applicability == Applicability::Safe.as_str()),
@@ -194,8 +203,9 @@ fn form(rule: Rule) -> &'static str {
 }
 
 /// Markdown for a finding: form, the runtime message it will produce, why, the fix.
-pub fn hover_finding(doc: &Document, f: &Finding) -> String {
-    let line = |r: inplace_analysis::TextRange| doc.lines.line_of(r.start) + 1;
+/// `label` names the line of an offset (`line 9`, or `cell 3, line 2` in a notebook).
+pub fn hover_finding(label: &dyn Fn(usize) -> String, f: &Finding) -> String {
+    let line = |r: inplace_analysis::TextRange| label(r.start);
     let mut md = format!(
         "**{} {}** ({})\n\n{}\n\n",
         f.rule.code(),
@@ -227,7 +237,7 @@ pub fn hover_finding(doc: &Document, f: &Finding) -> String {
             .find(|r| r.message.contains("raises here"))
             .map(|r| line(r.range));
         let place = match at {
-            Some(l) => format!(" (raised at line {l})"),
+            Some(l) => format!(" (raised at {l})"),
             None => String::new(),
         };
         md.push_str(&format!(

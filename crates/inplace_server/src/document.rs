@@ -4,7 +4,7 @@
 
 use inplace_analysis::{Encoding, LineIndex};
 use std::sync::Arc;
-use tower_lsp::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
+use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
     /// Shared with the analysis state, which compares the next version with it.
@@ -75,7 +75,7 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower_lsp::lsp_types::Position;
+    use tower_lsp_server::ls_types::Position;
 
     fn change(l0: u32, c0: u32, l1: u32, c1: u32, text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent {

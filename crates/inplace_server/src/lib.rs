@@ -15,6 +15,7 @@ mod convert;
 pub mod document;
 mod guard;
 pub mod handlers;
+pub mod notebook;
 mod scheduler;
 mod session;
 pub mod settings;
@@ -26,9 +27,9 @@ use handlers::initialize::ClientCaps;
 use session::Session;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use tower_lsp::jsonrpc::Result;
-use tower_lsp::lsp_types::*;
-use tower_lsp::{Client, LanguageServer, LspService, Server};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 pub struct Backend {
     client: Client,
@@ -48,7 +49,6 @@ impl Backend {
     }
 }
 
-#[tower_lsp::async_trait]
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let (result, caps) =
@@ -76,6 +76,20 @@ impl LanguageServer for Backend {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         handlers::did_close::did_close(&self.session, &self.client, params).await
+    }
+
+    async fn notebook_did_open(&self, params: DidOpenNotebookDocumentParams) {
+        handlers::notebook::did_open(&self.session, &self.client, params)
+    }
+
+    async fn notebook_did_change(&self, params: DidChangeNotebookDocumentParams) {
+        handlers::notebook::did_change(&self.session, &self.client, params).await
+    }
+
+    async fn notebook_did_save(&self, _: DidSaveNotebookDocumentParams) {}
+
+    async fn notebook_did_close(&self, params: DidCloseNotebookDocumentParams) {
+        handlers::notebook::did_close(&self.session, &self.client, params).await
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
@@ -123,7 +137,7 @@ impl LanguageServer for Backend {
 /// The service, for tests and for `serve`. The flag turns true on `shutdown`.
 pub fn service() -> (
     LspService<Backend>,
-    tower_lsp::ClientSocket,
+    tower_lsp_server::ClientSocket,
     Arc<AtomicBool>,
 ) {
     let shut_down = Arc::new(AtomicBool::new(false));
@@ -139,9 +153,9 @@ struct ExitWatch<S> {
     exited: Arc<tokio::sync::Notify>,
 }
 
-impl<S> tower_service::Service<tower_lsp::jsonrpc::Request> for ExitWatch<S>
+impl<S> tower_service::Service<tower_lsp_server::jsonrpc::Request> for ExitWatch<S>
 where
-    S: tower_service::Service<tower_lsp::jsonrpc::Request>,
+    S: tower_service::Service<tower_lsp_server::jsonrpc::Request>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -154,7 +168,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: tower_lsp::jsonrpc::Request) -> Self::Future {
+    fn call(&mut self, req: tower_lsp_server::jsonrpc::Request) -> Self::Future {
         if req.method() == "exit" {
             self.exited.notify_one();
         }

@@ -7,12 +7,12 @@ use crate::session::{Analysed, Session};
 use inplace_analysis::FileState;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tower_lsp::lsp_types::{MessageType, Url};
-use tower_lsp::Client;
+use tower_lsp_server::ls_types::{MessageType, Uri};
+use tower_lsp_server::Client;
 
 /// Start the document's worker unless one is running; it analyses until it has caught up, then
 /// publishes (push clients).
-pub fn schedule(session: &Arc<Session>, client: &Client, uri: Url) {
+pub fn schedule(session: &Arc<Session>, client: &Client, uri: Uri) {
     {
         let Some(mut entry) = session.docs.get_mut(&uri) else {
             return;
@@ -26,7 +26,7 @@ pub fn schedule(session: &Arc<Session>, client: &Client, uri: Url) {
     tokio::spawn(async move { work(session, client, uri).await });
 }
 
-async fn work(session: Arc<Session>, client: Client, uri: Url) {
+async fn work(session: Arc<Session>, client: Client, uri: Uri) {
     loop {
         let Some(outcome) = analyse_latest(&session, &client, &uri).await else {
             return;
@@ -56,13 +56,21 @@ async fn work(session: Arc<Session>, client: Client, uri: Url) {
             }
         }
         if !session.pulls() {
-            if let Some((version, diags)) = session.diagnostics(&uri) {
-                client
-                    .publish_diagnostics(uri.clone(), diags, Some(version))
-                    .await;
-            }
+            publish(&session, &client, &uri).await;
         }
         return;
+    }
+}
+
+/// Push the current diagnostics of an open document: to it, or to each code cell of a
+/// notebook (cell versions are the client's business: none is sent).
+pub async fn publish(session: &Session, client: &Client, key: &Uri) {
+    let Some((version, groups)) = session.diagnostics(key) else {
+        return;
+    };
+    for (uri, diags) in groups {
+        let version = (uri == *key).then_some(version);
+        client.publish_diagnostics(uri, diags, version).await;
     }
 }
 
@@ -74,8 +82,8 @@ enum Outcome {
 }
 
 /// Analyse the document's current text with its state (`None`: the document is gone).
-async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> Option<Outcome> {
-    let (version, text, state, latest) = {
+async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> Option<Outcome> {
+    let (version, text, state, latest, cells) = {
         let mut entry = session.docs.get_mut(uri)?;
         let state = entry.state.take().unwrap_or_default();
         (
@@ -83,13 +91,20 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> O
             entry.doc.text.clone(),
             state,
             entry.latest.clone(),
+            entry.notebook.as_ref().map(|nb| nb.source.clone()),
         )
     };
     let job = tokio::task::spawn_blocking(move || {
         let mut state = state;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let cancelled = || latest.load(Ordering::Relaxed) != version;
-            state.analyze_until(&text, &cancelled)
+            // A notebook's messages name cells; its fixes stay inside cells.
+            state.cells = cells.as_ref().map(|c| c.cell_lines());
+            let mut a = state.analyze_until(&text, &cancelled);
+            if let (Some(a), Some(c)) = (a.as_mut(), &cells) {
+                c.fence(&mut a.findings);
+            }
+            a
         }));
         match outcome {
             Ok(a) => (Some(state), Ok(a)),
@@ -108,8 +123,8 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> O
                     .log_message(
                         MessageType::WARNING,
                         format!(
-                            "inplace-lsp: {uri}: {} scope(s) stopped at their work budget; findings in them may be missing",
-                            a.exhausted
+                            "inplace-lsp: {}: {} scope(s) stopped at their work budget; findings in them may be missing",
+                            uri.as_str(), a.exhausted
                         ),
                     )
                     .await;
@@ -138,7 +153,7 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Url) -> O
 pub async fn ensure_analysed(
     session: &Arc<Session>,
     client: &Client,
-    uri: &Url,
+    uri: &Uri,
 ) -> Option<Arc<Analysed>> {
     loop {
         let mut rx = {

@@ -2,13 +2,14 @@
 //! analysis state), the negotiated capabilities and the settings.
 
 use crate::document::Document;
+use crate::notebook::NotebookDoc;
 use crate::settings::{self, ClientConfig, Project};
 use dashmap::DashMap;
-use inplace_analysis::{Encoding, FileState, Finding, InplaceSite};
+use inplace_analysis::{Encoding, FileState, Finding, InplaceSite, TextRange};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use tower_lsp::lsp_types::{Diagnostic, Url};
+use tower_lsp_server::ls_types::{Diagnostic, Location, Position, Range, Uri};
 
 /// The result of analysing one version of a document.
 pub struct Analysed {
@@ -17,9 +18,15 @@ pub struct Analysed {
     pub sites: Vec<InplaceSite>,
 }
 
-/// An open document and its analysis.
+/// Diagnostics for one target document (a file, or a notebook cell).
+pub type Published = (Uri, Vec<Diagnostic>);
+
+/// An open document (or notebook) and its analysis.
 pub struct DocEntry {
+    /// The analysed text: the document's, or a notebook's code cells joined.
     pub doc: Document,
+    /// For a notebook: its cells.
+    pub notebook: Option<NotebookDoc>,
     /// What the last versions' analyses left; `None` while a worker has it.
     pub state: Option<Box<FileState>>,
     /// The latest analysis; handlers waiting for one subscribe.
@@ -39,10 +46,64 @@ impl DocEntry {
             .filter(|a| a.version == self.doc.version)
     }
 
+    /// An open notebook: its code cells joined are the analysed text.
+    pub fn notebook(nb: NotebookDoc, version: i32) -> DocEntry {
+        let mut entry = DocEntry::new(Document::new(nb.source.text.clone(), version));
+        entry.notebook = Some(nb);
+        entry
+    }
+
+    /// Where a range of the analysed text shows in the client (`key`: the document's URI).
+    pub fn location(&self, key: &Uri, r: TextRange, enc: Encoding) -> Location {
+        match &self.notebook {
+            Some(nb) => nb.location(r, enc).unwrap_or_else(|| Location {
+                uri: key.clone(),
+                range: Range::default(),
+            }),
+            None => Location {
+                uri: key.clone(),
+                range: self.doc.range(r, enc),
+            },
+        }
+    }
+
+    /// The offset in the analysed text of a position in `uri` (the document or a cell).
+    pub fn offset(&self, uri: &Uri, pos: Position, enc: Encoding) -> Option<usize> {
+        match &self.notebook {
+            Some(nb) => nb.offset(uri, pos, enc),
+            None => Some(self.doc.offset(pos, enc)),
+        }
+    }
+
+    /// The text document `uri` names: the document itself, or one of the notebook's cells.
+    pub fn view(&self, uri: &Uri) -> Option<&Document> {
+        match &self.notebook {
+            Some(nb) => nb.cell(uri).map(|c| &c.doc),
+            None => Some(&self.doc),
+        }
+    }
+
+    /// How a message names the line of an offset: `line 9`, or `cell 3, line 2`.
+    pub fn label(&self, offset: usize) -> String {
+        match &self.notebook {
+            Some(nb) => nb.label(offset, &self.doc.lines),
+            None => format!("line {}", self.doc.lines.line_of(offset) + 1),
+        }
+    }
+
+    /// Where diagnostics go: the document, or every code cell.
+    pub fn targets(&self, key: &Uri) -> Vec<Uri> {
+        match &self.notebook {
+            Some(nb) => nb.code_uris().cloned().collect(),
+            None => vec![key.clone()],
+        }
+    }
+
     pub fn new(doc: Document) -> DocEntry {
         let latest = Arc::new(AtomicI32::new(doc.version));
         DocEntry {
             doc,
+            notebook: None,
             state: Some(Box::default()),
             analysis: tokio::sync::watch::Sender::new(None),
             busy: false,
@@ -52,7 +113,10 @@ impl DocEntry {
 }
 
 pub struct Session {
-    pub docs: DashMap<Url, DocEntry>,
+    /// Open documents and notebooks, by their URI.
+    pub docs: DashMap<Uri, DocEntry>,
+    /// The cells of open notebooks: cell URI -> notebook URI.
+    pub cells: DashMap<Uri, Uri>,
     pub encoding: RwLock<Encoding>,
     /// The client can register file watchers (for pyproject.toml).
     pub watch: AtomicBool,
@@ -67,6 +131,7 @@ impl Default for Session {
     fn default() -> Self {
         Session {
             docs: DashMap::new(),
+            cells: DashMap::new(),
             encoding: RwLock::new(Encoding::Utf16),
             watch: AtomicBool::new(false),
             pull: AtomicBool::new(false),
@@ -78,9 +143,11 @@ impl Default for Session {
 }
 
 /// The file path of a `file:` URI.
-pub fn uri_path(uri: &Url) -> Option<PathBuf> {
-    (uri.scheme() == "file")
-        .then(|| uri.to_file_path().ok())
+pub fn uri_path(uri: &Uri) -> Option<PathBuf> {
+    uri.scheme()
+        .as_str()
+        .eq_ignore_ascii_case("file")
+        .then(|| uri.to_file_path().map(|p| p.into_owned()))
         .flatten()
 }
 
@@ -94,25 +161,38 @@ impl Session {
     }
 
     /// Findings of a document after project and client selection and severity overrides.
-    pub fn select(&self, uri: &Url, findings: &[Finding]) -> Vec<Finding> {
+    pub fn select(&self, uri: &Uri, findings: &[Finding]) -> Vec<Finding> {
         let client = self.client.read().unwrap_or_else(PoisonError::into_inner);
         let projects = self.projects.read().unwrap_or_else(PoisonError::into_inner);
         let path = uri_path(uri);
         settings::select(&client, &projects, path.as_deref(), findings)
     }
 
-    /// The current version's diagnostics, when its analysis is done.
-    pub fn diagnostics(&self, uri: &Url) -> Option<(i32, Vec<Diagnostic>)> {
-        let entry = self.docs.get(uri)?;
+    /// The open document a URI belongs to: itself, or the notebook of a cell.
+    pub fn key(&self, uri: &Uri) -> Uri {
+        self.cells
+            .get(uri)
+            .map(|k| k.value().clone())
+            .unwrap_or_else(|| uri.clone())
+    }
+
+    /// The current version's diagnostics, per target document (the document, or each code
+    /// cell of a notebook, those without findings included), when its analysis is done.
+    pub fn diagnostics(&self, key: &Uri) -> Option<(i32, Vec<Published>)> {
+        let entry = self.docs.get(key)?;
         let a = entry.current()?;
         let enc = self.enc();
-        let findings = self.select(uri, &a.findings);
-        Some((
-            a.version,
-            findings
-                .iter()
-                .map(|f| crate::convert::diagnostic(&entry.doc, uri, f, enc))
-                .collect(),
-        ))
+        let mut groups: Vec<Published> = entry
+            .targets(key)
+            .into_iter()
+            .map(|u| (u, Vec::new()))
+            .collect();
+        for f in self.select(key, &a.findings) {
+            let (uri, d) = crate::convert::diagnostic(&entry, key, &f, enc);
+            if let Some(g) = groups.iter_mut().find(|g| g.0 == uri) {
+                g.1.push(d);
+            }
+        }
+        Some((a.version, groups))
     }
 }

@@ -66,7 +66,7 @@ async fn push_diagnostics_with_utf16_ranges() {
     assert!(related
         .iter()
         .any(|r| r["location"]["range"]["start"]["line"] == 5));
-    assert_eq!(d["data"]["fix"]["edits"][0]["newText"], "y = y + 1");
+    assert_eq!(d["data"]["fix"]["changes"][URI][0]["newText"], "y = y + 1");
     insta::assert_json_snapshot!("push_diagnostics", tidy(diags));
 }
 

@@ -8,8 +8,8 @@ use crate::session::Session;
 use inplace_analysis::{Applicability, FileState, Finding};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::*;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
 
 pub async fn code_action(
     session: &Arc<Session>,
@@ -22,8 +22,11 @@ pub async fn code_action(
         only.as_ref()
             .is_none_or(|o| o.iter().any(|x| k.as_str().starts_with(x.as_str())))
     };
-    if !session.docs.contains_key(&uri) {
-        return Err(Error::invalid_params(format!("unknown document {uri}")));
+    if !session.docs.contains_key(&session.key(&uri)) {
+        return Err(Error::invalid_params(format!(
+            "unknown document {}",
+            uri.as_str()
+        )));
     }
     let mut actions = Vec::new();
     if wants(&CodeActionKind::QUICKFIX) {
@@ -50,7 +53,7 @@ pub async fn resolve(session: &Arc<Session>, mut action: CodeAction) -> Result<C
         .data
         .as_ref()
         .and_then(|d| d.get("fixAll"))
-        .and_then(|u| serde_json::from_value::<Url>(u.clone()).ok());
+        .and_then(|u| serde_json::from_value::<Uri>(u.clone()).ok());
     if let Some(uri) = uri {
         action.edit = fix_all_edit(session, &uri).await;
     }
@@ -73,12 +76,13 @@ fn fix_all_action(
 /// Quick fixes of our diagnostics of the current version, verified.
 async fn quick_fixes(
     session: &Arc<Session>,
-    uri: &Url,
+    uri: &Uri,
     diagnostics: &[Diagnostic],
 ) -> Vec<CodeActionOrCommand> {
     let enc = session.enc();
+    let key = session.key(uri);
     let (text, version, state, analysis) = {
-        let Some(entry) = session.docs.get(uri) else {
+        let Some(entry) = session.docs.get(&key) else {
             return Vec::new();
         };
         (
@@ -100,7 +104,7 @@ async fn quick_fixes(
         .collect();
     // The findings behind the diagnostics whose fixes are offered.
     let findings: Vec<Option<Finding>> = {
-        let Some(entry) = session.docs.get(uri) else {
+        let Some(entry) = session.docs.get(&key) else {
             return Vec::new();
         };
         ours.iter()
@@ -109,7 +113,9 @@ async fn quick_fixes(
                     a.findings
                         .iter()
                         .find(|f| {
-                            entry.doc.range(f.range, enc) == d.range
+                            let at = entry.location(&key, f.range, enc);
+                            at.uri == *uri
+                                && at.range == d.range
                                 && d.code == Some(NumberOrString::String(f.rule.code().into()))
                         })
                         .cloned()
@@ -118,15 +124,15 @@ async fn quick_fixes(
             .collect()
     };
     let verified = verify(text.clone(), state, findings).await;
-    let Some(entry) = session.docs.get(uri) else {
+    let Some(entry) = session.docs.get(&key) else {
         return Vec::new();
     };
-    if entry.doc.version != version {
+    let Some(view) = entry.view(uri).filter(|_| entry.doc.version == version) else {
         return Vec::new();
-    }
+    };
     let mut out = Vec::new();
     for (i, (d, ok)) in ours.iter().zip(verified).enumerate() {
-        out.extend(convert::actions_for(&entry.doc, uri, d, enc, i == 0, ok));
+        out.extend(convert::actions_for(view, uri, d, enc, i == 0, ok));
     }
     out
 }
@@ -160,8 +166,13 @@ async fn verify(
     }
 }
 
-/// One edit replacing the document with all safe fixes applied (computed off the reactor).
-async fn fix_all_edit(session: &Arc<Session>, uri: &Url) -> Option<WorkspaceEdit> {
+/// One edit replacing the document with all safe fixes applied (computed off the reactor);
+/// for a notebook, one per code cell that changed.
+async fn fix_all_edit(session: &Arc<Session>, uri: &Uri) -> Option<WorkspaceEdit> {
+    let key = session.key(uri);
+    if key != *uri {
+        return fix_all_notebook(session, &key).await;
+    }
     let (text, version, state) = {
         let entry = session.docs.get(uri)?;
         (
@@ -197,6 +208,47 @@ async fn fix_all_edit(session: &Arc<Session>, uri: &Url) -> Option<WorkspaceEdit
     };
     Some(WorkspaceEdit {
         changes: Some(HashMap::from([(uri.clone(), vec![edit])])),
+        ..Default::default()
+    })
+}
+
+/// Fix-all of a notebook: its code cells fixed together, each changed cell replaced whole.
+async fn fix_all_notebook(session: &Arc<Session>, key: &Uri) -> Option<WorkspaceEdit> {
+    let (source, version) = {
+        let entry = session.docs.get(key)?;
+        (entry.notebook.as_ref()?.source.clone(), entry.doc.version)
+    };
+    let (shared, target, src) = (session.clone(), key.clone(), source.clone());
+    let job = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let keep = |f: &Finding| !shared.select(&target, std::slice::from_ref(f)).is_empty();
+            src.fix_all(Applicability::Safe, &keep).0
+        }))
+    });
+    let cells = job.await.ok()?.ok()?;
+    let entry = session.docs.get(key)?;
+    let nb = entry.notebook.as_ref()?;
+    if entry.doc.version != version {
+        return None;
+    }
+    let enc = session.enc();
+    let mut changes = HashMap::new();
+    for (uri, new) in nb.code_uris().zip(cells) {
+        let doc = &nb.cell(uri)?.doc;
+        if *doc.text != *new {
+            let end = doc.position(doc.text.len(), enc);
+            let edit = TextEdit {
+                range: Range {
+                    start: Position::new(0, 0),
+                    end,
+                },
+                new_text: new,
+            };
+            changes.insert(uri.clone(), vec![edit]);
+        }
+    }
+    (!changes.is_empty()).then(|| WorkspaceEdit {
+        changes: Some(changes),
         ..Default::default()
     })
 }

@@ -6,8 +6,8 @@ use crate::scheduler::schedule;
 use crate::session::Session;
 use crate::settings::{load_projects, ClientSettings};
 use std::sync::{Arc, PoisonError};
-use tower_lsp::lsp_types::{DidSaveTextDocumentParams, MessageType};
-use tower_lsp::Client;
+use tower_lsp_server::ls_types::{DidSaveTextDocumentParams, MessageType};
+use tower_lsp_server::Client;
 
 /// Apply settings from the editor; invalid ones are reported and leave the old ones.
 pub async fn set_client_settings(session: &Session, client: &Client, s: &ClientSettings) {
@@ -76,7 +76,13 @@ pub async fn did_change_watched_files(session: &Arc<Session>, client: &Client) {
 }
 
 pub async fn did_save(session: &Arc<Session>, client: &Client, params: DidSaveTextDocumentParams) {
-    if params.text_document.uri.path().ends_with("pyproject.toml") {
+    if params
+        .text_document
+        .uri
+        .path()
+        .as_str()
+        .ends_with("pyproject.toml")
+    {
         did_change_watched_files(session, client).await;
     }
 }

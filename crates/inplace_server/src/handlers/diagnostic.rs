@@ -3,9 +3,9 @@
 use crate::scheduler::ensure_analysed;
 use crate::session::Session;
 use std::sync::Arc;
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::*;
-use tower_lsp::Client;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::Client;
 
 pub async fn diagnostic(
     session: &Arc<Session>,
@@ -13,12 +13,18 @@ pub async fn diagnostic(
     params: DocumentDiagnosticParams,
 ) -> Result<DocumentDiagnosticReportResult> {
     let uri = params.text_document.uri;
-    if !session.docs.contains_key(&uri) {
-        return Err(Error::invalid_params(format!("unknown document {uri}")));
+    let key = session.key(&uri);
+    if !session.docs.contains_key(&key) {
+        return Err(Error::invalid_params(format!(
+            "unknown document {}",
+            uri.as_str()
+        )));
     }
-    ensure_analysed(session, client, &uri).await;
+    ensure_analysed(session, client, &key).await;
+    // A notebook cell gets the diagnostics of the notebook that lie in it.
     let items = session
-        .diagnostics(&uri)
+        .diagnostics(&key)
+        .and_then(|(_, groups)| groups.into_iter().find(|(u, _)| *u == uri))
         .map(|(_, d)| d)
         .unwrap_or_default();
     Ok(DocumentDiagnosticReportResult::Report(

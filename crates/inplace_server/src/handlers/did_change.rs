@@ -5,8 +5,8 @@ use crate::scheduler::schedule;
 use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tower_lsp::lsp_types::{DidChangeTextDocumentParams, MessageType};
-use tower_lsp::Client;
+use tower_lsp_server::ls_types::{DidChangeTextDocumentParams, MessageType};
+use tower_lsp_server::Client;
 
 /// tower-lsp may run notification handlers concurrently: the edits are applied before any
 /// await, so handlers cannot reorder them; stale versions are ignored.
@@ -34,7 +34,10 @@ pub async fn did_change(
         client
             .log_message(
                 MessageType::WARNING,
-                format!("inplace-lsp: ignored change to {uri} with old version {version}"),
+                format!(
+                    "inplace-lsp: ignored change to {} with old version {version}",
+                    uri.as_str()
+                ),
             )
             .await;
         return;

@@ -2,8 +2,8 @@
 
 use crate::session::Session;
 use std::sync::Arc;
-use tower_lsp::lsp_types::DidCloseTextDocumentParams;
-use tower_lsp::Client;
+use tower_lsp_server::ls_types::DidCloseTextDocumentParams;
+use tower_lsp_server::Client;
 
 pub async fn did_close(
     session: &Arc<Session>,

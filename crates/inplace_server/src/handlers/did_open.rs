@@ -4,8 +4,8 @@ use crate::document::Document;
 use crate::scheduler::schedule;
 use crate::session::{DocEntry, Session};
 use std::sync::Arc;
-use tower_lsp::lsp_types::DidOpenTextDocumentParams;
-use tower_lsp::Client;
+use tower_lsp_server::ls_types::DidOpenTextDocumentParams;
+use tower_lsp_server::Client;
 
 pub fn did_open(session: &Arc<Session>, client: &Client, params: DidOpenTextDocumentParams) {
     let d = params.text_document;

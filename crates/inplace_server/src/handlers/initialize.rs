@@ -10,9 +10,9 @@ use inplace_analysis::Encoding;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use tower_lsp::jsonrpc::Result;
-use tower_lsp::lsp_types::*;
-use tower_lsp::Client;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::Client;
 
 /// The capabilities of the client that matter here.
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,6 +87,7 @@ pub async fn initialize(
             version: Some(env!("CARGO_PKG_VERSION").into()),
         }),
         capabilities: capabilities(kind, pull),
+        offset_encoding: None,
     };
     Ok((result, ClientCaps { resolve_actions }))
 }
@@ -119,6 +120,16 @@ fn capabilities(encoding: PositionEncodingKind, pull: bool) -> ServerCapabilitie
             ..Default::default()
         })),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
+        // The Python cells of Jupyter notebooks, analysed together.
+        notebook_document_sync: Some(OneOf::Left(NotebookDocumentSyncOptions {
+            notebook_selector: vec![NotebookSelector::ByNotebook {
+                notebook: Notebook::String("jupyter-notebook".into()),
+                cells: Some(vec![NotebookCellSelector {
+                    language: "python".into(),
+                }]),
+            }],
+            save: Some(true),
+        })),
         ..Default::default()
     }
 }

@@ -9,3 +9,4 @@ pub mod did_close;
 pub mod did_open;
 pub mod hover;
 pub mod initialize;
+pub mod notebook;

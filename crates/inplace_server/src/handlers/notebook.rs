@@ -1,0 +1,96 @@
+//! `notebookDocument/didOpen|didChange|didSave|didClose` (LSP 3.17 notebook synchronisation):
+//! a notebook is one open document whose analysed text is its code cells joined in order, so a
+//! change in one cell re-analyses the cells after it too; diagnostics go to each code cell.
+
+use crate::notebook::NotebookDoc;
+use crate::scheduler::schedule;
+use crate::session::{DocEntry, Session};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tower_lsp_server::ls_types::{
+    DidChangeNotebookDocumentParams, DidCloseNotebookDocumentParams, DidOpenNotebookDocumentParams,
+    MessageType,
+};
+use tower_lsp_server::Client;
+
+pub fn did_open(session: &Arc<Session>, client: &Client, params: DidOpenNotebookDocumentParams) {
+    let nb = params.notebook_document;
+    let doc = NotebookDoc::new(nb.cells, params.cell_text_documents);
+    for c in &doc.cells {
+        session.cells.insert(c.uri.clone(), nb.uri.clone());
+    }
+    session
+        .docs
+        .insert(nb.uri.clone(), DocEntry::notebook(doc, nb.version));
+    schedule(session, client, nb.uri);
+}
+
+/// Applied before any await, as `didChange` of a text document is (see there).
+pub async fn did_change(
+    session: &Arc<Session>,
+    client: &Client,
+    params: DidChangeNotebookDocumentParams,
+) {
+    let key = params.notebook_document.uri.clone();
+    let version = params.notebook_document.version;
+    let enc = session.enc();
+    let outcome = {
+        let Some(mut entry) = session.docs.get_mut(&key) else {
+            return;
+        };
+        if version <= entry.doc.version {
+            None
+        } else {
+            let entry = &mut *entry;
+            let Some(nb) = entry.notebook.as_mut() else {
+                return;
+            };
+            let gone = nb.apply(params, enc);
+            for c in &nb.cells {
+                session.cells.insert(c.uri.clone(), key.clone());
+            }
+            entry.doc = crate::document::Document::new(nb.source.text.clone(), version);
+            entry.latest.store(version, Ordering::Relaxed);
+            Some(gone)
+        }
+    };
+    let Some(gone) = outcome else {
+        client
+            .log_message(
+                MessageType::WARNING,
+                format!(
+                    "inplace-lsp: ignored change to {} with old version {version}",
+                    key.as_str()
+                ),
+            )
+            .await;
+        return;
+    };
+    for uri in gone {
+        session.cells.remove(&uri);
+        if !session.pulls() {
+            client.publish_diagnostics(uri, Vec::new(), None).await;
+        }
+    }
+    schedule(session, client, key);
+}
+
+pub async fn did_close(
+    session: &Arc<Session>,
+    client: &Client,
+    params: DidCloseNotebookDocumentParams,
+) {
+    let key = params.notebook_document.uri;
+    let Some((_, entry)) = session.docs.remove(&key) else {
+        return;
+    };
+    // An analysis still running stops.
+    entry.latest.store(i32::MIN, Ordering::Relaxed);
+    let cells = entry.notebook.map(|nb| nb.cells).unwrap_or_default();
+    for c in cells {
+        session.cells.remove(&c.uri);
+        if !session.pulls() {
+            client.publish_diagnostics(c.uri, Vec::new(), None).await;
+        }
+    }
+}

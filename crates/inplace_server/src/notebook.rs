@@ -1,0 +1,155 @@
+//! An open notebook (LSP 3.17 notebook synchronisation): its cells in order, each code cell's
+//! text as a [`Document`] of its own (positions arrive and leave in cell coordinates), and the
+//! code cells joined into the one program the analysis reads.
+
+use crate::document::Document;
+use inplace_analysis::notebook::NotebookSource;
+use inplace_analysis::{Encoding, TextRange};
+use std::sync::Arc;
+use tower_lsp_server::ls_types::{
+    DidChangeNotebookDocumentParams, Location, NotebookCell, NotebookCellKind, Position,
+    TextDocumentItem, Uri,
+};
+
+/// One cell of an open notebook.
+pub struct Cell {
+    pub uri: Uri,
+    pub code: bool,
+    /// The cell's own text (empty until the client sends it).
+    pub doc: Document,
+}
+
+pub struct NotebookDoc {
+    /// Every cell, in notebook order (markup cells too: they count in cell numbers).
+    pub cells: Vec<Cell>,
+    /// The code cells joined, as analysed; shared with the worker.
+    pub source: Arc<NotebookSource>,
+    /// Index in `cells` of each code cell of `source`.
+    code: Vec<usize>,
+}
+
+impl NotebookDoc {
+    pub fn new(cells: Vec<NotebookCell>, texts: Vec<TextDocumentItem>) -> Self {
+        let mut nb = NotebookDoc {
+            cells: cells.into_iter().map(cell).collect(),
+            source: Arc::new(NotebookSource::new::<&str>(&[])),
+            code: Vec::new(),
+        };
+        nb.open(texts);
+        nb.join();
+        nb
+    }
+
+    fn open(&mut self, texts: Vec<TextDocumentItem>) {
+        for t in texts {
+            if let Some(c) = self.cells.iter_mut().find(|c| c.uri == t.uri) {
+                c.doc = Document::new(t.text, t.version);
+            }
+        }
+    }
+
+    /// Join the code cells again after a change.
+    fn join(&mut self) {
+        self.code = (0..self.cells.len())
+            .filter(|&i| self.cells[i].code)
+            .collect();
+        let texts: Vec<&str> = self
+            .code
+            .iter()
+            .map(|&i| &*self.cells[i].doc.text)
+            .collect();
+        let numbers = self.code.iter().map(|i| i + 1).collect();
+        self.source = Arc::new(NotebookSource::new(&texts).with_numbers(numbers));
+    }
+
+    /// Apply a `notebookDocument/didChange`: cells added, removed or moved (the array change),
+    /// cells whose kind changed, and text edits inside cells. Returns the URIs of the cells that
+    /// left the notebook (their diagnostics are to be cleared).
+    pub fn apply(&mut self, params: DidChangeNotebookDocumentParams, enc: Encoding) -> Vec<Uri> {
+        let mut gone = Vec::new();
+        let Some(change) = params.change.cells else {
+            return gone;
+        };
+        if let Some(s) = change.structure {
+            let start = (s.array.start as usize).min(self.cells.len());
+            let end = (start + s.array.delete_count as usize).min(self.cells.len());
+            let added: Vec<Cell> = s
+                .array
+                .cells
+                .unwrap_or_default()
+                .into_iter()
+                .map(cell)
+                .collect();
+            // A moved cell is deleted and inserted again: keep its text.
+            let mut removed: Vec<Cell> = self.cells.splice(start..end, added).collect();
+            for c in &mut self.cells[start..] {
+                if let Some(old) = removed.iter().position(|r| r.uri == c.uri) {
+                    c.doc = removed.swap_remove(old).doc;
+                }
+            }
+            gone.extend(removed.into_iter().map(|c| c.uri));
+            self.open(s.did_open.unwrap_or_default());
+        }
+        for d in change.data.unwrap_or_default() {
+            if let Some(c) = self.cells.iter_mut().find(|c| c.uri == d.document) {
+                c.code = d.kind == NotebookCellKind::CODE;
+            }
+        }
+        for t in change.text_content.unwrap_or_default() {
+            if let Some(c) = self.cells.iter_mut().find(|c| c.uri == t.document.uri) {
+                c.doc.apply(t.changes, t.document.version, enc);
+            }
+        }
+        self.join();
+        gone
+    }
+
+    /// The code cells' URIs, in order.
+    pub fn code_uris(&self) -> impl Iterator<Item = &Uri> {
+        self.code.iter().map(|&i| &self.cells[i].uri)
+    }
+
+    /// The code cell a range of the joined text lies in (the one its start is in), with the
+    /// range in that cell's text.
+    fn in_cell(&self, r: TextRange) -> Option<(&Cell, TextRange)> {
+        let at = self.source.locate(r.start);
+        let span = self.source.cells().get(at.cell)?;
+        let cell = &self.cells[*self.code.get(at.cell)?];
+        let end = r.end.clamp(r.start, span.range.end) - span.range.start;
+        Some((cell, TextRange::new(at.offset, end)))
+    }
+
+    /// Where a range of the joined text is for the client: its cell's URI and the range there.
+    pub fn location(&self, r: TextRange, enc: Encoding) -> Option<Location> {
+        let (cell, local) = self.in_cell(r)?;
+        Some(Location {
+            uri: cell.uri.clone(),
+            range: cell.doc.range(local, enc),
+        })
+    }
+
+    /// The byte offset in the joined text of a position in a code cell.
+    pub fn offset(&self, uri: &Uri, pos: Position, enc: Encoding) -> Option<usize> {
+        let k = self.code.iter().position(|&i| self.cells[i].uri == *uri)?;
+        let cell = &self.cells[self.code[k]];
+        Some(self.source.cells()[k].range.start + cell.doc.offset(pos, enc))
+    }
+
+    /// The cell with this URI.
+    pub fn cell(&self, uri: &Uri) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.uri == *uri)
+    }
+
+    /// How a message names the line of an offset of the joined text.
+    pub fn label(&self, offset: usize, lines: &inplace_analysis::LineIndex) -> String {
+        self.source.cell_lines().label(lines.line_of(offset))
+    }
+}
+
+fn cell(c: NotebookCell) -> Cell {
+    Cell {
+        code: c.kind == NotebookCellKind::CODE,
+        uri: c.document,
+        doc: Document::new(String::new(), 0),
+    }
+}
