@@ -1,15 +1,17 @@
 //! Developer tasks: `cargo xtask test | venv | oracle | lsp-client | gen-ops [--check] | vsix |
-//! editors | fuzz [--time SECONDS] [TARGET ...] | bench`.
+//! editors | packaging | fuzz [--time SECONDS] [TARGET ...] | bench`.
 //!
 //! `test` is the whole suite (what `.ci/run` and the README run): formatting, clippy, every
 //! Rust test, then the runtime oracle under a real torch (provisioned in `target/venv` from
 //! `tests/oracle/requirements.txt`), a check that the committed op table still matches torch, and
-//! the end-to-end tests in a real Neovim and a real VS Code (`editors.rs`), and a short run of
-//! each fuzz target (`fuzz.rs`).
+//! the wheel and the pre-commit hooks as a user gets them (`packaging.rs`), the end-to-end tests
+//! in a real Neovim and a real VS Code (`editors.rs`), and a short run of each fuzz target
+//! (`fuzz.rs`).
 
 mod bench;
 mod editors;
 mod fuzz;
+mod packaging;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -151,6 +153,7 @@ fn test() -> Result<()> {
     oracle()?;
     lsp_client()?;
     gen_ops(true)?;
+    packaging::packaging()?;
     editors::editors()?;
     // Short bounded runs; `cargo xtask fuzz --time 1800` is the long one.
     fuzz::fuzz(20, &[])?;
@@ -183,8 +186,9 @@ fn main() -> Result<()> {
             fuzz::fuzz(seconds, &targets)
         }
         ["editors"] => editors::editors(),
+        ["packaging"] => packaging::packaging(),
         _ => {
-            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors | fuzz [--time SECONDS] [TARGET ...] | bench>");
+            eprintln!("usage: cargo xtask <test | venv | oracle | lsp-client | gen-ops [--check] | vsix | editors | packaging | fuzz [--time SECONDS] [TARGET ...] | bench>");
             std::process::exit(2);
         }
     }
