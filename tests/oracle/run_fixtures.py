@@ -18,6 +18,10 @@ in agreement: the analyzer then reports IP301 on the fixed file.)
 Fix coverage and repair rate (with --binary): of the hazard fixtures (those with an `# expect:`),
 how many get a fix for every finding, and of those, how many run clean once fixed (no runtime
 error, no silent harm, no crash); both must be at least 90%, and no safe fixture may be changed.
+Notebooks (`.ipynb`): the code cells run in order as one script (IPython lines and `%%` cells
+become `pass`, as the analyzer blanks them), the `# expect:` comments are read from the cells,
+and (with --binary) the analyzer's finding codes must equal the expected ones, since the
+line-level fixture tests of the Rust suite read only `.py` files.
 Usage: run_fixtures.py FIXTURE_DIR [--binary PATH] [--json OUT]   (exit 1 on any disagreement)
 """
 import shutil
@@ -37,9 +41,45 @@ FORMS = [
 ]
 
 
+def notebook_script(path):
+    """A notebook's code cells as one script, IPython syntax replaced by `pass`."""
+    with open(path, encoding="utf-8") as fh:
+        cells = json.load(fh)["cells"]
+    out = []
+    for c in cells:
+        if c.get("cell_type") != "code":
+            continue
+        src = c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+        lines = src.split("\n")
+        if src.lstrip().startswith("%%"):
+            lines = ["pass"]
+        for line in lines:
+            code = line.lstrip()
+            if code.startswith(("%", "!", "?")) or re.match(r"^[\w.]+\s*=\s*[%!]", code):
+                line = line[: len(line) - len(code)] + "pass"
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def script_text(path):
+    if path.endswith(".ipynb"):
+        return notebook_script(path)
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
 def outcome(path):
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
     path = os.path.abspath(path)
+    if path.endswith(".ipynb"):
+        work = tempfile.mkdtemp(prefix="inplace-nb-")
+        try:
+            script = os.path.join(work, "notebook.py")
+            with open(script, "w", encoding="utf-8") as fh:
+                fh.write(notebook_script(path))
+            return outcome(script)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     p = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120,
                        cwd=os.path.dirname(path), env=env)
     out = p.stdout + p.stderr
@@ -56,11 +96,10 @@ def outcome(path):
 
 def expectations(path):
     codes = set()
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            m = re.search(r"# expect:(.*)$", line)
-            if m:
-                codes.update(c for c in re.split(r"[,\s]+", m.group(1).strip()) if c)
+    for line in script_text(path).splitlines():
+        m = re.search(r"# expect:(.*)$", line)
+        if m:
+            codes.update(c for c in re.split(r"[,\s]+", m.group(1).strip()) if c)
     return codes
 
 
@@ -121,7 +160,7 @@ def main(argv):
     binary = argv[argv.index("--binary") + 1] if "--binary" in argv else None
     files = []
     for d, _, names in os.walk(root):
-        files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+        files += [os.path.join(d, n) for n in names if n.endswith((".py", ".ipynb"))]
     files.sort()
     rows, bad = [], 0
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -137,6 +176,10 @@ def main(argv):
         covered += bool(codes) and every
         repaired += bool(codes) and every and clean
         problems = judge(codes, forms) + fix_problems
+        if binary and f.endswith(".ipynb"):
+            found = {x["code"] for x in findings(binary, f)}
+            if found != codes:
+                problems.append(f"the analyzer found {sorted(found)}")
         if crashed:
             problems.append("script crashed:\n" + tail)
         verified += fixed and not fix_problems

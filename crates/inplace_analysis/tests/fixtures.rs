@@ -66,6 +66,47 @@ fn every_fixture_has_exactly_its_expected_findings() {
     );
 }
 
+/// Notebook fixtures: the code cells joined as the analysis sees them, each expectation on its
+/// line of the joined text.
+#[test]
+fn every_notebook_fixture_has_exactly_its_expected_findings() {
+    let mut table = Vec::new();
+    for path in common::files_with("ipynb") {
+        let nb: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let cells: Vec<String> = nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["cell_type"] == "code")
+            .map(|c| match &c["source"] {
+                serde_json::Value::String(s) => s.clone(),
+                v => v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l.as_str().unwrap())
+                    .collect(),
+            })
+            .collect();
+        let source = inplace_analysis::notebook::NotebookSource::new(&cells);
+        let want = expectations(&source.text);
+        let got = found(&source.text, &source.analyze());
+        let rel = path.display().to_string();
+        for (line, code) in want.difference(&got) {
+            table.push(format!("{rel}: joined line {line}  missing {code}"));
+        }
+        for (line, code) in got.difference(&want) {
+            table.push(format!("{rel}: joined line {line}  unexpected {code}"));
+        }
+    }
+    assert!(
+        table.is_empty(),
+        "notebook fixture disagreements:\n{}",
+        table.join("\n")
+    );
+}
+
 #[test]
 fn messages_and_fixes_snapshots() {
     for path in fixture_files() {
