@@ -179,6 +179,16 @@ pub fn packaging() -> Result<()> {
     let tools = python.parent().context("venv bin")?.to_path_buf();
     let wheel = build_wheel(&tools)?;
     eprintln!("xtask: built {}", wheel.display());
+    // The README is the package's long description.
+    run(Command::new(tools.join("python")).args([
+        "-c",
+        "import sys, zipfile\n\
+         z = zipfile.ZipFile(sys.argv[1])\n\
+         m = next(n for n in z.namelist() if n.endswith('.dist-info/METADATA'))\n\
+         meta = z.read(m).decode()\n\
+         assert 'Description-Content-Type: text/markdown' in meta, meta[:800]\n\
+         assert open('README.md', encoding='utf-8').read().strip()[:200] in meta, 'README missing'\n",
+    ]).arg(&wheel))?;
     let bin = install(&wheel)?;
     smoke(&bin, &tools)?;
     pre_commit(&bin, &tools)
