@@ -63,10 +63,10 @@ impl NotebookSource {
         let mut text = String::new();
         let mut spans = Vec::with_capacity(cells.len());
         let mut blanked = Vec::new();
+        let mut first_line = 0;
         for cell in cells {
             let cell = cell.as_ref();
             let start = text.len();
-            let first_line = text.bytes().filter(|&b| b == b'\n').count();
             for piece in ipython_pieces(cell) {
                 let range = TextRange::new(start + piece.start, start + piece.end);
                 blanked.push((range, cell[piece.clone()].to_string()));
@@ -77,6 +77,7 @@ impl NotebookSource {
                 first_line,
             });
             text.push('\n');
+            first_line += cell.bytes().filter(|&b| b == b'\n').count() + 1;
         }
         let mut bytes = std::mem::take(&mut text).into_bytes();
         for (range, _) in &blanked {
@@ -239,10 +240,13 @@ impl NotebookSource {
     /// The original (unblanked) text of `start..end` of the joined text.
     fn original(&self, start: usize, end: usize) -> String {
         let mut out = self.text[start..end].to_string();
-        for (r, orig) in &self.blanked {
-            if start <= r.start && r.end <= end {
-                out.replace_range(r.start - start..r.end - start, orig);
-            }
+        // The blanked pieces are sorted and keep their length: replace them in place.
+        let first = self.blanked.partition_point(|(r, _)| r.start < start);
+        for (r, orig) in self.blanked[first..]
+            .iter()
+            .take_while(|(r, _)| r.end <= end)
+        {
+            out.replace_range(r.start - start..r.end - start, orig);
         }
         out
     }

@@ -14,17 +14,28 @@ use tower_lsp_server::ls_types::{
 /// One cell of an open notebook.
 pub struct Cell {
     pub uri: Uri,
+    /// A code cell (not markup).
     pub code: bool,
+    /// The language of its text document (`python`, `markdown`, `raw`, ...).
+    pub language: String,
     /// The cell's own text (empty until the client sends it).
     pub doc: Document,
 }
 
+impl Cell {
+    /// Analysed: a Python code cell.
+    fn python(&self) -> bool {
+        self.code && self.language.eq_ignore_ascii_case("python")
+    }
+}
+
 pub struct NotebookDoc {
-    /// Every cell, in notebook order (markup cells too: they count in cell numbers).
+    /// Every cell, in notebook order (markup cells too: they count in cell numbers; the
+    /// server asks for every cell for this reason).
     pub cells: Vec<Cell>,
     /// The code cells joined, as analysed; shared with the worker.
     pub source: Arc<NotebookSource>,
-    /// Index in `cells` of each code cell of `source`.
+    /// Index in `cells` of each Python code cell of `source`.
     code: Vec<usize>,
 }
 
@@ -44,6 +55,7 @@ impl NotebookDoc {
         for t in texts {
             if let Some(c) = self.cells.iter_mut().find(|c| c.uri == t.uri) {
                 c.doc = Document::new(t.text, t.version);
+                c.language = t.language_id;
             }
         }
     }
@@ -51,7 +63,7 @@ impl NotebookDoc {
     /// Join the code cells again after a change.
     fn join(&mut self) {
         self.code = (0..self.cells.len())
-            .filter(|&i| self.cells[i].code)
+            .filter(|&i| self.cells[i].python())
             .collect();
         let texts: Vec<&str> = self
             .code
@@ -84,7 +96,9 @@ impl NotebookDoc {
             let mut removed: Vec<Cell> = self.cells.splice(start..end, added).collect();
             for c in &mut self.cells[start..] {
                 if let Some(old) = removed.iter().position(|r| r.uri == c.uri) {
-                    c.doc = removed.swap_remove(old).doc;
+                    let old = removed.swap_remove(old);
+                    c.doc = old.doc;
+                    c.language = old.language;
                 }
             }
             gone.extend(removed.into_iter().map(|c| c.uri));
@@ -104,7 +118,7 @@ impl NotebookDoc {
         gone
     }
 
-    /// The code cells' URIs, in order.
+    /// The analysed (Python code) cells' URIs, in order.
     pub fn code_uris(&self) -> impl Iterator<Item = &Uri> {
         self.code.iter().map(|&i| &self.cells[i].uri)
     }
@@ -115,7 +129,9 @@ impl NotebookDoc {
         let at = self.source.locate(r.start);
         let span = self.source.cells().get(at.cell)?;
         let cell = &self.cells[*self.code.get(at.cell)?];
-        let end = r.end.clamp(r.start, span.range.end) - span.range.start;
+        // `at.offset` is clamped into the cell; the end too (a range past the cell's end, as
+        // far as the line break after it, stops at the end).
+        let end = (r.end.min(span.range.end) - span.range.start).max(at.offset);
         Some((cell, TextRange::new(at.offset, end)))
     }
 
@@ -150,6 +166,58 @@ fn cell(c: NotebookCell) -> Cell {
     Cell {
         code: c.kind == NotebookCellKind::CODE,
         uri: c.document,
+        language: String::new(),
         doc: Document::new(String::new(), 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower_lsp_server::ls_types::{NotebookCell, TextDocumentItem};
+
+    fn uri(i: usize) -> Uri {
+        format!("vscode-notebook-cell:/nb.ipynb#c{i}")
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_offset_maps_into_a_cell() {
+        let cells = ["x = 1", "", "y = 2\n"];
+        let nb = NotebookDoc::new(
+            (0..3)
+                .map(|i| NotebookCell {
+                    kind: NotebookCellKind::CODE,
+                    document: uri(i),
+                    metadata: None,
+                    execution_summary: None,
+                })
+                .collect(),
+            cells
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TextDocumentItem::new(uri(i), "python".into(), 1, t.to_string()))
+                .collect(),
+        );
+        let len = nb.source.text.len();
+        for start in 0..=len + 2 {
+            for end in start..=len + 2 {
+                let at = nb
+                    .location(TextRange::new(start, end), Encoding::Utf16)
+                    .unwrap();
+                assert!(at.range.start <= at.range.end);
+            }
+        }
+        // `y` of the third cell, from a position in that cell and back.
+        let y = nb
+            .offset(&uri(2), Position::new(0, 0), Encoding::Utf16)
+            .unwrap();
+        assert_eq!(&nb.source.text[y..y + 1], "y");
+        let at = nb
+            .location(TextRange::new(y, y + 1), Encoding::Utf16)
+            .unwrap();
+        assert_eq!(at.uri, uri(2));
+        assert_eq!(at.range.start, Position::new(0, 0));
     }
 }

@@ -57,6 +57,15 @@ async fn work(session: Arc<Session>, client: Client, uri: Uri) {
         }
         if !session.pulls() {
             publish(&session, &client, &uri).await;
+        } else if session.refresh.load(Ordering::Relaxed)
+            && session.docs.get(&uri).is_some_and(|e| e.notebook.is_some())
+        {
+            // A pulling client asks again for the cell it edited, not for the cells after it
+            // that the edit changed: ask it to pull every cell again (off this worker, so a
+            // client slow to answer does not hold it).
+            tokio::spawn(async move {
+                let _ = client.workspace_diagnostic_refresh().await;
+            });
         }
         return;
     }

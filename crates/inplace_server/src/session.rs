@@ -122,6 +122,8 @@ pub struct Session {
     pub watch: AtomicBool,
     /// The client pulls diagnostics (so they are not pushed too).
     pub pull: AtomicBool,
+    /// The client can be asked to pull all diagnostics again (`workspace/diagnostic/refresh`).
+    pub refresh: AtomicBool,
     pub client: RwLock<ClientConfig>,
     pub projects: RwLock<Vec<Project>>,
     pub folders: RwLock<Vec<PathBuf>>,
@@ -135,6 +137,7 @@ impl Default for Session {
             encoding: RwLock::new(Encoding::Utf16),
             watch: AtomicBool::new(false),
             pull: AtomicBool::new(false),
+            refresh: AtomicBool::new(false),
             client: RwLock::new(ClientConfig::default()),
             projects: RwLock::new(Vec::new()),
             folders: RwLock::new(Vec::new()),

@@ -87,6 +87,50 @@ fn lsp_seeds(dir: &Path) -> Result<()> {
             .collect::<std::result::Result<_, _>>()?;
         std::fs::write(dir.join(format!("session{i}")), bytes.join(&0xFF))?;
     }
+    notebook_seed(dir)
+}
+
+/// A notebook session over the demo notebook: its cells opened, a cell edited, cells added,
+/// moved and removed, requests on a cell, the notebook closed.
+fn notebook_seed(dir: &Path) -> Result<()> {
+    use serde_json::{json, Value};
+    let nb: Value = serde_json::from_str(&std::fs::read_to_string(
+        root().join("tests/demo/notebook.ipynb"),
+    )?)?;
+    let cells = nb["cells"].as_array().context("cells")?;
+    let uri = "file:///w/demo.ipynb";
+    let cell = |i: usize| format!("vscode-notebook-cell:/w/demo.ipynb#c{i}");
+    let kind = |c: &Value| if c["cell_type"] == "code" { 2 } else { 1 };
+    let text = |c: &Value| -> String {
+        c["source"]
+            .as_array()
+            .map(|l| l.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    let range = |l0: u32, c0: u32, l1: u32, c1: u32| json!({"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}});
+    let messages = [
+        json!({"jsonrpc": "2.0", "method": "notebookDocument/didOpen", "params": {
+            "notebookDocument": {"uri": uri, "notebookType": "jupyter-notebook", "version": 1,
+                "cells": cells.iter().enumerate().map(|(i, c)| json!({"kind": kind(c), "document": cell(i)})).collect::<Vec<_>>()},
+            "cellTextDocuments": cells.iter().enumerate().map(|(i, c)| json!({"uri": cell(i), "languageId": "python", "version": 1, "text": text(c)})).collect::<Vec<_>>()}}),
+        json!({"jsonrpc": "2.0", "method": "notebookDocument/didChange", "params": {"notebookDocument": {"uri": uri, "version": 2},
+            "change": {"cells": {"textContent": [{"document": {"uri": cell(4), "version": 2}, "changes": [{"range": range(1, 0, 1, 6), "text": "h = h * 2"}]}]}}}}),
+        json!({"jsonrpc": "2.0", "method": "notebookDocument/didChange", "params": {"notebookDocument": {"uri": uri, "version": 3},
+            "change": {"cells": {"structure": {"array": {"start": 2, "deleteCount": 1, "cells": [{"kind": 2, "document": cell(9)}, {"kind": 1, "document": cell(3)}]},
+                "didOpen": [{"uri": cell(9), "languageId": "python", "version": 1, "text": "h.mul_(3)\n"}], "didClose": [{"uri": cell(2)}]},
+                "data": [{"kind": 2, "document": cell(3)}]}}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": {"textDocument": {"uri": cell(9)}, "position": {"line": 0, "character": 2}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/codeAction", "params": {"textDocument": {"uri": cell(9)}, "range": range(0, 0, 1, 0), "context": {"diagnostics": []}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "textDocument/diagnostic", "params": {"textDocument": {"uri": cell(4)}}}),
+        json!({"jsonrpc": "2.0", "method": "notebookDocument/didClose", "params": {"notebookDocument": {"uri": uri}, "cellTextDocuments": [{"uri": cell(1)}]}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
+        json!({"jsonrpc": "2.0", "method": "exit"}),
+    ];
+    let bytes: Vec<Vec<u8>> = messages
+        .iter()
+        .map(serde_json::to_vec)
+        .collect::<std::result::Result<_, _>>()?;
+    std::fs::write(dir.join("notebook-session"), bytes.join(&0xFF))?;
     Ok(())
 }
 

@@ -46,6 +46,13 @@ pub async fn initialize(
     let text_caps = caps.text_document.as_ref();
     let pull = text_caps.and_then(|t| t.diagnostic.as_ref()).is_some();
     session.pull.store(pull, Ordering::Relaxed);
+    let refresh = caps
+        .workspace
+        .as_ref()
+        .and_then(|w| w.diagnostics.as_ref())
+        .and_then(|d| d.refresh_support)
+        .unwrap_or(false);
+    session.refresh.store(refresh, Ordering::Relaxed);
     let resolve_actions = text_caps
         .and_then(|t| t.code_action.as_ref())
         .and_then(|c| c.resolve_support.as_ref())
@@ -122,11 +129,11 @@ fn capabilities(encoding: PositionEncodingKind, pull: bool) -> ServerCapabilitie
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         // The Python cells of Jupyter notebooks, analysed together.
         notebook_document_sync: Some(OneOf::Left(NotebookDocumentSyncOptions {
+            // Every cell (no `cells` filter): markdown and raw cells are not analysed, but they
+            // count in the cell numbers messages use, as the editor shows them.
             notebook_selector: vec![NotebookSelector::ByNotebook {
                 notebook: Notebook::String("jupyter-notebook".into()),
-                cells: Some(vec![NotebookCellSelector {
-                    language: "python".into(),
-                }]),
+                cells: None,
             }],
             save: Some(true),
         })),

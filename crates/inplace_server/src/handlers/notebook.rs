@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tower_lsp_server::ls_types::{
     DidChangeNotebookDocumentParams, DidCloseNotebookDocumentParams, DidOpenNotebookDocumentParams,
-    MessageType,
 };
 use tower_lsp_server::Client;
 
@@ -25,46 +24,32 @@ pub fn did_open(session: &Arc<Session>, client: &Client, params: DidOpenNotebook
     schedule(session, client, nb.uri);
 }
 
-/// Applied before any await, as `didChange` of a text document is (see there).
+/// Applied before any await, as `didChange` of a text document is (see there). Every change
+/// is applied: clients keep the notebook's version when only a cell's text changes (VS Code
+/// does), so the analysed text gets versions of its own, one per change.
 pub async fn did_change(
     session: &Arc<Session>,
     client: &Client,
     params: DidChangeNotebookDocumentParams,
 ) {
     let key = params.notebook_document.uri.clone();
-    let version = params.notebook_document.version;
     let enc = session.enc();
-    let outcome = {
+    let gone = {
         let Some(mut entry) = session.docs.get_mut(&key) else {
             return;
         };
-        if version <= entry.doc.version {
-            None
-        } else {
-            let entry = &mut *entry;
-            let Some(nb) = entry.notebook.as_mut() else {
-                return;
-            };
-            let gone = nb.apply(params, enc);
-            for c in &nb.cells {
-                session.cells.insert(c.uri.clone(), key.clone());
-            }
-            entry.doc = crate::document::Document::new(nb.source.text.clone(), version);
-            entry.latest.store(version, Ordering::Relaxed);
-            Some(gone)
+        let entry = &mut *entry;
+        let Some(nb) = entry.notebook.as_mut() else {
+            return;
+        };
+        let gone = nb.apply(params, enc);
+        for c in &nb.cells {
+            session.cells.insert(c.uri.clone(), key.clone());
         }
-    };
-    let Some(gone) = outcome else {
-        client
-            .log_message(
-                MessageType::WARNING,
-                format!(
-                    "inplace-lsp: ignored change to {} with old version {version}",
-                    key.as_str()
-                ),
-            )
-            .await;
-        return;
+        let version = entry.doc.version.wrapping_add(1);
+        entry.doc = crate::document::Document::new(nb.source.text.clone(), version);
+        entry.latest.store(version, Ordering::Relaxed);
+        gone
     };
     for uri in gone {
         session.cells.remove(&uri);
