@@ -1,12 +1,14 @@
 """End-to-end test of the VS Code extension in a real VS Code (code-server) with a headless Chromium.
 
     python vscode_e2e.py --code-server BIN --vsix EXT.vsix --driver DRIVER.vsix --fixture F.py
-                         [--server PATH] [--screenshot OUT.png]
+                         [--notebook NB.ipynb] [--server PATH] [--screenshot OUT.png]
 
 Installs the extension's .vsix and the test driver's .vsix into a fresh extensions directory,
 starts code-server on a free loopback port and Chromium (as its UI) on the workspace, each in its
 own process group, and waits for the driver's report (`.inplace-e2e.json` tells the driver what to
 do). The process groups are always killed, and the whole run is bounded by --timeout.
+`--notebook` adds, in the same session, the notebook checks (NOTEBOOK below: what the demo
+notebook must show) on the Python cells of that .ipynb opened as a Jupyter notebook.
 `--server` sets `inplaceLsp.path` (the suite points it at a server that exits at once and checks
 that this run fails, quickly and clearly).
 """
@@ -25,6 +27,21 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+
+# What tests/demo/notebook.ipynb must show (cells and lines 1-based, markdown cells counted): one
+# IP301 on `h *= 2` in cell 5 whose hazard comes from cell 3, fixed out of place.
+NOTEBOOK = {
+    "expected": ["5:2:IP301"],
+    "fixCell": 5,
+    "fixLine": 2,
+    "fixCode": "IP301",
+    "rangeText": "h *= 2",
+    "message": "(cell 3, line 2)",
+    "related": {"cell": 3, "line": 2},
+    "fixTitle": "Rewrite out of place",
+    "fixedText": "h = h * 2",
+}
 
 
 def log(msg: str) -> None:
@@ -73,12 +90,15 @@ def main() -> int:
     ap.add_argument("--vsix", required=True, help="the inplace-lsp extension")
     ap.add_argument("--driver", required=True, help="the test driver extension (.vsix)")
     ap.add_argument("--fixture", required=True)
+    ap.add_argument("--notebook", help="also check this .ipynb (the demo notebook) as a notebook")
     ap.add_argument("--server", help="set inplaceLsp.path to this")
     ap.add_argument("--fix-code", default="IP301")
     ap.add_argument("--fixed-text", default="y = y + 1")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds for the whole run")
     ap.add_argument("--screenshot", type=Path, help="save a PNG of the editor after the checks")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--trace", action="store_true", help="log the LSP traffic (inplaceLsp.trace.server: verbose)")
+    ap.add_argument("--log", type=Path, help="copy the extension's log (with --trace: the LSP traffic) here")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="inplace-vscode-e2e-"))
@@ -89,17 +109,18 @@ def main() -> int:
     shutil.copyfile(args.fixture, fixture)
     result = tmp / "result.json"
     step_ms = int(min(60.0, args.timeout / 3) * 1000)
-    (workspace / ".inplace-e2e.json").write_text(
-        json.dumps(
-            {
-                "fixture": str(fixture),
-                "result": str(result),
-                "fixCode": args.fix_code,
-                "fixedText": args.fixed_text,
-                "timeoutMs": step_ms,
-            }
-        )
-    )
+    cfg = {
+        "fixture": str(fixture),
+        "result": str(result),
+        "fixCode": args.fix_code,
+        "fixedText": args.fixed_text,
+        "timeoutMs": step_ms,
+    }
+    if args.notebook:
+        notebook = workspace / Path(args.notebook).name
+        shutil.copyfile(args.notebook, notebook)
+        cfg["notebook"] = {"fixture": str(notebook), **NOTEBOOK}
+    (workspace / ".inplace-e2e.json").write_text(json.dumps(cfg))
     settings = {
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
@@ -114,10 +135,14 @@ def main() -> int:
         "editor.minimap.enabled": False,
     }
     (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    # Workspace settings: code-server's extension host is "remote", where machine-scoped settings
+    # from the (browser-side) user settings do not apply.
+    workspace_settings: dict = {}
     if args.server:
-        # A workspace setting: code-server's extension host is "remote", where machine-scoped
-        # settings from the (browser-side) user settings do not apply.
-        (workspace / ".vscode" / "settings.json").write_text(json.dumps({"inplaceLsp.path": args.server}))
+        workspace_settings["inplaceLsp.path"] = args.server
+    if args.trace:
+        workspace_settings["inplaceLsp.trace.server"] = "verbose"
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(workspace_settings))
 
     env = dict(os.environ)
     env.pop("VSCODE_IPC_HOOK_CLI", None)
@@ -138,6 +163,7 @@ def main() -> int:
     port = free_port()
     cs_log, chrome_log = tmp / "code-server.log", tmp / "chromium.log"
     code_server = chromium = None
+    report: dict = {}
     deadline = time.time() + args.timeout
     try:
         code_server = subprocess.Popen(
@@ -151,6 +177,8 @@ def main() -> int:
                 "--disable-update-check",
                 "--disable-workspace-trust",
                 "--disable-getting-started-override",
+                # The trace goes to the extension's log channel at level Trace.
+                *(["--log", "trace"] if args.trace else []),
                 str(workspace),
             ],
             env=env,
@@ -203,6 +231,14 @@ def main() -> int:
     finally:
         kill_group(chromium)
         kill_group(code_server)
+        ext_log = next(user_data.glob("logs/*/exthost*/inplace-lsp.inplace-lsp/inplace-lsp.log"), None)
+        if ext_log is not None and args.log:
+            args.log.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ext_log, args.log)
+            log(f"extension log: {args.log}")
+        if ext_log is not None and not report.get("ok"):
+            lines = ext_log.read_text(errors="replace").splitlines()
+            log("inplace-lsp log (tail):\n" + "\n".join(line[:400] for line in lines[-40:]))
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         else:

@@ -268,6 +268,8 @@ fn nvim_tests(tools: &Tools, server: &Path) -> Result<()> {
     )
 }
 
+/// One code-server session checks `hazards.py` and then the demo notebook (its Python cells go to
+/// the server through `notebookDocument/*`); the broken-server twin must fail.
 fn vscode_tests(tools: &Tools, vsix: &Path) -> Result<()> {
     let root = root();
     npm_ci(tools, &root.join("tests/editors"))?;
@@ -288,7 +290,13 @@ fn vscode_tests(tools: &Tools, vsix: &Path) -> Result<()> {
             .arg(vsix)
             .arg("--driver")
             .arg(&driver)
-            .args(["--fixture", "tests/demo/hazards.py", "--timeout", "180"])
+            .args(["--fixture", "tests/demo/hazards.py"])
+            .args([
+                "--notebook",
+                "tests/demo/notebook.ipynb",
+                "--timeout",
+                "180",
+            ])
             .args(extra);
         c
     };

@@ -1,7 +1,9 @@
 // Test-only driver, run inside a real VS Code (code-server) by tests/editors/vscode_e2e.py.
 // Reads `.inplace-e2e.json` from the workspace folder ({fixture, result, fixCode, fixedText,
-// timeoutMs}), opens the fixture, waits for inplace-lsp's diagnostics, runs the preferred
-// quickfix and a hover through VS Code's own command API, and writes what it saw to `result`.
+// timeoutMs, notebook?}), opens the fixture, waits for inplace-lsp's diagnostics, runs the
+// preferred quickfix and a hover through VS Code's own command API; then, with `notebook`, opens
+// that .ipynb as a notebook and checks the same on its cells (which reach the server through
+// notebookDocument/*); and writes what it saw to `result`.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -113,14 +115,107 @@ async function run(cfg, report) {
   // Leave the editor as a user would see it, for the screenshot: the original file, unfixed.
   await vscode.commands.executeCommand("undo");
   await waitFor(() => seen(uri).length === want.length, cfg.timeoutMs, "diagnostics after undo");
-  const editor = vscode.window.activeTextEditor;
-  if (editor) {
-    const at = hoverOn.range.start;
-    editor.selection = new vscode.Selection(at, at);
-    editor.revealRange(new vscode.Range(at.translate(-12), at), vscode.TextEditorRevealType.AtTop);
-    await vscode.commands.executeCommand("editor.action.showHover");
+
+  if (cfg.notebook) {
+    report.notebook = {};
+    await runNotebook(cfg, cfg.notebook, report);
   }
+
+  const editor = await vscode.window.showTextDocument(doc);
+  const at = hoverOn.range.start;
+  editor.selection = new vscode.Selection(at, at);
+  editor.revealRange(new vscode.Range(at.translate(-12), at), vscode.TextEditorRevealType.AtTop);
+  await vscode.commands.executeCommand("editor.action.showHover");
   report.ok = true;
+}
+
+/** Our diagnostics on every cell of `notebook`, as "cell:line:code" (1-based, all cells counted). */
+function seenInNotebook(notebook) {
+  return notebook
+    .getCells()
+    .flatMap((cell) => ours(cell.document.uri).map((d) => `${cell.index + 1}:${d.range.start.line + 1}:${codeOf(d)}`))
+    .sort();
+}
+
+// nb: {fixture, expected: ["cell:line:code"], fixCell, fixLine, fixCode, rangeText, message,
+// related: {cell, line}, fixTitle, fixedText}, cells and lines 1-based.
+async function runNotebook(cfg, nb, report) {
+  const out = report.notebook;
+  const notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(nb.fixture));
+  await vscode.window.showNotebookDocument(notebook);
+  out.notebookType = notebook.notebookType;
+  out.cells = notebook.getCells().map((c) => `${c.index + 1}:${c.kind === vscode.NotebookCellKind.Code ? c.document.languageId : "markdown"}`);
+  report.checks.push(`notebook opened: ${notebook.notebookType}, ${notebook.cellCount} cells`);
+
+  const want = [...nb.expected].sort();
+  const what = `notebook diagnostics [${want.join(" ")}] (does the server get the notebook's cells?)`;
+  await waitFor(() => seenInNotebook(notebook).join(" ") === want.join(" "), cfg.timeoutMs, what).catch((e) => {
+    throw new Error(`${e.message}; got [${seenInNotebook(notebook).join(" ")}]`);
+  });
+  out.diagnostics = seenInNotebook(notebook);
+  report.checks.push(`notebook diagnostics match: [${want.join(" ")}]`);
+
+  const cell = notebook.cellAt(nb.fixCell - 1);
+  const cellDoc = cell.document;
+  const target = ours(cellDoc.uri).find((d) => codeOf(d) === nb.fixCode && d.range.start.line === nb.fixLine - 1);
+  if (!target) throw new Error(`no ${nb.fixCode} on cell ${nb.fixCell} line ${nb.fixLine}`);
+  out.message = target.message;
+  out.rangeText = cellDoc.getText(target.range);
+  if (out.rangeText !== nb.rangeText) {
+    throw new Error(`the ${nb.fixCode} range covers ${JSON.stringify(out.rangeText)}, not ${JSON.stringify(nb.rangeText)}`);
+  }
+  if (!target.message.includes(nb.message)) {
+    throw new Error(`the ${nb.fixCode} message does not name ${JSON.stringify(nb.message)}: ${target.message}`);
+  }
+  const origin = notebook.cellAt(nb.related.cell - 1).document.uri.toString();
+  out.related = (target.relatedInformation || []).map((r) => `${r.location.uri.toString()}#${r.location.range.start.line + 1}`);
+  const related = (target.relatedInformation || []).some(
+    (r) => r.location.uri.toString() === origin && r.location.range.start.line === nb.related.line - 1,
+  );
+  if (!related) throw new Error(`no related information at cell ${nb.related.cell} line ${nb.related.line} (${origin})`);
+  report.checks.push(
+    `cell ${nb.fixCell} line ${nb.fixLine}: ${nb.fixCode} on ${JSON.stringify(out.rangeText)}, names ${nb.message}, related to cell ${nb.related.cell}`,
+  );
+
+  const hovers = await vscode.commands.executeCommand("vscode.executeHoverProvider", cellDoc.uri, target.range.start);
+  out.hover = (hovers || [])
+    .flatMap((h) => h.contents)
+    .map((c) => (typeof c === "string" ? c : c.value))
+    .join("\n");
+  if (!out.hover.includes(RUNTIME)) throw new Error(`no hover quoting the runtime message on the cell: ${out.hover}`);
+  report.checks.push(`hover on cell ${nb.fixCell} quotes the runtime message`);
+
+  const actions = await vscode.commands.executeCommand(
+    "vscode.executeCodeActionProvider",
+    cellDoc.uri,
+    target.range,
+    vscode.CodeActionKind.QuickFix.value,
+  );
+  out.actions = (actions || []).map((a) => a.title);
+  const action = (actions || []).find((a) => a.edit && a.title.startsWith(nb.fixTitle));
+  if (!action) throw new Error(`no quickfix "${nb.fixTitle}…" on the cell: [${out.actions.join(", ")}]`);
+  out.quickfix = action.title;
+  out.editedUris = action.edit.entries().map(([u]) => u.toString());
+  if (out.editedUris.some((u) => u !== cellDoc.uri.toString())) {
+    throw new Error(`the quickfix edits other documents than the cell: ${out.editedUris.join(", ")}`);
+  }
+  if (!(await vscode.workspace.applyEdit(action.edit))) throw new Error("applyEdit on the cell failed");
+  out.fixedLine = cellDoc.lineAt(nb.fixLine - 1).text;
+  if (!cellDoc.getText().includes(nb.fixedText)) {
+    throw new Error(`after the quickfix cell ${nb.fixCell} reads ${JSON.stringify(cellDoc.getText())}`);
+  }
+  report.checks.push(`quickfix applied on the cell: ${action.title}`);
+
+  const fixedAt = `${nb.fixCell}:${nb.fixLine}:${nb.fixCode}`;
+  const rest = want.filter((w) => w !== fixedAt);
+  await waitFor(
+    () => seenInNotebook(notebook).join(" ") === rest.join(" "),
+    cfg.timeoutMs,
+    `${fixedAt} to go away after the fix`,
+  ).catch((e) => {
+    throw new Error(`${e.message}; got [${seenInNotebook(notebook).join(" ")}]`);
+  });
+  report.checks.push(`${fixedAt} gone after the fix`);
 }
 
 async function activate() {
