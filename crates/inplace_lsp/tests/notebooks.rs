@@ -217,13 +217,20 @@ fn folders_include_notebooks_and_a_broken_one_does_not_stop_the_others() {
 
 #[test]
 fn hostile_notebooks_get_a_clear_error() {
-    let deep = format!("{{\"cells\": {}{}}}", "[".repeat(200_000), "]".repeat(200_000));
+    let deep = format!(
+        "{{\"cells\": {}{}}}",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
     let dir = with_files(&[("deep.ipynb", &deep), ("ok.ipynb", DEMO)]);
     std::fs::write(dir.path().join("binary.ipynb"), [0xff, 0xfe, 0x00, 0x9c]).unwrap();
     let out = run(&["check", ".", "--output-format", "json"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("deep.ipynb: not a valid notebook: Maximum nesting depth"), "{err}");
+    assert!(
+        err.contains("deep.ipynb: not a valid notebook: Maximum nesting depth"),
+        "{err}"
+    );
     assert!(err.contains("binary.ipynb: not valid UTF-8"), "{err}");
     let v: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.len(), 1, "the good notebook is still checked");
