@@ -367,7 +367,7 @@ impl FileState {
         let module = self.module.as_ref().expect("just set");
         outputs.push(module.output.clone());
         let module_frozen = module.frozen.clone();
-        let frozen = self.run_instances(prog, plan, &module_frozen, &mut outputs);
+        let frozen = self.run_instances(prog, plan, &module_frozen, module_holds, &mut outputs);
         let mut globals = Globals {
             frozen: &frozen,
             memo: FxHashMap::default(),
@@ -408,13 +408,17 @@ impl FileState {
         Some(outputs)
     }
 
-    /// The instances unit (when methods run): reused while its classes, what it read and the
-    /// globals it read hold. Returns the state function units start from.
+    /// The instances unit (when methods run): reused while the module unit was reused and its
+    /// classes, what it read and the globals it read hold. Returns the state function units
+    /// start from. (Its state is built on the module's: reused over a module unit that ran
+    /// again, it would hand the functions the last version's globals, e.g. an `import torch`
+    /// just commented out.)
     fn run_instances(
         &mut self,
         prog: &Program<'_>,
         plan: &Plan,
         module: &Frozen,
+        module_reused: bool,
         outputs: &mut Vec<Arc<UnitOutput>>,
     ) -> Frozen {
         if plan.classes.is_empty() {
@@ -426,7 +430,8 @@ impl FileState {
             memo: FxHashMap::default(),
         };
         let holds = self.instances.as_ref().is_some_and(|i| {
-            i.classes == plan.classes
+            module_reused
+                && i.classes == plan.classes
                 && DepsCheck::default().hold(&i.output.deps, prog)
                 && globals.hold(&i.globals)
         });

@@ -142,3 +142,23 @@ fn a_document_lowered_on_several_threads_equals_fresh() {
     let inc = pool.install(|| state.analyze(&edited));
     assert_eq!(render(&inc), render(&analyze_text(&edited)));
 }
+
+/// A module-level edit that changes a global the methods read (an `import torch` commented
+/// out): the methods run again on the new globals, though their class did not change.
+#[test]
+fn a_module_edit_reaches_methods_through_their_instances() {
+    let text = "import torch\nimport torch.nn as nn\n\n\nclass Recorder(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(3, 3)\n\n    def forward(self, x):\n        self.state = torch.sigmoid(self.lin(x))\n        self.state[:, 0] = 1.0\n        return self.state.sum()\n\n\nm = Recorder()\nloss = m(torch.randn(2, 3))\nloss.backward()\n";
+    let mut state = FileState::new();
+    assert_eq!(state.analyze(text).findings.len(), 1);
+    for edited in [
+        text.replacen("import torch\n", "#import torch\n", 1),
+        text.to_string(),
+        text.replacen("import torch\n", "import numpy as torch\n", 1),
+    ] {
+        assert_eq!(
+            render(&state.analyze(&edited)),
+            render(&analyze_text(&edited)),
+            "{edited}"
+        );
+    }
+}
