@@ -29,10 +29,9 @@ impl Interp<'_, '_> {
                 for (v, _) in &args.positional {
                     self.flatten(v, &mut flat, &mut seen);
                 }
-                children = flat
-                    .into_iter()
-                    .filter(|v| matches!(self.obj(*v), Obj::Module(_)))
-                    .collect();
+                // A layer the analysis cannot see (an imported block) stays in its place as
+                // an opaque child: it returns a new tensor, never its input.
+                children = flat.into_iter().filter(|v| self.may_be_layer(*v)).collect();
             }
             "ModuleDict" | "ParameterList" | "ParameterDict" => {
                 let mut flat = Vals::new();
@@ -74,6 +73,16 @@ impl Interp<'_, '_> {
             origin,
             hooks: Vec::new(),
         })))
+    }
+
+    /// Whether a value can be a layer: a module, or what an opaque call made (an imported
+    /// block whose constructor got an argument of unknown type looks like an unknown tensor).
+    fn may_be_layer(&self, v: ObjId) -> bool {
+        match self.obj(v) {
+            Obj::Module(_) | Obj::Unknown => true,
+            Obj::Tensor(t) => !t.known,
+            _ => false,
+        }
     }
 
     pub(super) fn call_module(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
@@ -131,7 +140,8 @@ impl Interp<'_, '_> {
         let call = c.span(e);
         let save_at = site.unwrap_or(call);
         let Obj::Module(module) = self.obj(m) else {
-            return smallvec![UNKNOWN];
+            // An opaque layer (in a `Sequential`): a new tensor made from its inputs.
+            return self.opaque_call(args, call);
         };
         if let Some(k) = &module.local {
             return match self
