@@ -177,7 +177,8 @@ impl Interp<'_, '_> {
         if !tensors.is_empty() {
             let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
             let through = self.obj_name(c, object);
-            let spec = WriteSpec::new(WriteKind::Subscript, site, site)
+            let whole = c.body.subscripts[sub as usize].whole;
+            let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .through(through, through)
                 .value(Some(&vals));
             self.write(&tensors, spec);
@@ -209,8 +210,9 @@ impl Interp<'_, '_> {
             return;
         }
         let through = self.obj_name(c, target);
+        // `x[:] += v` takes the view `x[:]` first, then writes it: never `whole`.
         let kind = if matches!(c.expr(target), Expr::Subscript { .. }) {
-            WriteKind::Subscript
+            WriteKind::Subscript { whole: false }
         } else {
             WriteKind::AugAssign
         };

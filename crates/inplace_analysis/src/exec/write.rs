@@ -107,7 +107,10 @@ impl Interp<'_, '_> {
             };
             // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
             if !no_grad && tt.counter && all_leaf {
-                let through_view = tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript);
+                // `x[i] = v` on a leaf writes a view of it (form ②); `x[:] = v` copies into the
+                // leaf itself (form ①, measured with torch 2.15).
+                let through_view =
+                    tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript { whole: false });
                 if through_view || tt.leaf {
                     self.report(Event::LeafWrite {
                         write: wid,

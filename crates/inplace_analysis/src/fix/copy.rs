@@ -61,7 +61,7 @@ fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Expr
         _ => None,
     };
     match w.kind {
-        WriteKind::Subscript => match *body.stmt(s) {
+        WriteKind::Subscript { .. } => match *body.stmt(s) {
             Stmt::Assign { targets, .. } => body.exprs_of(targets).find_map(subscript_value),
             Stmt::AugAssign { target, .. } => subscript_value(target),
             _ => None,

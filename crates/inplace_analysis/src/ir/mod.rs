@@ -283,6 +283,9 @@ pub struct Subscript {
     pub index: Index,
     /// The index expressions (evaluated for their effects).
     pub parts: List,
+    /// Every part selects a whole dimension (`[:]`, `[...]`, `[:, :]`, `[0::1]`): the subscript
+    /// is the tensor itself, not a view of part of it.
+    pub whole: bool,
 }
 
 /// `for target in iter if cond` in a comprehension.

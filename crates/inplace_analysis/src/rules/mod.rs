@@ -204,7 +204,7 @@ pub(crate) fn out_of_place(
         WriteKind::AugAssign
         | WriteKind::Method(_)
         | WriteKind::TorchFn(_)
-        | WriteKind::Subscript
+        | WriteKind::Subscript { .. }
         | WriteKind::OutArg => rewrite.or_else(|| crate::fix::clone_before(ctx, w)),
         _ => None,
     }

@@ -928,12 +928,37 @@ impl Lowerer<'_> {
             [one] => self.index(*one),
             _ => Index::Other,
         };
+        let whole = !idx.is_empty() && idx.iter().all(|i| self.whole_dimension(*i));
         let parts: Vec<u32> = idx.into_iter().map(|i| self.expr(i).0).collect();
         let parts = self.list(&parts);
-        self.body.subscripts.push(Subscript { index, parts });
+        self.body.subscripts.push(Subscript {
+            index,
+            parts,
+            whole,
+        });
         Expr::Subscript {
             value,
             sub: self.body.subscripts.len() as u32 - 1,
+        }
+    }
+
+    /// An index part that selects all of its dimension: `...`, or a slice whose start is absent
+    /// or 0, whose stop is absent or None, and whose step is absent or 1.
+    fn whole_dimension(&self, part: Node<'_>) -> bool {
+        match part.k() {
+            "ellipsis" => true,
+            "slice" => {
+                let text: String = self.text(part).split_whitespace().collect();
+                let mut pieces = text.split(':');
+                let start = pieces.next().unwrap_or("");
+                let stop = pieces.next().unwrap_or("");
+                let step = pieces.next().unwrap_or("");
+                pieces.next().is_none()
+                    && matches!(start, "" | "0" | "None")
+                    && matches!(stop, "" | "None")
+                    && matches!(step, "" | "1" | "None")
+            }
+            _ => false,
         }
     }
 
