@@ -104,7 +104,21 @@ impl Interp<'_, '_> {
             if new.contains(o) {
                 continue;
             }
-            let held_by = self.state.held.get(o).copied();
+            // A submodule is held through its parameters (`opt = SGD(net.parameters())`, then
+            // `net.fc = nn.Linear(...)`).
+            let held_by = self
+                .state
+                .held
+                .get(o)
+                .copied()
+                .or_else(|| match self.obj(*o) {
+                    Obj::Module(_) => {
+                        let mut params = Vals::new();
+                        self.module_params(*o, &mut params, &mut FxHashSet::default());
+                        params.iter().find_map(|p| self.state.held.get(p).copied())
+                    }
+                    _ => None,
+                });
             let new_is_leaf = new.iter().any(|n| self.tensor(*n).is_some_and(|t| t.leaf));
             let reads_grad = match *c.body.stmt(s) {
                 Stmt::Assign { value, .. } => mentions_grad_of(c, value, name),
