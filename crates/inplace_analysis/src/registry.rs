@@ -39,10 +39,12 @@ pub enum Form {
     Silent,
     /// Nothing is wrong, it is slow.
     Cost,
+    /// Nothing is wrong here; a habit that would hide a mistake elsewhere.
+    Habit,
 }
 
 macro_rules! rules {
-    ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $form:ident, $file:literal, $summary:literal; )*) => {
+    ($( $variant:ident => $code:literal, $name:literal, $sev:ident, $form:ident, $default:literal, $file:literal, $summary:literal; )*) => {
         /// Every rule this analyzer knows.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
         pub enum Rule { $( $variant, )* }
@@ -60,6 +62,8 @@ macro_rules! rules {
             pub fn summary(self) -> &'static str { match self { $( Rule::$variant => $summary, )* } }
             /// How its hazard shows at run time.
             pub fn form(self) -> Form { match self { $( Rule::$variant => Form::$form, )* } }
+            /// Whether it runs when no selection names it (opt-in rules do not).
+            pub fn default_enabled(self) -> bool { match self { $( Rule::$variant => $default, )* } }
             /// The rule's documentation (markdown), from its source file's doc comment.
             pub fn doc(self) -> String {
                 let src = match self { $( Rule::$variant => include_str!(concat!("rules/", $file)), )* };
@@ -70,26 +74,28 @@ macro_rules! rules {
 }
 
 rules! {
-    LeafInplace => "IP101", "leaf-inplace", Error, Leaf, "ip101_leaf_inplace.rs",
+    LeafInplace => "IP101", "leaf-inplace", Error, Leaf, true, "ip101_leaf_inplace.rs",
         "in-place write to a leaf tensor that requires grad (raises at that line)";
-    LeafViewInplace => "IP201", "leaf-view-inplace", Error, LeafView, "ip201_leaf_view_inplace.rs",
+    LeafViewInplace => "IP201", "leaf-view-inplace", Error, LeafView, true, "ip201_leaf_view_inplace.rs",
         "in-place write to a view of a leaf that requires grad, e.g. `x[0] = v` (raises at that line)";
-    SavedOutputInplace => "IP301", "saved-output-inplace", Error, Saved, "ip301_saved_output_inplace.rs",
+    SavedOutputInplace => "IP301", "saved-output-inplace", Error, Saved, true, "ip301_saved_output_inplace.rs",
         "in-place write to an op's output that its backward needs (raises at `backward()`)";
-    SavedInputInplace => "IP302", "saved-input-inplace", Error, Saved, "ip302_saved_input_inplace.rs",
+    SavedInputInplace => "IP302", "saved-input-inplace", Error, Saved, true, "ip302_saved_input_inplace.rs",
         "in-place write to a tensor a later-differentiated op saved as input (raises at `backward()`)";
-    InplaceActivationAfterSavingOp => "IP303", "inplace-activation-after-saving-op", Error, Saved,
+    InplaceActivationAfterSavingOp => "IP303", "inplace-activation-after-saving-op", Error, Saved, true,
         "ip303_inplace_activation_after_saving_op.rs",
         "`inplace=True` activation right after an op that saved the tensor it overwrites";
-    StepBeforeBackward => "IP304", "step-before-backward", Error, Saved, "ip304_step_before_backward.rs",
+    StepBeforeBackward => "IP304", "step-before-backward", Error, Saved, true, "ip304_step_before_backward.rs",
         "`optimizer.step()` between a forward pass and a later `backward()` through it";
-    DataBypass => "IP401", "data-bypass", Warning, Silent, "ip401_data_bypass.rs",
-        "`.data` shares memory but not the version counter: writes silently corrupt gradients";
-    ClobberedAlias => "IP402", "clobbered-alias", Warning, Silent, "ip402_clobbered_alias.rs",
+    DataBypass => "IP401", "data-bypass", Warning, Silent, true, "ip401_data_bypass.rs",
+        "a write through `.data` into a tensor a backward still reads: gradients silently wrong";
+    ClobberedAlias => "IP402", "clobbered-alias", Warning, Silent, true, "ip402_clobbered_alias.rs",
         "an in-place write changes a value that is still read later through another name";
-    ParamRebind => "IP403", "param-rebind", Warning, Silent, "ip403_param_rebind.rs",
+    ParamRebind => "IP403", "param-rebind", Warning, Silent, true, "ip403_param_rebind.rs",
         "a parameter is replaced by a new object: the optimizer keeps updating the orphan";
-    AnomalyModeLeftOn => "IP501", "anomaly-mode-left-on", Information, Cost, "ip501_anomaly_mode_left_on.rs",
+    DataAccess => "IP410", "data-access", Information, Habit, false, "ip410_data_access.rs",
+        "opt-in: any other `.data` use (a read, `x.data = v`, a write into what nothing saved)";
+    AnomalyModeLeftOn => "IP501", "anomaly-mode-left-on", Information, Cost, true, "ip501_anomaly_mode_left_on.rs",
         "autograd anomaly detection left on slows every op";
 }
 
@@ -153,8 +159,21 @@ impl RuleSelection {
         Rule::ALL.iter().any(|r| Self::matches(selector, *r))
     }
 
+    /// Enabled: selected (or, with no selection, on by default) and not ignored.
     pub fn enabled(&self, rule: Rule) -> bool {
-        let selected = self.select.is_empty() || self.select.iter().any(|s| Self::matches(s, rule));
+        let selected = if self.select.is_empty() {
+            rule.default_enabled()
+        } else {
+            self.select.iter().any(|s| Self::matches(s, rule))
+        };
         selected && !self.ignore.iter().any(|s| Self::matches(s, rule))
+    }
+
+    /// Not excluded by this selection: named by its `select` (or it has none) and not ignored.
+    /// (A second selection layered on another, as the editor's over a project's, restricts
+    /// without turning opt-in rules off.)
+    pub fn allows(&self, rule: Rule) -> bool {
+        (self.select.is_empty() || self.select.iter().any(|s| Self::matches(s, rule)))
+            && !self.ignore.iter().any(|s| Self::matches(s, rule))
     }
 }

@@ -303,7 +303,7 @@ fn a_chain_of_data_reads_is_one_finding_fixed_once() {
         let findings = analyze_source(&text);
         let reads: Vec<_> = findings
             .iter()
-            .filter(|f| f.rule.code() == "IP401")
+            .filter(|f| f.rule.code() == "IP410")
             .collect();
         assert_eq!(reads.len(), 1, "{read}: {findings:?}");
         let Some(fix) = &reads[0].fix else {
@@ -313,7 +313,7 @@ fn a_chain_of_data_reads_is_one_finding_fixed_once() {
             inplace_analysis::apply_fixes(&text, &[reads[0].clone()], fix.applicability);
         let again = analyze_source(&fixed);
         assert!(
-            again.iter().all(|f| f.rule.code() != "IP401"),
+            again.iter().all(|f| f.rule.code() != "IP410"),
             "{read}: offered again after its fix:\n{fixed}"
         );
     }

@@ -282,12 +282,8 @@ fn check_python(
         raw
     };
     let (text, findings, change) = if fixing {
-        let all = inplace_analysis::RuleSelection::default();
-        let fixed = inplace_analysis::fix_all_filtered(&text, min, &|f: &Finding| {
-            keep(f) && all.enabled(f.rule)
-        });
-        let mut remaining = fixed.remaining;
-        remaining.retain(keep);
+        let fixed = inplace_analysis::fix_all_filtered(&text, min, keep);
+        let remaining = fixed.remaining;
         let change = (fixed.text != text).then(|| Change {
             diff: unified_diff(&text, &fixed.text, &path),
             content: if bom {
@@ -336,11 +332,8 @@ fn check_notebook(
     let numbers = notebook.numbers();
     let source = NotebookSource::new(&notebook.sources()).with_numbers(numbers.clone());
     let (source, findings, change) = if fixing {
-        let all = inplace_analysis::RuleSelection::default();
-        let (cells, fixed_source, fixed) =
-            source.fix_all(min, &|f: &Finding| keep(f) && all.enabled(f.rule));
-        let mut remaining = fixed.remaining;
-        remaining.retain(keep);
+        let (cells, fixed_source, fixed) = source.fix_all(min, keep);
+        let remaining = fixed.remaining;
         let old = notebook.sources();
         let change = (cells.iter().zip(&old).any(|(new, old)| new != old)).then(|| {
             let mut diff = String::new();

@@ -77,6 +77,7 @@ fn main() -> ExitCode {
                             serde_json::json!({
                                 "code": r.code(), "name": r.name(),
                                 "severity": r.default_severity().as_str(),
+                                "default": r.default_enabled(),
                                 "summary": r.summary(), "url": r.url(),
                             })
                         })

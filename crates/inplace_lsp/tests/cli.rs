@@ -324,7 +324,7 @@ fn github_and_sarif_formats() {
             .as_array()
             .unwrap()
             .len(),
-        10
+        11
     );
 }
 
@@ -365,9 +365,18 @@ fn explain_and_rules() {
         codes,
         [
             "IP101", "IP201", "IP301", "IP302", "IP303", "IP304", "IP401", "IP402", "IP403",
-            "IP501"
+            "IP410", "IP501"
         ]
     );
+    // IP410 is opt-in.
+    let opt_in: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["default"] == false)
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(opt_in, ["IP410"]);
 }
 
 #[test]
@@ -381,5 +390,36 @@ fn demo_file_shows_every_rule() {
         .iter()
         .map(|f| f["code"].as_str().unwrap().to_string())
         .collect();
+    // Every rule that runs by default (IP410 is opt-in).
     assert_eq!(codes.len(), 10, "{codes:?}");
+}
+
+#[test]
+fn data_access_is_opt_in() {
+    let text = "import torch\nx = torch.ones(2, requires_grad=True)\nsnapshot = x.data.clone()\nprint(snapshot)\n";
+    let dir = project(&[("a.py", text)]);
+    let out = run(&["check", "a.py", "--output-format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "not reported by default");
+    for select in ["IP410", "data-access", "ALL"] {
+        let out = run(
+            &[
+                "check",
+                "a.py",
+                "--output-format",
+                "json",
+                "--select",
+                select,
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(1), "--select {select}");
+        assert_eq!(json(&out)[0]["code"], "IP410");
+    }
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.inplace-lsp]\nselect = [\"ALL\"]\n",
+    )
+    .unwrap();
+    let out = run(&["check", "a.py", "--output-format", "json"], dir.path());
+    assert_eq!(json(&out)[0]["code"], "IP410", "selected in pyproject.toml");
 }

@@ -199,6 +199,7 @@ fn form(rule: Rule) -> &'static str {
         Form::Saved => "form ③ — raises at `backward()`",
         Form::Silent => "form ④ — never raises; silently wrong",
         Form::Cost => "cost",
+        Form::Habit => "opt-in — nothing wrong here; a habit that hides mistakes elsewhere",
     }
 }
 

@@ -110,13 +110,18 @@ pub fn select(
     findings
         .iter()
         .filter(|f| {
-            let by_project = match (project, path) {
-                (Some(pr), Some(p)) => pr
-                    .settings
-                    .enabled(f.rule, p.strip_prefix(&pr.root).unwrap_or(p)),
-                _ => true,
-            };
-            by_project && client.selection.selection.enabled(f.rule)
+            // A project's pyproject.toml decides which rules run (opt-in ones included); the
+            // editor's settings can only narrow that. Without a project, the editor's
+            // selection decides.
+            let client = &client.selection.selection;
+            match (project, path) {
+                (Some(pr), Some(p)) => {
+                    pr.settings
+                        .enabled(f.rule, p.strip_prefix(&pr.root).unwrap_or(p))
+                        && client.allows(f.rule)
+                }
+                _ => client.enabled(f.rule),
+            }
         })
         .map(|f| {
             let mut f = f.clone();
@@ -126,4 +131,53 @@ pub fn select(
             f
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inplace_analysis::config::Options;
+    use inplace_analysis::{Finding, TextRange};
+
+    fn finding(rule: Rule) -> Finding {
+        Finding {
+            rule,
+            severity: rule.default_severity(),
+            range: TextRange::new(0, 1),
+            message: String::new(),
+            related: Vec::new(),
+            fix: None,
+        }
+    }
+
+    /// An opt-in rule runs when the project selects it, although the editor's settings select
+    /// nothing; the editor can still narrow what the project enables.
+    #[test]
+    fn the_project_decides_opt_in_rules_and_the_editor_narrows() {
+        let settings = |select: &[&str], ignore: &[&str]| {
+            let s: Vec<String> = select.iter().map(|s| s.to_string()).collect();
+            let i: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
+            Settings::new(Options::default(), &s, &i, "test").unwrap()
+        };
+        let all = [finding(Rule::DataAccess), finding(Rule::SavedOutputInplace)];
+        let codes = |client: &ClientConfig, projects: &[Project], path: &str| -> Vec<&str> {
+            select(client, projects, Some(Path::new(path)), &all)
+                .iter()
+                .map(|f| f.rule.code())
+                .collect()
+        };
+        let editor = ClientConfig::default();
+        let project = [Project {
+            root: PathBuf::from("/p"),
+            settings: settings(&["ALL"], &[]),
+        }];
+        assert_eq!(codes(&editor, &[], "/p/a.py"), ["IP301"]);
+        assert_eq!(codes(&editor, &project, "/p/a.py"), ["IP410", "IP301"]);
+        assert_eq!(codes(&editor, &project, "/elsewhere/a.py"), ["IP301"]);
+        let narrowing = ClientConfig {
+            selection: settings(&[], &["IP4"]),
+            ..Default::default()
+        };
+        assert_eq!(codes(&narrowing, &project, "/p/a.py"), ["IP301"]);
+    }
 }

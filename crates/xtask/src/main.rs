@@ -104,7 +104,7 @@ fn lsp_client() -> Result<()> {
     let python = venv()?;
     run(cargo().args(["build", "-q", "-p", "inplace_lsp"]))?;
     let mut files = chapter_examples()?;
-    files.push(root().join("tests/fixtures/ip401/data_read.py"));
+    files.push(root().join("tests/fixtures/ip401/data_clamp_before_backward.py"));
     files.push(root().join("tests/fixtures/ip402/alias_then_add.py"));
     run(Command::new(&python)
         .arg("tests/lsp/chapter_client.py")

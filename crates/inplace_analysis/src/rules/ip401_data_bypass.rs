@@ -1,10 +1,9 @@
 //! # IP401 data-bypass
 //!
-//! **What it finds.** Use of `.data` on a tensor. A write through `.data`
-//! (`y.data.mul_(0)`, `p.data -= lr * p.grad`) is a warning when something saved the tensor for a
-//! backward that may still run; otherwise, for `x.data = v` (which swaps the storage while
-//! autograd keeps what it saved: measured, the gradient is unchanged), and for reads
-//! (`x.data.numpy()`), it is information.
+//! **What it finds.** A write through `.data` (`y.data.mul_(0)`, `y.data.clamp_(0, 1)`,
+//! `p.data -= lr * p.grad` before the `backward()` that reads `p`) into a tensor that something
+//! saved for a backward that may still run. Other `.data` uses (reads, `x.data = v`, writes into
+//! what nothing saved) cannot corrupt a gradient there: they are IP410, an opt-in rule.
 //!
 //! **Why it breaks.** `.data` shares the memory but *not* the version counter. A write through
 //! it changes values autograd saved without bumping the version, so backward runs on the new
@@ -20,17 +19,13 @@
 //! y.sum().backward()
 //! ```
 //!
-//! **Fix.** Reads: `.detach()` (same memory, shared version counter, so later misuse is caught).
-//! Writes into a tensor a backward still reads: out of place, with the values the write made
-//! and the gradient autograd computed without it (what `.data` was used for):
-//! `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`. None when the
-//! tensor is a parameter that something saved (rebinding it would cut it off from its
-//! optimizer; do the update after `backward()`). Other writes (parameter updates, weight
-//! clipping): the write on the tensor itself under `with torch.no_grad():`.
+//! **Fix.** Out of place, with the values the write made and the gradient autograd computed
+//! without it (what `.data` was used for): `y.data.clamp_(0, 1)` ->
+//! `y = y.clamp(0, 1).detach() + (y - y.detach())`. None when the tensor is a parameter that
+//! something saved (rebinding it would cut it off from its optimizer; do the update after
+//! `backward()`).
 //!
-//! **Fix safety.** All are *unsafe* where the value is kept: they change which tensor the name
-//! holds, or let the version counter see the write (which may turn a silent error into form ③
-//! at `backward()`). `.detach()` on a read used directly in an expression is *safe*.
+//! **Fix safety.** *Unsafe*: it changes which tensor the name holds.
 
 use super::{write_of, write_related, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -50,13 +45,16 @@ pub(crate) const RULE: RuleImpl = RuleImpl {
 
 fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     match ev {
-        Event::DataWrite { write, .. } => Some(write_of(u, *write)?.range),
-        Event::DataRead { attr, .. } => Some(*attr),
+        Event::DataWrite {
+            write, live: true, ..
+        } => Some(write_of(u, *write)?.range),
         _ => None,
     }
 }
 
-fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+/// The finding of a `.data` read or write (IP401 for a write into what a backward still
+/// reads, IP410 for the rest).
+pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     match ev {
         Event::DataWrite { write, live, leaf } => write_finding(ctx, *write, *live, *leaf),
         Event::DataRead {
@@ -103,7 +101,11 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
             })
     };
     Some(Finding {
-        rule: Rule::DataBypass,
+        rule: if in_graph {
+            Rule::DataBypass
+        } else {
+            Rule::DataAccess
+        },
         severity,
         range: ctx.range(w.range)?,
         message: format!(
@@ -170,7 +172,7 @@ fn read_finding(ctx: &RenderCtx<'_>, attr: Span, name_at: u32, kept: bool) -> Op
         edits: vec![edit],
     });
     Some(Finding {
-        rule: Rule::DataBypass,
+        rule: Rule::DataAccess,
         severity: Severity::Information,
         range,
         message: format!(

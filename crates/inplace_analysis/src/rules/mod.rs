@@ -11,6 +11,7 @@ pub(crate) mod ip304_step_before_backward;
 pub(crate) mod ip401_data_bypass;
 pub(crate) mod ip402_clobbered_alias;
 pub(crate) mod ip403_param_rebind;
+pub(crate) mod ip410_data_access;
 pub(crate) mod ip501_anomaly_mode_left_on;
 
 use crate::domain::Save;
@@ -51,6 +52,7 @@ const RULES: &[RuleImpl] = &[
     ip401_data_bypass::RULE,
     ip402_clobbered_alias::RULE,
     ip403_param_rebind::RULE,
+    ip410_data_access::RULE,
     ip501_anomaly_mode_left_on::RULE,
 ];
 
