@@ -40,6 +40,21 @@ fn found(text: &str, findings: &[Finding]) -> BTreeSet<(usize, String)> {
         .collect()
 }
 
+/// The expected findings not found and the findings not expected, one line each.
+fn disagreements(
+    at: &str,
+    want: &BTreeSet<(usize, String)>,
+    got: &BTreeSet<(usize, String)>,
+    table: &mut Vec<String>,
+) {
+    for (line, code) in want.difference(got) {
+        table.push(format!("{at}{line}  missing {code}"));
+    }
+    for (line, code) in got.difference(want) {
+        table.push(format!("{at}{line}  unexpected {code}"));
+    }
+}
+
 #[test]
 fn every_fixture_has_exactly_its_expected_findings() {
     let mut table = Vec::new();
@@ -52,12 +67,7 @@ fn every_fixture_has_exactly_its_expected_findings() {
             .unwrap()
             .display()
             .to_string();
-        for (line, code) in want.difference(&got) {
-            table.push(format!("{rel}:{line}  missing {code}"));
-        }
-        for (line, code) in got.difference(&want) {
-            table.push(format!("{rel}:{line}  unexpected {code}"));
-        }
+        disagreements(&format!("{rel}:"), &want, &got, &mut table);
     }
     assert!(
         table.is_empty(),
@@ -93,12 +103,7 @@ fn every_notebook_fixture_has_exactly_its_expected_findings() {
         let want = expectations(&source.text);
         let got = found(&source.text, &source.analyze());
         let rel = path.display().to_string();
-        for (line, code) in want.difference(&got) {
-            table.push(format!("{rel}: joined line {line}  missing {code}"));
-        }
-        for (line, code) in got.difference(&want) {
-            table.push(format!("{rel}: joined line {line}  unexpected {code}"));
-        }
+        disagreements(&format!("{rel}: joined line "), &want, &got, &mut table);
     }
     assert!(
         table.is_empty(),

@@ -1,50 +1,12 @@
 //! `inplace-lsp check`, `explain` and `rules` through the real binary.
 
+mod common;
+
+use common::{json, project, run, run_stdin};
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_inplace-lsp"))
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    bin().args(args).current_dir(dir).output().unwrap()
-}
-
-fn run_stdin(args: &[&str], dir: &Path, input: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn json(out: &Output) -> Vec<Value> {
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-        .as_array()
-        .unwrap()
-        .clone()
-}
 
 const SIGMOID: &str = "import torch\n\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = torch.sigmoid(x)\ny += 1\ny.sum().backward()\n";
-
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        let p = dir.path().join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    dir
-}
 
 #[test]
 fn json_contract_and_exit_one() {

@@ -1,16 +1,11 @@
 //! `inplace-lsp check` on Jupyter notebooks through the real binary.
 
+mod common;
+
+use common::{project as with_files, run, run_stdin};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_inplace-lsp"))
-}
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    bin().args(args).current_dir(dir).output().unwrap()
-}
+use std::process::Output;
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -19,16 +14,6 @@ fn stdout(out: &Output) -> String {
 /// The bundled demo notebook: a sigmoid's output made in cell 3, scaled in place in cell 5
 /// (after a `!shell` line), `backward()` in cell 6; markdown cells in between.
 const DEMO: &str = include_str!("../../../tests/demo/notebook.ipynb");
-
-fn with_files(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        let p = dir.path().join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    dir
-}
 
 /// A notebook in nbformat's own layout (one-space indent, as `json.dumps(indent=1)` writes).
 fn notebook(cells: &[(&str, &str)]) -> String {
@@ -238,14 +223,11 @@ fn hostile_notebooks_get_a_clear_error() {
 
 #[test]
 fn stdin_with_a_notebook_name_is_read_as_a_notebook() {
-    let mut child = bin()
-        .args(["check", "-", "--stdin-filename", "x.ipynb", "--fix"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), DEMO.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_stdin(
+        &["check", "-", "--stdin-filename", "x.ipynb", "--fix"],
+        Path::new("."),
+        DEMO.as_bytes(),
+    );
     assert_eq!(
         stdout(&out),
         DEMO.replacen("\"h *= 2\\n\"", "\"h = h * 2\\n\"", 1)

@@ -61,6 +61,19 @@ async fn cell_diagnostics(c: &mut Client, cells: &[usize]) -> Vec<(String, Vec<V
     seen
 }
 
+/// Cell 1's `torch.sigmoid` edited into `torch.sin` (whose output is not saved). The
+/// notebook's version stays 1, as VS Code sends a cell's text edit.
+async fn sigmoid_to_sin(c: &mut Client) {
+    c.notify(
+        "notebookDocument/didChange",
+        json!({"notebookDocument": {"uri": NB, "version": 1}, "change": {"cells": {"textContent": [{
+            "document": {"uri": cell_uri(1), "version": 2},
+            "changes": [{"range": {"start": {"line": 1, "character": 10}, "end": {"line": 1, "character": 17}}, "text": "sin"}],
+        }]}}}),
+    )
+    .await;
+}
+
 fn of(seen: &[(String, Vec<Value>)], i: usize) -> &[Value] {
     &seen.iter().find(|(u, _)| *u == cell_uri(i)).unwrap().1
 }
@@ -156,15 +169,7 @@ async fn edits_to_cells_and_to_the_cell_list_update_the_later_cells() {
     assert_eq!(of(&seen, 3).len(), 1);
 
     // An edit in cell 1 (`sigmoid` -> `add`: nothing saved) clears the finding in cell 3.
-    c.notify(
-        "notebookDocument/didChange",
-        // The notebook's version stays 1, as VS Code sends a cell's text edit.
-        json!({"notebookDocument": {"uri": NB, "version": 1}, "change": {"cells": {"textContent": [{
-            "document": {"uri": cell_uri(1), "version": 2},
-            "changes": [{"range": {"start": {"line": 1, "character": 10}, "end": {"line": 1, "character": 17}}, "text": "sin"}],
-        }]}}}),
-    )
-    .await;
+    sigmoid_to_sin(&mut c).await;
     let seen = cell_diagnostics(&mut c, &[0, 1, 3, 4]).await;
     assert!(seen.iter().all(|(_, d)| d.is_empty()), "{seen:?}");
 
@@ -255,14 +260,7 @@ async fn an_edit_asks_a_pulling_client_to_pull_the_later_cells_again() {
     c.wait_for("workspace/diagnostic/refresh").await;
     // Editing cell 1 changes what cell 3 reports: the client is asked to pull again, and cell 3
     // then has no finding.
-    c.notify(
-        "notebookDocument/didChange",
-        json!({"notebookDocument": {"uri": NB, "version": 1}, "change": {"cells": {"textContent": [{
-            "document": {"uri": cell_uri(1), "version": 2},
-            "changes": [{"range": {"start": {"line": 1, "character": 10}, "end": {"line": 1, "character": 17}}, "text": "sin"}],
-        }]}}}),
-    )
-    .await;
+    sigmoid_to_sin(&mut c).await;
     c.wait_for("workspace/diagnostic/refresh").await;
     let r = c
         .request(

@@ -81,13 +81,19 @@ fn lsp_seeds(dir: &Path) -> Result<()> {
             json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
             json!({"jsonrpc": "2.0", "method": "exit"}),
         ];
-        let bytes: Vec<Vec<u8>> = messages
-            .iter()
-            .map(serde_json::to_vec)
-            .collect::<std::result::Result<_, _>>()?;
-        std::fs::write(dir.join(format!("session{i}")), bytes.join(&0xFF))?;
+        write_session(&dir.join(format!("session{i}")), &messages)?;
     }
     notebook_seed(dir)
+}
+
+/// A seed of `lsp_messages`: the messages' JSON, separated by 0xFF.
+fn write_session(path: &Path, messages: &[serde_json::Value]) -> Result<()> {
+    let bytes: Vec<Vec<u8>> = messages
+        .iter()
+        .map(serde_json::to_vec)
+        .collect::<std::result::Result<_, _>>()?;
+    std::fs::write(path, bytes.join(&0xFF))?;
+    Ok(())
 }
 
 /// A notebook session over the demo notebook: its cells opened, a cell edited, cells added,
@@ -126,12 +132,7 @@ fn notebook_seed(dir: &Path) -> Result<()> {
         json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
         json!({"jsonrpc": "2.0", "method": "exit"}),
     ];
-    let bytes: Vec<Vec<u8>> = messages
-        .iter()
-        .map(serde_json::to_vec)
-        .collect::<std::result::Result<_, _>>()?;
-    std::fs::write(dir.join("notebook-session"), bytes.join(&0xFF))?;
-    Ok(())
+    write_session(&dir.join("notebook-session"), &messages)
 }
 
 /// Runs `target` for `seconds`; returns the number of inputs it executed.
