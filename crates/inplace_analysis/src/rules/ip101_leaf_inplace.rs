@@ -1,8 +1,10 @@
 //! # IP101 leaf-inplace
 //!
-//! **What it finds.** An in-place write (`x += 1`, `x.add_(1)`, `torch.relu_(x)`, `out=x`)
-//! into a *leaf* tensor that requires grad: one made with `requires_grad=True`,
-//! `.requires_grad_()`, an `nn.Parameter`, or a module parameter, while grad mode is on.
+//! **What it finds.** An in-place write (`x += 1`, `x.add_(1)`, `torch.relu_(x)`, `out=x`, and a
+//! subscript write that covers the whole tensor: `x[:] = v`, `x[...] = v`, `x[:, :] = v`, which
+//! copies into `x` itself) into a *leaf* tensor that requires grad: one made with
+//! `requires_grad=True`, `.requires_grad_()`, an `nn.Parameter`, or a module parameter, while
+//! grad mode is on.
 //!
 //! **Why it breaks.** Autograd accumulates gradients into leaves; it has no op to record for
 //! "the leaf was overwritten", so it refuses the write (form ①).

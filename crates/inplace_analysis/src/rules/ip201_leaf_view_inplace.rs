@@ -3,7 +3,9 @@
 //! **What it finds.** An in-place write into a *view* of a leaf tensor that requires grad:
 //! `x[0] = 1.0`, `x[0:2] += 1`, `x.t().mul_(2)`, or a write through a name bound to such a view,
 //! while grad mode is on. Subscript assignment on a leaf is this form, not IP101: Python runs
-//! `x[0] = v` as "take the view `x[0]`, then copy into it".
+//! `x[0] = v` as "take the view `x[0]`, then copy into it". Except when the index covers the
+//! whole tensor (`x[:] = v`, `x[...] = v`): torch 2.15 then copies into the leaf itself and
+//! raises form ① (IP101); `x[:] += v` takes the view first and stays this form.
 //!
 //! **Why it breaks.** The view shares the leaf's memory; autograd cannot rebase a leaf's
 //! history onto a write made through a view, so it refuses (form ②).
