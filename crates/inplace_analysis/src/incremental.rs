@@ -367,7 +367,20 @@ impl FileState {
         let module = self.module.as_ref().expect("just set");
         outputs.push(module.output.clone());
         let module_frozen = module.frozen.clone();
-        let frozen = self.run_instances(prog, plan, &module_frozen, module_holds, &mut outputs);
+        // The instances' state is built on the module's: reused over a module unit that ran
+        // again, it hands the functions the last version's globals. That is sound only while
+        // every function still to run read, in the last version, what the new module binds.
+        let functions_hold = || {
+            let mut g = Globals {
+                frozen: &module_frozen,
+                memo: FxHashMap::default(),
+            };
+            plan.functions
+                .iter()
+                .all(|d| self.functions.get(d).is_some_and(|f| g.hold(&f.globals)))
+        };
+        let base_holds = module_holds || functions_hold();
+        let frozen = self.run_instances(prog, plan, &module_frozen, base_holds, &mut outputs);
         let mut globals = Globals {
             frozen: &frozen,
             memo: FxHashMap::default(),
@@ -408,17 +421,18 @@ impl FileState {
         Some(outputs)
     }
 
-    /// The instances unit (when methods run): reused while the module unit was reused and its
-    /// classes, what it read and the globals it read hold. Returns the state function units
-    /// start from. (Its state is built on the module's: reused over a module unit that ran
-    /// again, it would hand the functions the last version's globals, e.g. an `import torch`
-    /// just commented out.)
+    /// The instances unit (when methods run): reused while `base_holds` (the module unit was
+    /// reused, or the globals every function read are bound alike) and its classes, what it
+    /// read and the globals it read hold. Returns the state function units start from. (Its
+    /// state is built on the module's: reused over a module that ran again with other values
+    /// for what a function reads, it would hand the functions the last version's globals, e.g.
+    /// an `import torch` just commented out.)
     fn run_instances(
         &mut self,
         prog: &Program<'_>,
         plan: &Plan,
         module: &Frozen,
-        module_reused: bool,
+        base_holds: bool,
         outputs: &mut Vec<Arc<UnitOutput>>,
     ) -> Frozen {
         if plan.classes.is_empty() {
@@ -430,7 +444,7 @@ impl FileState {
             memo: FxHashMap::default(),
         };
         let holds = self.instances.as_ref().is_some_and(|i| {
-            module_reused
+            base_holds
                 && i.classes == plan.classes
                 && DepsCheck::default().hold(&i.output.deps, prog)
                 && globals.hold(&i.globals)
