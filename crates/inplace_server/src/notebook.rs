@@ -11,6 +11,14 @@ use tower_lsp_server::ls_types::{
     TextDocumentItem, Uri,
 };
 
+/// The cells a change added to a notebook and the ones it took away (a moved cell is in
+/// `added` only).
+#[derive(Default)]
+pub struct CellList {
+    pub added: Vec<Uri>,
+    pub gone: Vec<Uri>,
+}
+
 /// One cell of an open notebook.
 pub struct Cell {
     pub uri: Uri,
@@ -75,12 +83,12 @@ impl NotebookDoc {
     }
 
     /// Apply a `notebookDocument/didChange`: cells added, removed or moved (the array change),
-    /// cells whose kind changed, and text edits inside cells. Returns the URIs of the cells that
-    /// left the notebook (their diagnostics are to be cleared).
-    pub fn apply(&mut self, params: DidChangeNotebookDocumentParams, enc: Encoding) -> Vec<Uri> {
-        let mut gone = Vec::new();
+    /// cells whose kind changed, and text edits inside cells. Returns which cells came and
+    /// which left (their diagnostics are to be cleared); a text edit changes neither.
+    pub fn apply(&mut self, params: DidChangeNotebookDocumentParams, enc: Encoding) -> CellList {
+        let mut list = CellList::default();
         let Some(change) = params.change.cells else {
-            return gone;
+            return list;
         };
         if let Some(s) = change.structure {
             let start = (s.array.start as usize).min(self.cells.len());
@@ -92,6 +100,7 @@ impl NotebookDoc {
                 .into_iter()
                 .map(cell)
                 .collect();
+            list.added.extend(added.iter().map(|c| c.uri.clone()));
             // A moved cell is deleted and inserted again: keep its text.
             let mut removed: Vec<Cell> = self.cells.splice(start..end, added).collect();
             for c in &mut self.cells[start..] {
@@ -101,7 +110,7 @@ impl NotebookDoc {
                     c.language = old.language;
                 }
             }
-            gone.extend(removed.into_iter().map(|c| c.uri));
+            list.gone.extend(removed.into_iter().map(|c| c.uri));
             self.open(s.did_open.unwrap_or_default());
         }
         for d in change.data.unwrap_or_default() {
@@ -115,7 +124,7 @@ impl NotebookDoc {
             }
         }
         self.join();
-        gone
+        list
     }
 
     /// The analysed (Python code) cells' URIs, in order.

@@ -190,10 +190,15 @@ impl Session {
             .into_iter()
             .map(|u| (u, Vec::new()))
             .collect();
+        let at: std::collections::HashMap<Uri, usize> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.0.clone(), i))
+            .collect();
         for f in self.select(key, &a.findings) {
             let (uri, d) = crate::convert::diagnostic(&entry, key, &f, enc);
-            if let Some(g) = groups.iter_mut().find(|g| g.0 == uri) {
-                g.1.push(d);
+            if let Some(&i) = at.get(&uri) {
+                groups[i].1.push(d);
             }
         }
         Some((a.version, groups))

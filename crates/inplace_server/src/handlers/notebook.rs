@@ -42,10 +42,12 @@ pub async fn did_change(
         let Some(nb) = entry.notebook.as_mut() else {
             return;
         };
-        let gone = nb.apply(params, enc);
-        for c in &nb.cells {
-            session.cells.insert(c.uri.clone(), key.clone());
+        let list = nb.apply(params, enc);
+        // Only a change of the cell list touches the cell index (not a keystroke in a cell).
+        for uri in list.added {
+            session.cells.insert(uri, key.clone());
         }
+        let gone = list.gone;
         let version = entry.doc.version.wrapping_add(1);
         entry.doc = crate::document::Document::new(nb.source.text.clone(), version);
         entry.latest.store(version, Ordering::Relaxed);
