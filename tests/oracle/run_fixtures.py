@@ -22,6 +22,9 @@ Notebooks (`.ipynb`): the code cells run in order as one script (IPython lines a
 become `pass`, as the analyzer blanks them), the `# expect:` comments are read from the cells,
 and (with --binary) the analyzer's finding codes must equal the expected ones, since the
 line-level fixture tests of the Rust suite read only `.py` files.
+Projects (`projects/<name>/`, several files): the entry scripts are the `run_*.py` files; the
+other files are the project's modules, not fixtures. An entry runs from its folder with the
+project folder and its `src/` on PYTHONPATH; its fixes are verified on a copy of the whole project.
 Usage: run_fixtures.py FIXTURE_DIR [--binary PATH] [--json OUT]   (exit 1 on any disagreement)
 """
 import shutil
@@ -68,9 +71,26 @@ def script_text(path):
         return fh.read()
 
 
+def project_of(path):
+    """The project folder of an entry script under `projects/<name>/`, else None."""
+    parts = os.path.abspath(path).split(os.sep)
+    if "projects" in parts[:-2]:
+        i = len(parts) - 1 - parts[::-1].index("projects")
+        return os.sep.join(parts[: i + 2])
+    return None
+
+
+def is_fixture(path):
+    """Every script outside projects; in a project, its `run_*.py` entry scripts."""
+    return project_of(path) is None or os.path.basename(path).startswith("run_")
+
+
 def outcome(path):
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
     path = os.path.abspath(path)
+    project = project_of(path)
+    if project:
+        env["PYTHONPATH"] = os.pathsep.join([project, os.path.join(project, "src")])
     if path.endswith(".ipynb"):
         work = tempfile.mkdtemp(prefix="inplace-nb-")
         try:
@@ -130,8 +150,15 @@ def verify_fix(binary, path):
         return False, [], False, False
     work = tempfile.mkdtemp(prefix="inplace-fix-")
     try:
-        fixed = os.path.join(work, os.path.basename(path))
-        shutil.copy(path, fixed)
+        project = project_of(path)
+        if project:
+            # The whole project, so that the entry's imports resolve in the copy too.
+            copy = os.path.join(work, "projects", os.path.basename(project))
+            shutil.copytree(project, copy)
+            fixed = os.path.join(copy, os.path.relpath(path, project))
+        else:
+            fixed = os.path.join(work, os.path.basename(path))
+            shutil.copy(path, fixed)
         subprocess.run([binary, "check", "--fix", "--unsafe-fixes", "--isolated", fixed], capture_output=True)
         after = findings(binary, fixed)
         forms, crashed, tail = outcome(fixed)
@@ -161,6 +188,7 @@ def main(argv):
     files = []
     for d, _, names in os.walk(root):
         files += [os.path.join(d, n) for n in names if n.endswith((".py", ".ipynb"))]
+    files = [f for f in files if is_fixture(f)]
     files.sort()
     rows, bad = [], 0
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -178,7 +206,7 @@ def main(argv):
         covered += hazard and every
         repaired += hazard and every and clean
         problems = judge(codes, forms) + fix_problems
-        if binary and f.endswith(".ipynb"):
+        if binary and (f.endswith(".ipynb") or project_of(f)):
             found = {x["code"] for x in findings(binary, f)}
             if found != {c for c in codes if not c.startswith("IP41")}:
                 problems.append(f"the analyzer found {sorted(found)}")

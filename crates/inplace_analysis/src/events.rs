@@ -107,6 +107,8 @@ pub(crate) enum Event {
         name: Name,
         optimizer: Option<Span>,
         update: bool,
+        /// The outermost call that led here, when it is inside an inlined function.
+        call_site: Option<Span>,
     },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },

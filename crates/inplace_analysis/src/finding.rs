@@ -57,6 +57,10 @@ pub struct Fix {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Related {
+    /// The file it lies in, when not the analysed one: the origin the caller gave for an
+    /// imported module (a path, a URI); the range is then in that file's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<std::sync::Arc<str>>,
     pub range: TextRange,
     pub message: String,
 }

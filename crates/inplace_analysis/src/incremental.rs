@@ -16,6 +16,7 @@ use crate::domain::Vals;
 use crate::exec::{budget_for, Deps, Frozen, Interp, UnitOutput};
 use crate::ir::{ClassLoc, DefLoc, Interner, ItemId, Name};
 use crate::program::{BodyCache, Program, Version};
+use crate::project::{combine, Imports, OutlineCache};
 use crate::syntax::outline::{name_hash, outline, reoutline, ItemKind, Outline};
 use crate::units::{self, Plan};
 use crate::Analysis;
@@ -127,17 +128,24 @@ struct ModuleEntry {
     frozen: Frozen,
 }
 
+/// Fingerprints of the globals a unit read: the file's, and imported modules' (module, name).
+#[derive(Clone, Default)]
+struct GlobalsRead {
+    file: Vec<(Name, u128)>,
+    modules: Vec<((Name, Name), u128)>,
+}
+
 #[derive(Clone)]
 struct InstancesEntry {
     classes: Vec<ItemId>,
-    globals: Vec<(Name, u128)>,
+    globals: GlobalsRead,
     output: Arc<UnitOutput>,
     frozen: Frozen,
 }
 
 #[derive(Clone)]
 struct FunctionEntry {
-    globals: Vec<(Name, u128)>,
+    globals: GlobalsRead,
     instance: Option<(ClassLoc, u128)>,
     output: Arc<UnitOutput>,
 }
@@ -159,6 +167,9 @@ pub struct FileState {
     pub reuse: Reuse,
     /// For a notebook's joined cells: how messages name its lines.
     pub cells: Option<crate::notebook::CellLines>,
+    /// The project modules the file imports (their text is analysed with it).
+    pub imports: Arc<Imports>,
+    module_outlines: OutlineCache,
 }
 
 impl std::fmt::Debug for FileState {
@@ -209,33 +220,60 @@ fn budget_holds(out: &UnitOutput, budget: u64) -> bool {
     out.deps.budget == budget || (!out.exhausted && out.steps <= budget)
 }
 
-/// Fingerprints of the globals of a frozen state, computed once each.
+/// Fingerprints of the globals of a frozen state (the file's, and imported modules'),
+/// computed once each.
 struct Globals<'a> {
     frozen: &'a Frozen,
-    memo: FxHashMap<Name, u128>,
+    memo: FxHashMap<(Option<Name>, Name), u128>,
 }
 
 impl Globals<'_> {
-    fn of(&mut self, name: Name) -> u128 {
-        if let Some(f) = self.memo.get(&name) {
+    fn new(frozen: &Frozen) -> Globals<'_> {
+        Globals {
+            frozen,
+            memo: FxHashMap::default(),
+        }
+    }
+
+    /// `module`: `None` for the file's own globals.
+    fn of(&mut self, module: Option<Name>, name: Name) -> u128 {
+        if let Some(f) = self.memo.get(&(module, name)) {
             return *f;
         }
-        let f = match self.frozen.globals.get(&name) {
+        let env = match module {
+            None => Some(&*self.frozen.globals),
+            Some(m) => self.frozen.modules.get(&m).map(|e| &**e),
+        };
+        let f = match env.and_then(|e| e.get(&name)) {
             Some(v) => fingerprint(&view(self.frozen), v),
             None => 0,
         };
-        self.memo.insert(name, f);
+        self.memo.insert((module, name), f);
         f
     }
 
-    fn all(&mut self, names: &FxHashSet<Name>) -> Vec<(Name, u128)> {
-        let mut v: Vec<(Name, u128)> = names.iter().map(|n| (*n, self.of(*n))).collect();
-        v.sort();
-        v
+    fn all(&mut self, deps: &Deps) -> GlobalsRead {
+        let mut file: Vec<(Name, u128)> = deps
+            .globals
+            .iter()
+            .map(|n| (*n, self.of(None, *n)))
+            .collect();
+        file.sort();
+        let mut modules: Vec<((Name, Name), u128)> = deps
+            .module_globals
+            .iter()
+            .map(|(m, n)| ((*m, *n), self.of(Some(*m), *n)))
+            .collect();
+        modules.sort();
+        GlobalsRead { file, modules }
     }
 
-    fn hold(&mut self, recorded: &[(Name, u128)]) -> bool {
-        recorded.iter().all(|(n, f)| self.of(*n) == *f)
+    fn hold(&mut self, recorded: &GlobalsRead) -> bool {
+        recorded.file.iter().all(|(n, f)| self.of(None, *n) == *f)
+            && recorded
+                .modules
+                .iter()
+                .all(|((m, n), f)| self.of(Some(*m), *n) == *f)
     }
 }
 
@@ -283,18 +321,47 @@ impl FileState {
         cancelled: &dyn Fn() -> bool,
     ) -> Option<Analysis> {
         self.reuse = Reuse::default();
-        if !crate::mentions_torch(text) {
-            *self = FileState::default();
+        let imports = self.imports.clone();
+        if !crate::mentions_torch(text)
+            && !imports
+                .modules
+                .iter()
+                .any(|m| crate::mentions_torch(&m.text))
+        {
+            *self = FileState {
+                imports,
+                ..FileState::default()
+            };
             return Some(Analysis::default());
         }
-        let outline = match self.last.take() {
+        let mut outline = match self.last.take() {
             Some((old_text, old)) => reoutline(&old_text, &old, text),
             None => outline(text),
         };
         self.last = Some((text.clone(), outline.clone()));
-        let ids = self.ids.assign(text, &outline);
+        let mut ids = self.ids.assign(text, &outline);
         let bodies = std::mem::take(&mut self.bodies);
-        let prog = Program::new(text, outline, Some(ids), bodies, &mut self.names);
+        // The file's text, then its imported modules'.
+        let (program_text, layout);
+        let ptext: &str = if imports.is_empty() {
+            layout = None;
+            text
+        } else {
+            let (t, l) = combine(
+                text,
+                &mut outline,
+                &mut ids,
+                &imports,
+                &mut self.module_outlines,
+            );
+            self.module_outlines.retain(&imports);
+            (program_text, layout) = (t, Some(l));
+            &program_text
+        };
+        let mut prog = Program::new(ptext, outline, Some(ids), bodies, &mut self.names);
+        if let Some(l) = &layout {
+            l.mark(&mut prog, imports.entry.as_ref(), &mut self.names);
+        }
         let plan = units::plan_memo(&prog, &mut self.names, &mut self.relevance, true);
         let Some(outputs) = self.run_units(&prog, &plan, cancelled) else {
             self.bodies = prog.into_bodies();
@@ -371,20 +438,14 @@ impl FileState {
         // again, it hands the functions the last version's globals. That is sound only while
         // every function still to run read, in the last version, what the new module binds.
         let functions_hold = || {
-            let mut g = Globals {
-                frozen: &module_frozen,
-                memo: FxHashMap::default(),
-            };
+            let mut g = Globals::new(&module_frozen);
             plan.functions
                 .iter()
                 .all(|d| self.functions.get(d).is_some_and(|f| g.hold(&f.globals)))
         };
         let base_holds = module_holds || functions_hold();
         let frozen = self.run_instances(prog, plan, &module_frozen, base_holds, &mut outputs);
-        let mut globals = Globals {
-            frozen: &frozen,
-            memo: FxHashMap::default(),
-        };
+        let mut globals = Globals::new(&frozen);
         let (mut deps, mut instances) = (DepsCheck::default(), FxHashMap::default());
         for def in &plan.functions {
             if cancelled() {
@@ -401,7 +462,7 @@ impl FileState {
                 self.reuse.units_reused += 1;
             } else {
                 let output = units::run_function(prog, &mut self.names, &frozen, *def);
-                let g = globals.all(&output.deps.globals);
+                let g = globals.all(&output.deps);
                 let instance = output
                     .deps
                     .instance
@@ -439,10 +500,7 @@ impl FileState {
             self.instances = None;
             return module.clone();
         }
-        let mut globals = Globals {
-            frozen: module,
-            memo: FxHashMap::default(),
-        };
+        let mut globals = Globals::new(module);
         let holds = self.instances.as_ref().is_some_and(|i| {
             base_holds
                 && i.classes == plan.classes
@@ -454,7 +512,7 @@ impl FileState {
         } else {
             let it = Interp::new(prog, &mut self.names, module);
             let (frozen, output) = it.build_instances(&plan.classes, module);
-            let g = globals.all(&output.deps.globals);
+            let g = globals.all(&output.deps);
             self.instances = Some(InstancesEntry {
                 classes: plan.classes.clone(),
                 globals: g,

@@ -89,6 +89,7 @@ mod noqa;
 pub mod notebook;
 pub mod ops;
 pub mod program;
+pub mod project;
 pub mod registry;
 mod render;
 mod rules;
@@ -232,7 +233,7 @@ pub(crate) fn collect(
             let Some(range) = prog.range(*span) else {
                 continue;
             };
-            if !seen.insert(range) {
+            if range.end > prog.entry_end() || !seen.insert(range) {
                 continue;
             }
             let mut names: Vec<String> = ns.iter().map(|n| names.resolve(*n).to_string()).collect();
@@ -249,6 +250,16 @@ pub(crate) fn collect(
         units: outputs.len(),
         exhausted: outputs.iter().filter(|u| u.exhausted).count(),
     }
+}
+
+/// Analyse a file's text together with the project modules it imports (see [`project`]).
+pub fn analyze_in_project(text: &str, imports: &project::Imports) -> Analysis {
+    if imports.is_empty() {
+        return analyze_text(text);
+    }
+    let mut state = FileState::new();
+    state.imports = std::sync::Arc::new(imports.clone());
+    state.analyze(text)
 }
 
 /// All findings for a text, `# noqa` applied, sorted by position.

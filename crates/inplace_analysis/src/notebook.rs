@@ -28,6 +28,8 @@ pub struct NotebookSource {
     blanked: Vec<(TextRange, String)>,
     /// Each cell's 1-based number in the notebook (markdown cells count too).
     numbers: Vec<usize>,
+    /// The project modules the cells import.
+    imports: std::sync::Arc<crate::project::Imports>,
 }
 
 /// How messages name a line of a notebook's joined cells: `cell 3, line 2`.
@@ -89,7 +91,14 @@ impl NotebookSource {
             numbers: (1..=spans.len()).collect(),
             cells: spans,
             blanked,
+            imports: Default::default(),
         }
+    }
+
+    /// Analyse the cells with the project modules they import.
+    pub fn with_imports(mut self, imports: std::sync::Arc<crate::project::Imports>) -> Self {
+        self.imports = imports;
+        self
     }
 
     /// Number the cells as the notebook does (one number per cell given, 1-based); by
@@ -126,6 +135,7 @@ impl NotebookSource {
     pub fn state(&self) -> FileState {
         let mut state = FileState::new();
         state.cells = Some(self.cell_lines());
+        state.imports = self.imports.clone();
         state
     }
 

@@ -68,10 +68,33 @@ pub fn version_of(text: &str, o: &OutlineItem) -> Version {
     h.digest128()
 }
 
+/// A module of the project the analysed file imports: its text follows the file's in the
+/// program's text, and its items follow the file's items (see [`crate::project`]).
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// Its absolute dotted name.
+    pub name: Name,
+    /// An `__init__.py` (relative imports in it start from itself).
+    pub is_package: bool,
+    /// Where its text starts and ends in the program's text.
+    pub start: u32,
+    pub end: u32,
+    /// Its items' positions.
+    pub items: std::ops::Range<u32>,
+    /// Its first line in the program's text (0-based).
+    pub first_line: usize,
+    /// How messages name it (`models.py`) and how the caller does (a path, a URI).
+    pub label: Arc<str>,
+    pub origin: Arc<str>,
+}
+
 pub struct Program<'t> {
+    /// The analysed file's text, then the text of each module it imports.
     pub text: &'t str,
     pub items: Vec<Item>,
     pub noqa_comments: Vec<(u32, u32)>,
+    /// The analysed file (the first; its name, when known) and the modules it imports.
+    pub segments: Vec<Segment>,
     index: FxHashMap<ItemId, u32>,
     bodies: RefCell<BodyCache>,
     parser: RefCell<Option<Parser>>,
@@ -115,10 +138,21 @@ impl<'t> Program<'t> {
             .enumerate()
             .map(|(i, it)| (it.id, i as u32))
             .collect();
+        let entry = Segment {
+            name: names.intern("__main__"),
+            is_package: false,
+            start: 0,
+            end: text.len() as u32,
+            items: 0..items.len() as u32,
+            first_line: 0,
+            label: Arc::from(""),
+            origin: Arc::from(""),
+        };
         Program {
             text,
             items,
             noqa_comments: outline.noqa_comments,
+            segments: vec![entry],
             index,
             bodies: RefCell::new(bodies),
             parser: RefCell::new(None),
@@ -130,6 +164,50 @@ impl<'t> Program<'t> {
     pub fn of(text: &'t str, names: &mut Interner) -> Program<'t> {
         let outline = crate::syntax::outline::outline(text);
         Program::new(text, outline, None, BodyCache::default(), names)
+    }
+
+    /// Where the analysed file's own text ends (the imported modules' follows).
+    pub fn entry_end(&self) -> usize {
+        self.segments[0].end as usize
+    }
+
+    /// Positions of the analysed file's own items.
+    pub fn entry_items(&self) -> std::ops::Range<usize> {
+        let r = &self.segments[0].items;
+        r.start as usize..r.end as usize
+    }
+
+    /// The segment an item (by position) belongs to.
+    pub fn segment_of_position(&self, pos: usize) -> usize {
+        self.segments
+            .partition_point(|s| s.items.end as usize <= pos)
+            .min(self.segments.len() - 1)
+    }
+
+    /// The segment of an item.
+    pub fn segment_of(&self, id: ItemId) -> usize {
+        match self.position(id) {
+            Some(p) if self.segments.len() > 1 => self.segment_of_position(p),
+            _ => 0,
+        }
+    }
+
+    /// The segment holding a byte offset of the program's text.
+    pub fn segment_at(&self, offset: usize) -> usize {
+        self.segments
+            .partition_point(|s| (s.end as usize) < offset)
+            .min(self.segments.len() - 1)
+    }
+
+    /// The imported module named `name` (an absolute dotted name), if the program holds it.
+    pub fn module_segment(&self, name: Name) -> Option<usize> {
+        if self.segments.len() < 2 {
+            return None;
+        }
+        self.segments[1..]
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| i + 1)
     }
 
     pub fn position(&self, id: ItemId) -> Option<usize> {

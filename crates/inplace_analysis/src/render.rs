@@ -57,7 +57,12 @@ impl<'a> RenderCtx<'a> {
 
     /// Where a span starts, as a message names it: `line 9`, or `cell 3, line 2` in a notebook.
     pub fn line(&self, s: Span) -> String {
-        let line = self.range(s).map_or(0, |r| self.lines.line_of(r.start));
+        let start = self.range(s).map_or(0, |r| r.start);
+        let line = self.lines.line_of(start);
+        if start > self.prog.entry_end() {
+            let seg = &self.prog.segments[self.prog.segment_at(start)];
+            return format!("{}, line {}", seg.label, line - seg.first_line + 1);
+        }
         match self.cells {
             Some(cells) => cells.label(line),
             None => format!("line {}", line + 1),
@@ -117,7 +122,7 @@ impl<'a> RenderCtx<'a> {
 /// The local name of the `torch` module (`th` after `import torch as th`), from the module's
 /// imports.
 pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String> {
-    for item in &prog.items {
+    for item in &prog.items[prog.entry_items()] {
         if item.parent().is_some() {
             continue;
         }
@@ -150,6 +155,8 @@ pub(crate) fn findings(
     cells: Option<&CellLines>,
 ) -> Vec<Finding> {
     // Which rule claims each event, at which range; the first event per (rule, range) wins.
+    // An event inside an imported module is the file's when a call of the file led to it: it
+    // is reported there.
     let mut chosen: Vec<(Rule, TextRange, usize, &Event)> = Vec::new();
     let mut seen: FxHashMap<(Rule, TextRange), ()> = FxHashMap::default();
     for (u, unit) in units.iter().enumerate() {
@@ -157,9 +164,15 @@ pub(crate) fn findings(
             let Some((rule, span)) = rules::classify(ev, unit) else {
                 continue;
             };
-            let Some(range) = prog.range(span) else {
+            let Some(mut range) = prog.range(span) else {
                 continue;
             };
+            if range.start > prog.entry_end() {
+                match anchor(prog, unit, ev) {
+                    Some(a) => range = a,
+                    None => continue,
+                }
+            }
             if seen.insert((rule, range), ()).is_none() {
                 chosen.push((rule, range, u, ev));
             }
@@ -187,7 +200,7 @@ pub(crate) fn findings(
     let torch = torch_alias(prog, names);
     let mut out: Vec<Finding> = chosen
         .into_iter()
-        .filter_map(|(rule, _, u, ev)| {
+        .filter_map(|(rule, range, u, ev)| {
             let ctx = RenderCtx {
                 prog,
                 names,
@@ -196,9 +209,68 @@ pub(crate) fn findings(
                 torch: torch.as_deref(),
                 cells,
             };
-            rules::render(rule, &ctx, ev)
+            let mut f = rules::render(rule, &ctx, ev)?;
+            if prog.segments.len() > 1 {
+                keep_in_file(&ctx, &mut f, range);
+            }
+            Some(f)
         })
         .collect();
     out.sort_by_key(|f| (f.range, f.rule));
     out
+}
+
+/// Where a call of the file led to an event inside an imported module: the outermost call of
+/// its write.
+fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange> {
+    let write = match ev {
+        Event::LeafWrite { write, .. }
+        | Event::Clobber { write, .. }
+        | Event::DataWrite { write, .. }
+        | Event::StaleRead { write, .. } => rules::write_of(unit, *write)?.call_site,
+        Event::Rebind { call_site, .. } => *call_site,
+        _ => return None,
+    };
+    let call = prog.range(write?)?;
+    (call.end <= prog.entry_end()).then_some(call)
+}
+
+/// A finding of the file whose rendering reaches into imported modules: at `range` (its call
+/// in the file, when what it reports lies in a module, which becomes related information),
+/// with related locations in modules naming their file, and no fix that would edit a module.
+fn keep_in_file(ctx: &RenderCtx<'_>, f: &mut Finding, range: TextRange) {
+    let prog = ctx.prog;
+    let entry_end = prog.entry_end();
+    if f.range != range {
+        let inside = f.range;
+        f.related.retain(|r| r.range != range);
+        f.related.insert(
+            0,
+            crate::finding::Related {
+                source: None,
+                range: inside,
+                message: format!(
+                    "the in-place write, inside the called code: `{}`",
+                    ctx.slice(inside).lines().next().unwrap_or("").trim()
+                ),
+            },
+        );
+        f.range = range;
+    }
+    for r in &mut f.related {
+        if r.source.is_none() && r.range.start > entry_end {
+            let seg = &prog.segments[prog.segment_at(r.range.start)];
+            let base = seg.start as usize;
+            r.range = TextRange::new(r.range.start - base, r.range.end.saturating_sub(base));
+            r.source = Some(seg.origin.clone());
+        }
+    }
+    let edits_outside = f.fix.as_ref().is_some_and(|fix| {
+        fix.edits
+            .iter()
+            .any(|e| e.range.end > entry_end || e.range.start > entry_end)
+    });
+    if edits_outside {
+        f.fix = None;
+    }
 }

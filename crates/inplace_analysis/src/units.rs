@@ -331,9 +331,11 @@ pub(crate) fn plan_memo(
     if !rel.iter().any(|r| *r) {
         return Plan::default();
     }
-    // Statements of a class body are not run (only its methods are).
+    // Statements of a class body are not run (only its methods are); imported modules' items
+    // run only where the file's code reaches them.
+    let entry = prog.entry_items();
     let runs = |i: usize, it: &crate::program::Item| {
-        rel[i] && !(it.kind() == ItemKind::Statement && it.parent().is_some())
+        rel[i] && entry.contains(&i) && !(it.kind() == ItemKind::Statement && it.parent().is_some())
     };
     if prelower {
         let ids: Vec<ItemId> = (prog.items.iter().enumerate())

@@ -5,11 +5,14 @@ use crate::notebook::Notebook;
 use crate::output::{self, FileReport, Format};
 use anyhow::Context;
 use inplace_analysis::notebook::NotebookSource;
-use inplace_analysis::{Applicability, Finding};
+use inplace_analysis::project::{self, Imports};
+use inplace_analysis::{Applicability, FileState, Finding};
+use inplace_server::project::{DiskReader, FileLookup, ProjectLayout};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -108,10 +111,19 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Applicability::Safe
     };
     let fixing = args.fix || args.diff;
+    let reader = DiskReader::default();
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let run = Run {
+        settings: &settings,
+        fixing,
+        min,
+        reader: &reader,
+        cwd: &cwd,
+    };
     let results: Vec<Result<Checked, String>> = stack_pool().install(|| {
         inputs
             .par_iter()
-            .map(|input| check_one(input, &stdin_name, &settings, fixing, min))
+            .map(|input| check_one(input, &stdin_name, &run))
             .collect()
     });
     let mut reports = Vec::new();
@@ -238,14 +250,46 @@ fn is_notebook(path: &Path) -> bool {
     path.extension().is_some_and(|x| x == "ipynb")
 }
 
-/// Read and analyse one input: its report and, when fixing, what the fixes changed.
-fn check_one(
-    input: &Input,
-    stdin_name: &str,
-    settings: &RunSettings,
+/// What every input of a run shares.
+struct Run<'a> {
+    settings: &'a RunSettings,
     fixing: bool,
     min: Applicability,
-) -> Result<Checked, String> {
+    /// Project modules, each read once per run.
+    reader: &'a DiskReader,
+    cwd: &'a Path,
+}
+
+impl Run<'_> {
+    /// The project modules a file imports (none for standard input without a file name).
+    fn imports(&self, path: &Path, canonical: &Path, text: &str) -> Arc<Imports> {
+        if !canonical.is_absolute() || !canonical.is_file() {
+            return Arc::default();
+        }
+        let layout = ProjectLayout::of(canonical, None);
+        let given_dir = path.parent().unwrap_or(Path::new(""));
+        let canonical_dir = canonical.parent().unwrap_or(Path::new("/"));
+        // A module's file is named as the user would: from the folder they named the file
+        // by when it lies below it, else from the current folder, else in full.
+        let origin = |p: &Path| -> String {
+            if let Ok(rel) = p.strip_prefix(canonical_dir) {
+                return given_dir.join(rel).display().to_string();
+            }
+            p.strip_prefix(self.cwd).unwrap_or(p).display().to_string()
+        };
+        let lookup = FileLookup {
+            layout: &layout,
+            reader: self.reader,
+            origin: &origin,
+            file: canonical,
+        };
+        Arc::new(project::collect(text, layout.entry.clone(), &lookup))
+    }
+}
+
+/// Read and analyse one input: its report and, when fixing, what the fixes changed.
+fn check_one(input: &Input, stdin_name: &str, run: &Run<'_>) -> Result<Checked, String> {
+    let (settings, fixing, min) = (run.settings, run.fixing, run.min);
     let (path, display, raw) = match input {
         Input::File(p) => {
             let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -258,10 +302,18 @@ fn check_one(
     let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
     let keep = |f: &Finding| settings.enabled(f.rule, &canonical);
     let outcome = std::panic::catch_unwind(|| {
+        let imports = |text: &str| run.imports(&path, &canonical, text);
         if is_notebook(&path) {
-            check_notebook(display.clone(), raw, &keep, fixing, min)
+            check_notebook(display.clone(), raw, &imports, &keep, fixing, min)
         } else {
-            Ok(check_python(display.clone(), raw, &keep, fixing, min))
+            Ok(check_python(
+                display.clone(),
+                raw,
+                &imports,
+                &keep,
+                fixing,
+                min,
+            ))
         }
     });
     outcome.map_err(|_| format!("{display}: internal error while analysing; please report it"))?
@@ -271,6 +323,7 @@ fn check_one(
 fn check_python(
     path: String,
     raw: String,
+    imports: &dyn Fn(&str) -> Arc<Imports>,
     keep: &dyn Fn(&Finding) -> bool,
     fixing: bool,
     min: Applicability,
@@ -281,8 +334,11 @@ fn check_python(
     } else {
         raw
     };
+    let imports = imports(&text);
+    let mut state = FileState::new();
+    state.imports = imports.clone();
     let (text, findings, change) = if fixing {
-        let fixed = inplace_analysis::fix_all_filtered(&text, min, keep);
+        let fixed = inplace_analysis::fix_all_with(&text, min, keep, &mut state);
         let remaining = fixed.remaining;
         let change = (fixed.text != text).then(|| Change {
             diff: unified_diff(&text, &fixed.text, &path),
@@ -294,7 +350,7 @@ fn check_python(
         });
         (fixed.text, remaining, change)
     } else {
-        let mut findings = inplace_analysis::analyze_source(&text);
+        let mut findings = inplace_analysis::analyze_in_project(&text, &imports).findings;
         findings.retain(keep);
         (text, findings, None)
     };
@@ -304,6 +360,7 @@ fn check_python(
             text,
             findings,
             cells: None,
+            modules: imports,
         },
         change,
     }
@@ -313,6 +370,7 @@ fn check_python(
 fn check_notebook(
     path: String,
     raw: String,
+    imports: &dyn Fn(&str) -> Arc<Imports>,
     keep: &dyn Fn(&Finding) -> bool,
     fixing: bool,
     min: Applicability,
@@ -325,12 +383,15 @@ fn check_notebook(
                 text: String::new(),
                 findings: Vec::new(),
                 cells: None,
+                modules: Arc::default(),
             },
             change: None,
         });
     };
     let numbers = notebook.numbers();
     let source = NotebookSource::new(&notebook.sources()).with_numbers(numbers.clone());
+    let modules = imports(&source.text);
+    let source = source.with_imports(modules.clone());
     let (source, findings, change) = if fixing {
         let (cells, fixed_source, fixed) = source.fix_all(min, keep);
         let remaining = fixed.remaining;
@@ -359,6 +420,7 @@ fn check_notebook(
             text: source.text.clone(),
             findings,
             cells: Some(source),
+            modules,
         },
         change,
     })

@@ -1,10 +1,13 @@
 //! Output formats of `check`: text with code frames, json, github annotations, SARIF 2.1.0.
 
 use inplace_analysis::notebook::NotebookSource;
+use inplace_analysis::project::Imports;
 use inplace_analysis::{Encoding, Finding, LineIndex, Rule, Severity, TextRange};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// One checked file with its findings.
 pub struct FileReport {
@@ -15,6 +18,8 @@ pub struct FileReport {
     pub findings: Vec<Finding>,
     /// For a notebook: its code cells in `text`.
     pub cells: Option<NotebookSource>,
+    /// The project modules it imports: related locations may lie in them.
+    pub modules: Arc<Imports>,
 }
 
 /// A place in a report, for people: 1-based line and column (in Unicode characters), within
@@ -26,22 +31,54 @@ struct Place {
     column: usize,
 }
 
-/// Turns a report's byte offsets into places.
+/// Turns a report's byte offsets into places: in the file, or in a module it imports.
 struct Locator<'a> {
-    file: &'a FileReport,
+    path: &'a str,
+    text: &'a str,
+    cells: Option<&'a NotebookSource>,
     idx: LineIndex,
+    /// The imported modules related locations lie in, by origin.
+    modules: HashMap<Arc<str>, Locator<'a>>,
 }
 
 impl<'a> Locator<'a> {
     fn new(file: &'a FileReport) -> Self {
+        let mut modules = HashMap::new();
+        for f in &file.findings {
+            for origin in f.related.iter().filter_map(|r| r.source.as_ref()) {
+                if modules.contains_key(origin) {
+                    continue;
+                }
+                if let Some(m) = file.modules.modules.iter().find(|m| m.origin == *origin) {
+                    modules.insert(
+                        origin.clone(),
+                        Locator {
+                            path: &m.origin,
+                            text: &m.text,
+                            cells: None,
+                            idx: LineIndex::new(&m.text),
+                            modules: HashMap::new(),
+                        },
+                    );
+                }
+            }
+        }
         Self {
-            file,
+            path: &file.path,
+            text: &file.text,
+            cells: file.cells.as_ref(),
             idx: LineIndex::new(&file.text),
+            modules,
         }
     }
 
+    /// The locator of a related location's file.
+    fn of(&self, source: Option<&Arc<str>>) -> &Locator<'a> {
+        source.and_then(|s| self.modules.get(s)).unwrap_or(self)
+    }
+
     fn place(&self, offset: usize) -> Place {
-        match &self.file.cells {
+        match &self.cells {
             Some(cells) => {
                 let (cell, line, col) = cells.cell_position(&self.idx, offset);
                 Place {
@@ -51,7 +88,7 @@ impl<'a> Locator<'a> {
                 }
             }
             None => {
-                let (l, c) = self.idx.position(&self.file.text, offset, Encoding::Utf32);
+                let (l, c) = self.idx.position(self.text, offset, Encoding::Utf32);
                 Place {
                     cell: None,
                     line: l + 1,
@@ -68,7 +105,7 @@ impl<'a> Locator<'a> {
 
     /// The 1-based line number a people-facing frame shows for a 0-based line of the text.
     fn shown_line(&self, line: usize) -> usize {
-        let first = self.file.cells.as_ref().map_or(0, |c| {
+        let first = self.cells.map_or(0, |c| {
             let at = c.locate(self.idx.line_start(line));
             c.cells().get(at.cell).map_or(0, |s| s.first_line)
         });
@@ -78,8 +115,8 @@ impl<'a> Locator<'a> {
     /// The file's name, with its cell for a notebook (as ruff prints it).
     fn origin(&self, cell: Option<usize>) -> String {
         match cell {
-            Some(n) => format!("{}:cell {n}", self.file.path),
-            None => self.file.path.clone(),
+            Some(n) => format!("{}:cell {n}", self.path),
+            None => self.path.to_string(),
         }
     }
 }
@@ -158,24 +195,26 @@ struct JsonEdit<'a> {
     content: &'a str,
 }
 
-fn finding_json<'a>(at: &Locator<'a>, f: &'a Finding) -> JsonFinding<'a> {
-    let file = at.file;
+fn finding_json<'a>(at: &'a Locator<'a>, f: &'a Finding) -> JsonFinding<'a> {
     JsonFinding {
         code: f.rule.code(),
         name: f.rule.name(),
         severity: f.severity.as_str(),
-        path: &file.path,
+        path: at.path,
         cell: at.cell(f.range.start),
         range: range_json(at, f.range),
         message: &f.message,
         related: f
             .related
             .iter()
-            .map(|r| JsonRelated {
-                path: &file.path,
-                cell: at.cell(r.range.start),
-                range: range_json(at, r.range),
-                message: &r.message,
+            .map(|r| {
+                let there = at.of(r.source.as_ref());
+                JsonRelated {
+                    path: there.path,
+                    cell: there.cell(r.range.start),
+                    range: range_json(there, r.range),
+                    message: &r.message,
+                }
             })
             .collect(),
         fix: f.fix.as_ref().map(|x| JsonFix {
@@ -273,39 +312,49 @@ fn text(files: &[FileReport], color: bool, out: &mut dyn std::io::Write) -> std:
             count += 1;
             // One frame per cell the finding's spans touch (one for a plain file), the
             // culprit's first.
-            let spans: Vec<(TextRange, Level, &str)> =
-                std::iter::once((f.range, level(f.severity), f.rule.name()))
+            // (range, level, label, file: None for this one).
+            type Span<'s> = (TextRange, Level, &'s str, Option<&'s Arc<str>>);
+            let spans: Vec<Span> =
+                std::iter::once((f.range, level(f.severity), f.rule.name(), None))
                     .chain(
                         f.related
                             .iter()
-                            .map(|r| (r.range, Level::Note, r.message.as_str())),
+                            .map(|r| (r.range, Level::Note, r.message.as_str(), r.source.as_ref())),
                     )
                     .collect();
-            let mut cells: Vec<Option<usize>> = Vec::new();
-            for (r, _, _) in &spans {
-                let c = at.cell(r.start);
-                if !cells.contains(&c) {
-                    cells.push(c);
+            // One frame per file and cell.
+            fn frame_of<'s>(
+                at: &Locator,
+                (r, _, _, src): &Span<'s>,
+            ) -> (Option<&'s Arc<str>>, Option<usize>) {
+                (*src, at.of(*src).cell(r.start))
+            }
+            let mut frames: Vec<(Option<&Arc<str>>, Option<usize>)> = Vec::new();
+            for s in &spans {
+                let k = frame_of(&at, s);
+                if !frames.contains(&k) {
+                    frames.push(k);
                 }
             }
             let mut msg = level(f.severity).title(&f.message).id(f.rule.code());
-            let origins: Vec<String> = cells.iter().map(|c| at.origin(*c)).collect();
-            for (cell, origin) in cells.iter().zip(&origins) {
-                let mine: Vec<_> = spans
-                    .iter()
-                    .filter(|(r, _, _)| at.cell(r.start) == *cell)
-                    .collect();
-                let ranges: Vec<TextRange> = mine.iter().map(|(r, _, _)| *r).collect();
-                let (base, first, source) = window(&file.text, &at.idx, &ranges);
+            let origins: Vec<String> = frames
+                .iter()
+                .map(|(src, c)| at.of(*src).origin(*c))
+                .collect();
+            for (key, origin) in frames.iter().zip(&origins) {
+                let there = at.of(key.0);
+                let mine: Vec<_> = spans.iter().filter(|s| frame_of(&at, s) == *key).collect();
+                let ranges: Vec<TextRange> = mine.iter().map(|(r, ..)| *r).collect();
+                let (base, first, source) = window(there.text, &there.idx, &ranges);
                 let span = |r: TextRange| {
-                    let r = clamp(&file.text, r);
+                    let r = clamp(there.text, r);
                     (r.start - base).min(source.len())..(r.end - base).min(source.len())
                 };
                 let mut snippet = Snippet::source(source)
-                    .line_start(at.shown_line(first))
+                    .line_start(there.shown_line(first))
                     .origin(origin)
                     .fold(true);
-                for (r, lvl, label) in mine {
+                for (r, lvl, label, _) in mine {
                     snippet = snippet.annotation(lvl.span(span(*r)).label(label));
                 }
                 msg = msg.snippet(snippet);
@@ -419,8 +468,9 @@ fn sarif(files: &[FileReport]) -> Value {
     for file in files {
         let at = Locator::new(file);
         let uri = file.path.replace('\\', "/");
+        let location_in = |there: &Locator, r: TextRange| json!({"physicalLocation": {"artifactLocation": {"uri": there.path.replace('\\', "/")}, "region": sarif_region(there, r)}});
         for f in &file.findings {
-            let location = |r: TextRange| json!({"physicalLocation": {"artifactLocation": {"uri": uri}, "region": sarif_region(&at, r)}});
+            let location = |r: TextRange| location_in(&at, r);
             let mut result = json!({
                 "ruleId": f.rule.code(),
                 "ruleIndex": Rule::ALL.iter().position(|r| *r == f.rule),
@@ -428,7 +478,7 @@ fn sarif(files: &[FileReport]) -> Value {
                 "message": {"text": f.message},
                 "locations": [location(f.range)],
                 "relatedLocations": f.related.iter().enumerate().map(|(i, r)| {
-                    let mut l = location(r.range);
+                    let mut l = location_in(at.of(r.source.as_ref()), r.range);
                     l["id"] = json!(i);
                     l["message"] = json!({"text": r.message});
                     l

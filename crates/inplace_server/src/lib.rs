@@ -16,6 +16,7 @@ pub mod document;
 mod guard;
 pub mod handlers;
 pub mod notebook;
+pub mod project;
 mod scheduler;
 mod session;
 pub mod settings;

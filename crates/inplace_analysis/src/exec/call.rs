@@ -9,6 +9,9 @@ impl Interp<'_, '_> {
         let a = self.eval_args(c, args);
         let call = c.span(e);
         if let Expr::Attr { value, attr, .. } = *c.expr(func) {
+            if let Some(res) = self.call_super(c, value, attr, &a, call) {
+                return res;
+            }
             let recv = self.eval_opt(c, value);
             let mut out = Vals::new();
             let mut tensors = Vals::new();
@@ -20,8 +23,21 @@ impl Interp<'_, '_> {
                     }
                     Obj::Unknown => self.unknown_method(c, e, r, attr, &a, value),
                     Obj::Path(p) => {
-                        let path = self.path_join(*p, attr);
-                        self.call_path(c, e, path, &a)
+                        let p = *p;
+                        match self.module_member(p, attr) {
+                            // `m.f(...)` of a project module `m`.
+                            Some(fs) => {
+                                let mut res = Vals::new();
+                                for f in fs {
+                                    res.extend(self.call_value(c, e, f, &a));
+                                }
+                                res
+                            }
+                            None => {
+                                let path = self.path_join(p, attr);
+                                self.call_path(c, e, path, &a)
+                            }
+                        }
                     }
                     Obj::Module(_) => self.module_method(c, e, r, attr, &a),
                     Obj::Optimizer { params, .. } => {
@@ -546,6 +562,40 @@ impl Interp<'_, '_> {
                 Some(Arc::new(self.class_ref(pc, k)))
             }
         }
+    }
+
+    /// `super().m(...)` in a method: `m` of the bases of the method's class, run on `self`.
+    /// `None` when `value` is no bare `super()` or no base has `m` (the call is then opaque).
+    fn call_super(
+        &mut self,
+        c: Code<'_>,
+        value: ExprId,
+        attr: Name,
+        args: &Args,
+        call: Span,
+    ) -> Option<Vals> {
+        let Expr::Call { func, args: sargs } = *c.expr(value) else {
+            return None;
+        };
+        let bare = matches!(*c.expr(func), Expr::Name { name, .. } if name == known::SUPER)
+            && c.body.args[sargs as usize].positional.len == 0;
+        if !bare || attr == known::INIT {
+            return None;
+        }
+        let def = *self.inlining.last()?;
+        let (body, f) = self.resolve_def(def)?;
+        let fd = *body.func(f);
+        let mc = Code {
+            body: &body,
+            item: def.item,
+        };
+        let class = self.enclosing_class(mc, &fd)?;
+        let self_obj = self.state.env.get(&known::SELF)?.first().copied()?;
+        let method = class.bases.iter().find_map(|b| match self.obj(*b) {
+            Obj::Class(k) => self.find_method(k, attr),
+            _ => None,
+        })?;
+        Some(self.inline(method, Some(self_obj), args, call))
     }
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).

@@ -230,6 +230,16 @@ impl Interp<'_, '_> {
             }
             return v;
         }
+        if self.prog.segments.len() > 1 {
+            let seg = self.prog.segment_of(c.item);
+            if seg != 0 {
+                // Code of an imported module reads its own module's globals.
+                if let Some(v) = self.segment_global(seg, name) {
+                    return v;
+                }
+                return self.builtin(name);
+            }
+        }
         if let Some(env) = self.outer_envs.first() {
             if let Some(v) = env.get(&name) {
                 return v.clone();
@@ -240,6 +250,11 @@ impl Interp<'_, '_> {
             return v.clone();
         }
         self.deps.globals.insert(name);
+        self.builtin(name)
+    }
+
+    /// A name no scope binds: a constant, or a builtin.
+    fn builtin(&mut self, name: Name) -> Vals {
         match name {
             known::TRUE => smallvec![TRUE],
             known::FALSE => smallvec![FALSE],

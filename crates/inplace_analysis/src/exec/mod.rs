@@ -15,6 +15,7 @@ mod assign;
 mod backward;
 mod call;
 mod expr;
+mod imports;
 mod module;
 mod optim;
 mod stmt;
@@ -140,6 +141,8 @@ pub(crate) struct Frozen {
     pub loose_attrs: Arc<FxHashMap<(ObjId, Name), ObjId>>,
     /// The instance each class's methods run on (built once, after the module).
     pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
+    /// The globals of each imported project module, by its dotted name.
+    pub modules: Arc<FxHashMap<Name, Arc<Env>>>,
 }
 
 /// What one unit observed.
@@ -166,6 +169,8 @@ pub(crate) struct Deps {
     pub classes: FxHashMap<ItemId, u64>,
     /// Globals read from the module's final state.
     pub globals: FxHashSet<Name>,
+    /// Globals of imported project modules read (module, name).
+    pub module_globals: FxHashSet<(Name, Name)>,
     /// The class whose prebuilt instance a method ran on.
     pub instance: Option<ClassLoc>,
     /// The budget the unit had.
@@ -202,6 +207,10 @@ pub(crate) struct Interp<'p, 't> {
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
     pub instances: FxHashMap<ClassLoc, ObjId>,
+    /// Imported project modules whose body has run: their globals.
+    pub modules: FxHashMap<Name, Arc<Env>>,
+    /// Modules whose body is running, with the depth of `outer_envs` it runs at.
+    pub running_modules: Vec<(Name, usize)>,
     /// The right-hand side of the plain assignment being evaluated and its target name.
     pub assign_rhs: Option<(Span, Name)>,
     pub deps: Deps,
@@ -236,6 +245,8 @@ impl<'p, 't> Interp<'p, 't> {
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             instances: (*frozen.instances).clone(),
+            modules: (*frozen.modules).clone(),
+            running_modules: Vec::new(),
             assign_rhs: None,
             deps: Deps::default(),
             exhausted: false,
@@ -434,35 +445,41 @@ impl<'p, 't> Interp<'p, 't> {
 
     // ------------------------------------------------------------------------------- units
 
-    /// Run the module's items in order.
+    /// Run the module's items in order (an imported module's run when an import does).
     pub fn run_module(&mut self) {
         self.budget = budget_for(self.prog.text.lines().count());
-        for i in 0..self.prog.items.len() {
+        for i in self.prog.entry_items() {
             if self.state.dead || self.out_of_budget() {
                 break;
             }
-            let item = &self.prog.items[i];
-            if item.parent().is_some() {
-                continue;
-            }
-            let id = item.id;
-            if let (ItemKind::Function, Some(name)) = (item.kind(), item.name) {
-                // Defining a function binds its name; its body is read when it is called.
-                let o = self.alloc(Obj::Func(self.prog.item_def(id)));
-                self.state.env.insert(name, smallvec![o]);
-                self.state.bound_at.remove(&name);
-                self.state.stale.remove(&name);
-                continue;
-            }
-            let Some(body) = self.body_of(id) else {
-                continue;
-            };
-            let c = Code {
-                body: &body,
-                item: id,
-            };
-            self.exec_block(c, body.root);
+            self.run_top_item(i);
         }
+    }
+
+    /// Run a module-level item (by position): define a function, or execute the statement or
+    /// class definition.
+    fn run_top_item(&mut self, i: usize) {
+        let item = &self.prog.items[i];
+        if item.parent().is_some() {
+            return;
+        }
+        let id = item.id;
+        if let (ItemKind::Function, Some(name)) = (item.kind(), item.name) {
+            // Defining a function binds its name; its body is read when it is called.
+            let o = self.alloc(Obj::Func(self.prog.item_def(id)));
+            self.state.env.insert(name, smallvec![o]);
+            self.state.bound_at.remove(&name);
+            self.state.stale.remove(&name);
+            return;
+        }
+        let Some(body) = self.body_of(id) else {
+            return;
+        };
+        let c = Code {
+            body: &body,
+            item: id,
+        };
+        self.exec_block(c, body.root);
     }
 
     /// What the module unit leaves for the function units, and what it observed.
@@ -478,6 +495,7 @@ impl<'p, 't> Interp<'p, 't> {
             globals,
             loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
             instances: Arc::new(std::mem::take(&mut self.instances)),
+            modules: Arc::new(std::mem::take(&mut self.modules)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),

@@ -124,6 +124,7 @@ impl Interp<'_, '_> {
                 Stmt::Assign { value, .. } => mentions_grad_of(c, value, name),
                 _ => false,
             };
+            let call_site = self.call_site;
             let event = |optimizer: Option<Span>, update: bool| Event::Rebind {
                 stmt: StmtRef {
                     item: c.item,
@@ -134,6 +135,7 @@ impl Interp<'_, '_> {
                 name,
                 optimizer,
                 update,
+                call_site,
             };
             match (self.obj(*o), held_by) {
                 (Obj::Module(_), Some(opt)) => {

@@ -66,13 +66,7 @@ impl Interp<'_, '_> {
                 let o = self.alloc(Obj::Class(Arc::new(class)));
                 self.bind_name(c, name, None, smallvec![o], None);
             }
-            Stmt::Import(list) => {
-                for i in c.body.list(list) {
-                    let imp = c.body.imports[*i as usize];
-                    let p = self.alloc(Obj::Path(imp.path));
-                    self.bind_name(c, imp.bind, None, smallvec![p], None);
-                }
-            }
+            Stmt::Import(list) => self.exec_import(c, list),
             Stmt::Break | Stmt::Continue => {
                 let is_break = matches!(c.body.stmt(s), Stmt::Break);
                 self.steps += self.state.weight();

@@ -468,6 +468,9 @@ impl Interp<'_, '_> {
                 if let Some(v) = self.loose_attrs.get(&(o, attr)) {
                     return smallvec![*v];
                 }
+                if let Some(v) = self.module_member(p, attr) {
+                    return v;
+                }
                 let path = self.path_join(p, attr);
                 smallvec![self.alloc(Obj::Path(path))]
             }

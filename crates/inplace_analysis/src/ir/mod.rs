@@ -380,11 +380,14 @@ pub struct WithItem {
 }
 
 /// One name an import binds: `import a.b` binds `a` to path `a`; `import a.b as c` binds `c`
-/// to `a.b`; `from m import x as y` binds `y` to `m.x`.
+/// to `a.b`; `from m import x as y` binds `y` to `m.x`. Relative paths keep their dots
+/// (`from .m import x`: `.m.x`; `from .. import m`: `..m`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Import {
     pub bind: Name,
     pub path: Name,
+    /// The whole dotted path the statement imports (`a.b` for `import a.b`, else `path`).
+    pub full: Name,
     pub span: Rel,
 }
 
@@ -597,6 +600,7 @@ impl Body {
         for i in &mut self.imports {
             m(&mut i.bind);
             m(&mut i.path);
+            m(&mut i.full);
         }
         self.params.iter_mut().for_each(|p| m(&mut p.name));
         self.funcs.iter_mut().for_each(|f| m(&mut f.name));

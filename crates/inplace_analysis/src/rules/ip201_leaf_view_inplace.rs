@@ -63,6 +63,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     if related.is_empty() {
         if let Some(range) = view.and_then(|v| ctx.range(v)) {
             related.push(Related {
+                source: None,
                 range,
                 message: "the view of the leaf is taken here".into(),
             });

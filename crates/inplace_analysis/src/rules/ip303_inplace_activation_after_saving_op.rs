@@ -64,6 +64,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             related.insert(
                 1.min(related.len()),
                 Related {
+                    source: None,
                     range,
                     message: "the in-place activation runs here".into(),
                 },

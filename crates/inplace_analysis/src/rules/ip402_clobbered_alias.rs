@@ -69,6 +69,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let mut related = Vec::new();
     if let Some(range) = ctx.range(*read) {
         related.push(Related {
+            source: None,
             range,
             message: format!("`{name}` is read here and sees the value written in place"),
         });
@@ -80,6 +81,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         .max_by_key(|b| ctx.range(b.stmt));
     if let Some(range) = alias.and_then(|b| ctx.range(b.stmt)) {
         related.push(Related {
+            source: None,
             range,
             message: "the alias is made here: both names share one tensor".into(),
         });

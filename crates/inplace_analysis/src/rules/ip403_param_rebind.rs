@@ -66,6 +66,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let mut related = Vec::new();
     if let Some(range) = optimizer.and_then(|o| ctx.range(o)) {
         related.push(Related {
+            source: None,
             range,
             message: format!("this optimizer holds the old `{name}` and keeps updating it"),
         });

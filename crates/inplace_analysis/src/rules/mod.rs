@@ -101,6 +101,7 @@ pub(crate) fn write_related(ctx: &RenderCtx<'_>, w: &Write, out: &mut Vec<Relate
         if v != w.site && !w.site.contains(v) {
             if let Some(range) = ctx.range(v) {
                 out.push(Related {
+                    source: None,
                     range,
                     message: format!(
                         "`{}` is a view: it shares the storage and version counter it writes",
@@ -114,6 +115,7 @@ pub(crate) fn write_related(ctx: &RenderCtx<'_>, w: &Write, out: &mut Vec<Relate
         if !c.contains(w.range) {
             if let Some(range) = ctx.range(c) {
                 out.push(Related {
+                    source: None,
                     range,
                     message: format!("the write runs inside this call: `{}`", ctx.snippet(c)),
                 });
@@ -155,12 +157,14 @@ pub(crate) fn form3_related(
     let mut related = Vec::new();
     if let Some(range) = ctx.range(save.range) {
         related.push(Related {
+            source: None,
             range,
             message: format!("`{}` saved {what} for backward here", ctx.op(save.op)),
         });
     }
     if let Some(range) = ctx.range(t.range) {
         related.push(Related {
+            source: None,
             range,
             message: if t.backward {
                 "the runtime raises here, at `backward()`".to_string()

@@ -400,18 +400,34 @@ impl Lowerer<'_> {
                     let first = dotted.split('.').next().unwrap_or("").to_string();
                     (first.clone(), first)
                 }
-                (true, Some(a)) => (self.text(a).to_string(), dotted),
+                (true, Some(a)) => (self.text(a).to_string(), dotted.clone()),
                 (false, alias) => {
                     let bind = alias.map_or(dotted.clone(), |a| self.text(a).to_string());
-                    (bind, format!("{module}.{dotted}"))
+                    // `from . import m` is `.m`, not `..m`.
+                    let sep = if module.ends_with('.') { "" } else { "." };
+                    (bind, format!("{module}{sep}{dotted}"))
                 }
             };
+            let full = if plain { dotted } else { path.clone() };
             let import = Import {
                 bind: self.names.intern(&bind),
                 path: self.names.intern(&path),
+                full: self.names.intern(&full),
                 span: self.rel(name),
             };
             self.body.imports.push(import);
+            ids.push(self.body.imports.len() as u32 - 1);
+        }
+        // `from m import *` binds every public name of `m`: one import binding `*`.
+        let mut c = n.walk();
+        if !plain && n.children(&mut c).any(|ch| ch.k() == "wildcard_import") {
+            let m = self.names.intern(&module);
+            self.body.imports.push(Import {
+                bind: self.names.intern("*"),
+                path: m,
+                full: m,
+                span: self.rel(n),
+            });
             ids.push(self.body.imports.len() as u32 - 1);
         }
         self.list(&ids)

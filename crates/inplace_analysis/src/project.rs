@@ -1,0 +1,381 @@
+//! The project around a file: the modules of its own project that it imports.
+//!
+//! A file's analysis follows the project's own imports (`from models import Net`,
+//! `from .blocks import Block`, `import pkg.utils as U`, packages and their `__init__.py`
+//! re-exports), transitively, as the interpreter would: an imported module's body runs when
+//! the import statement does, in a namespace of its own, and its classes and functions are
+//! instantiated and inlined exactly like the file's own. Third-party and standard-library
+//! imports stay what they were (the known torch API; the rest opaque).
+//!
+//! No I/O here: the caller says where a dotted name's text is ([`ModuleLookup`]), by reading
+//! files (`check`) or from its index of open documents and workspace files (the server).
+//!
+//! The program of a file that imports project modules is the file's text followed by each
+//! module's text (see [`crate::program::Segment`]): the file's offsets are unchanged, and
+//! what lies beyond them belongs to a module. Findings stay in the file: a write inside an
+//! imported function is reported at the file's call that led to it, with the write itself as
+//! related information naming the module's file.
+
+use crate::ir::{Interner, ItemId, Stmt};
+use crate::program::{Program, Segment};
+use crate::syntax::outline::{outline, Outline};
+use rustc_hash::FxHashSet;
+use std::sync::Arc;
+
+/// Most modules one file's analysis reads.
+pub const MAX_MODULES: usize = 128;
+/// Most bytes of module text one file's analysis reads.
+pub const MAX_MODULE_BYTES: usize = 16 << 20;
+
+/// Item ids of imported modules' items: this bit set, the module's number above
+/// [`POSITION_BITS`], the item's position below (the file's own ids are small).
+const MODULE_ID_BIT: u32 = 1 << 31;
+const POSITION_BITS: u32 = 23;
+
+/// A module's absolute dotted name (`pkg.models`), and whether it is a package's
+/// `__init__.py` (relative imports in a package start from the package itself).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ModuleName {
+    pub name: String,
+    pub is_package: bool,
+}
+
+impl ModuleName {
+    pub fn new(name: impl Into<String>, is_package: bool) -> ModuleName {
+        ModuleName {
+            name: name.into(),
+            is_package,
+        }
+    }
+
+    /// The absolute name of a path imported from this module (`.blocks.Block` from
+    /// `pkg.model` is `pkg.blocks.Block`); `None` when the dots climb above the top package.
+    pub fn absolute(&self, path: &str) -> Option<String> {
+        let level = path.bytes().take_while(|b| *b == b'.').count();
+        if level == 0 {
+            return Some(path.to_string());
+        }
+        let mut package: Vec<&str> = self.name.split('.').filter(|s| !s.is_empty()).collect();
+        if !self.is_package {
+            package.pop()?;
+        }
+        for _ in 1..level {
+            package.pop()?;
+        }
+        // Beyond the top-level package (or from a module outside any package).
+        if package.is_empty() {
+            return None;
+        }
+        let rest = &path[level..];
+        if !rest.is_empty() {
+            package.push(rest);
+        }
+        (!package.is_empty()).then(|| package.join("."))
+    }
+}
+
+/// A module of the project, as the caller found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSource {
+    pub name: ModuleName,
+    /// How the caller names it (a path as `check` prints it, a URI): related information in
+    /// findings carries it.
+    pub origin: Arc<str>,
+    /// How messages name it (its file name, `models.py`).
+    pub label: Arc<str>,
+    pub text: Arc<str>,
+}
+
+/// Where the project's modules are: the text of a module by its absolute dotted name, or
+/// `None` when it is not the project's own (third party, standard library) or cannot be read.
+pub trait ModuleLookup {
+    fn find(&self, name: &str) -> Option<ModuleSource>;
+}
+
+/// The project modules one file imports, directly or through others, in the order they were
+/// found; what the analysis of the file reads besides its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Imports {
+    /// The file's own module name (`None`: a script, `__main__`, relative imports unresolved).
+    pub entry: Option<ModuleName>,
+    pub modules: Vec<ModuleSource>,
+    /// Modules left out because of [`MAX_MODULES`] or [`MAX_MODULE_BYTES`].
+    pub left_out: usize,
+}
+
+impl Imports {
+    pub fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+    }
+
+    /// Whether a module of this origin is among them.
+    pub fn reads(&self, origin: &str) -> bool {
+        self.modules.iter().any(|m| &*m.origin == origin)
+    }
+}
+
+/// The dotted paths a module's text imports at its top level (in `if`/`try` blocks too),
+/// relative ones with their dots.
+pub fn imported_paths(text: &str) -> Vec<String> {
+    let mut names = Interner::new();
+    let prog = Program::of(text, &mut names);
+    let mut out = Vec::new();
+    for item in &prog.items {
+        if item.parent().is_some()
+            || item.kind() != crate::syntax::outline::ItemKind::Statement
+            || !text[item.outline.start as usize..item.outline.end as usize].contains("import")
+        {
+            continue;
+        }
+        let Some(body) = prog.body(item.id, &mut names) else {
+            continue;
+        };
+        let mut blocks = vec![body.root];
+        while let Some(b) = blocks.pop() {
+            for s in body.stmts_of(b) {
+                blocks.extend(body.inner_blocks(s));
+                if let Stmt::Import(list) = *body.stmt(s) {
+                    for i in body.list(list) {
+                        out.push(names.resolve(body.imports[*i as usize].full).to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The project modules a file imports, transitively (each module once; cycles end), as far as
+/// `lookup` finds them. Every package on a dotted path is a module too (`import a.b.c` runs
+/// `a`, `a.b` and `a.b.c`).
+pub fn collect(text: &str, entry: Option<ModuleName>, lookup: &dyn ModuleLookup) -> Imports {
+    let mut out = Imports {
+        entry: entry.clone(),
+        ..Imports::default()
+    };
+    let mut seen: FxHashSet<String> = FxHashSet::default();
+    if let Some(e) = &entry {
+        seen.insert(e.name.clone());
+    }
+    let mut bytes = 0usize;
+    let mut queue: Vec<(Arc<str>, Option<ModuleName>)> = vec![(Arc::from(text), entry)];
+    let mut next = 0;
+    while next < queue.len() {
+        let (text, from) = queue[next].clone();
+        next += 1;
+        let from = from.unwrap_or_default();
+        for path in imported_paths(&text) {
+            let Some(abs) = from.absolute(&path) else {
+                continue;
+            };
+            let parts: Vec<&str> = abs.split('.').collect();
+            for k in 1..=parts.len() {
+                let name = parts[..k].join(".");
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                let Some(m) = lookup.find(&name) else {
+                    continue;
+                };
+                if out.modules.len() >= MAX_MODULES || bytes + m.text.len() > MAX_MODULE_BYTES {
+                    out.left_out += 1;
+                    continue;
+                }
+                bytes += m.text.len();
+                queue.push((m.text.clone(), Some(m.name.clone())));
+                out.modules.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// Where each imported module lies in a program's text and items.
+pub(crate) struct Layout {
+    segments: Vec<(ModuleSource, u32, u32, std::ops::Range<u32>)>,
+}
+
+/// Outlines of imported modules, kept while their text is the same.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OutlineCache {
+    by_origin: rustc_hash::FxHashMap<Arc<str>, (Arc<str>, Outline)>,
+}
+
+impl OutlineCache {
+    fn get(&mut self, m: &ModuleSource) -> &Outline {
+        let fresh = self
+            .by_origin
+            .get(&m.origin)
+            .is_none_or(|(t, _)| !Arc::ptr_eq(t, &m.text) && **t != *m.text);
+        if fresh {
+            self.by_origin
+                .insert(m.origin.clone(), (m.text.clone(), outline(&m.text)));
+        }
+        &self.by_origin[&m.origin].1
+    }
+
+    /// Forget the modules no longer imported.
+    pub fn retain(&mut self, imports: &Imports) {
+        self.by_origin.retain(|o, _| imports.reads(o));
+    }
+}
+
+/// The program text of `text` followed by the modules of `imports`; the modules' items are
+/// added to `outline` and `ids` (the file's own).
+pub(crate) fn combine(
+    text: &str,
+    outline: &mut Outline,
+    ids: &mut Vec<ItemId>,
+    imports: &Imports,
+    cache: &mut OutlineCache,
+) -> (String, Layout) {
+    let mut all = String::with_capacity(
+        text.len()
+            + imports
+                .modules
+                .iter()
+                .map(|m| m.text.len() + 1)
+                .sum::<usize>(),
+    );
+    all.push_str(text);
+    let mut segments = Vec::new();
+    for (k, m) in imports.modules.iter().enumerate() {
+        all.push('\n');
+        let base = all.len() as u32;
+        all.push_str(&m.text);
+        let first = outline.items.len() as u32;
+        let module = cache.get(m);
+        for (pos, item) in module.items.iter().enumerate() {
+            let mut item = item.clone();
+            item.line_start += base;
+            item.start += base;
+            item.end += base;
+            item.header_end += base;
+            item.name = item.name.map(|(s, e)| (s + base, e + base));
+            item.parent = item.parent.map(|p| p + first);
+            outline.items.push(item);
+            let number = (k as u32 + 1) << POSITION_BITS;
+            ids.push(ItemId(MODULE_ID_BIT | number | pos as u32));
+        }
+        outline.noqa_comments.extend(
+            module
+                .noqa_comments
+                .iter()
+                .map(|(s, e)| (s + base, e + base)),
+        );
+        let end = all.len() as u32;
+        segments.push((m.clone(), base, end, first..outline.items.len() as u32));
+    }
+    (all, Layout { segments })
+}
+
+impl Layout {
+    /// Name the program's segments: the file (`entry`) and each module.
+    pub fn mark(&self, prog: &mut Program<'_>, entry: Option<&ModuleName>, names: &mut Interner) {
+        let entry_items = self
+            .segments
+            .first()
+            .map_or(prog.items.len() as u32, |s| s.3.start);
+        let file = &mut prog.segments[0];
+        if let Some(e) = entry {
+            file.name = names.intern(&e.name);
+            file.is_package = e.is_package;
+        }
+        file.items = 0..entry_items;
+        file.end = self
+            .segments
+            .first()
+            .map_or(prog.text.len() as u32, |s| s.1 - 1);
+        let mut line = prog.text[..file.end as usize]
+            .bytes()
+            .filter(|b| *b == b'\n')
+            .count();
+        let mut at = file.end as usize;
+        for (m, start, end, items) in &self.segments {
+            line += prog.text[at..*start as usize]
+                .bytes()
+                .filter(|b| *b == b'\n')
+                .count();
+            prog.segments.push(Segment {
+                name: names.intern(&m.name.name),
+                is_package: m.name.is_package,
+                start: *start,
+                end: *end,
+                items: items.clone(),
+                first_line: line,
+                label: m.label.clone(),
+                origin: m.origin.clone(),
+            });
+            line += prog.text[*start as usize..*end as usize]
+                .bytes()
+                .filter(|b| *b == b'\n')
+                .count();
+            at = *end as usize;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_climb_from_the_package() {
+        let m = ModuleName::new("pkg.sub.model", false);
+        assert_eq!(m.absolute(".blocks.B").as_deref(), Some("pkg.sub.blocks.B"));
+        assert_eq!(m.absolute("..utils").as_deref(), Some("pkg.utils"));
+        assert_eq!(m.absolute("...x").as_deref(), None);
+        assert_eq!(m.absolute("torch.nn").as_deref(), Some("torch.nn"));
+        let p = ModuleName::new("pkg", true);
+        assert_eq!(p.absolute(".blocks").as_deref(), Some("pkg.blocks"));
+        assert_eq!(p.absolute("..x"), None);
+        let script = ModuleName::default();
+        assert_eq!(script.absolute(".x"), None);
+    }
+
+    #[test]
+    fn imported_paths_are_found_in_blocks_and_keep_their_dots() {
+        let text = "import torch\nimport a.b as c\nfrom . import u\nfrom .m import (x,\n y)\n\
+                    try:\n    from pkg.fast import f\nexcept ImportError:\n    f = None\n\
+                    def g():\n    import lazy\n";
+        let mut paths = imported_paths(text);
+        paths.sort();
+        assert_eq!(
+            paths,
+            [".m.x", ".m.y", ".u", "a.b", "pkg.fast.f", "torch"].map(String::from)
+        );
+    }
+
+    struct Files(Vec<(&'static str, bool, &'static str)>);
+    impl ModuleLookup for Files {
+        fn find(&self, name: &str) -> Option<ModuleSource> {
+            let (n, p, t) = self.0.iter().find(|(n, ..)| *n == name)?;
+            Some(ModuleSource {
+                name: ModuleName::new(*n, *p),
+                origin: Arc::from(format!("{n}.py")),
+                label: Arc::from(format!("{n}.py")),
+                text: Arc::from(*t),
+            })
+        }
+    }
+
+    #[test]
+    fn collect_follows_packages_and_cycles_end() {
+        let files = Files(vec![
+            ("pkg", true, "from .blocks import Block\n"),
+            (
+                "pkg.blocks",
+                false,
+                "import torch\nfrom pkg import helpers\n",
+            ),
+            ("pkg.helpers", false, "from .blocks import Block\n"),
+        ]);
+        let imports = collect("import torch\nfrom pkg import Block\n", None, &files);
+        let names: Vec<&str> = imports
+            .modules
+            .iter()
+            .map(|m| m.name.name.as_str())
+            .collect();
+        assert_eq!(names, ["pkg", "pkg.blocks", "pkg.helpers"]);
+    }
+}

@@ -1,0 +1,218 @@
+//! Where a file's project modules are on disk: the roots imports are resolved from, the file's
+//! own module name, and a reader of module files (shared by `check` and the server, whose
+//! open documents' unsaved text wins over the disk).
+//!
+//! Roots, in the order Python's `sys.path` would try them for a script run from its folder
+//! with the project installed: the file's own folder, then the project root's `src/` (a
+//! src layout), then the project root (the nearest folder up with a `pyproject.toml`,
+//! `setup.py` or `setup.cfg`; else the workspace folder the caller gives, else the file's
+//! folder). Nothing outside the roots is read: third-party and standard-library modules stay
+//! as the analysis knows them.
+
+use inplace_analysis::project::{ModuleLookup, ModuleName, ModuleSource};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Largest module file read (a bigger one stays opaque).
+const MAX_MODULE_FILE: u64 = 4 << 20;
+
+/// Reads module files: returns `None` for a file that is missing, too large, binary or not
+/// UTF-8.
+pub trait SourceReader: Sync {
+    fn read(&self, path: &Path) -> Option<Arc<str>>;
+}
+
+/// Module files read from disk, each once per run.
+#[derive(Default)]
+pub struct DiskReader {
+    cache: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+}
+
+impl DiskReader {
+    /// Forget a file (it changed on disk).
+    pub fn forget(&self, path: &Path) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.remove(path);
+        }
+    }
+}
+
+/// A Python source file's text, if it is one we can read.
+pub fn read_source(path: &Path) -> Option<Arc<str>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_MODULE_FILE {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    Some(Arc::from(text.strip_prefix('\u{feff}').unwrap_or(&text)))
+}
+
+impl SourceReader for DiskReader {
+    fn read(&self, path: &Path) -> Option<Arc<str>> {
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
+            return hit;
+        }
+        let text = read_source(path);
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(path.to_path_buf(), text.clone());
+        }
+        text
+    }
+}
+
+/// The project around a file: where its imports resolve from, and its own module name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectLayout {
+    /// Absolute folders, in search order.
+    pub roots: Vec<PathBuf>,
+    /// The project root (labels of modules are relative to it).
+    pub root: PathBuf,
+    /// The file's module name (`pkg.train`), when it lies under a root other than its folder.
+    pub entry: Option<ModuleName>,
+}
+
+/// Whether a folder is a project root.
+fn is_project_root(dir: &Path) -> bool {
+    ["pyproject.toml", "setup.py", "setup.cfg"]
+        .iter()
+        .any(|f| dir.join(f).is_file())
+}
+
+impl ProjectLayout {
+    /// The layout around `file` (an absolute path); `workspace`: the folder to use as the
+    /// project root when no marker file is found above the file.
+    pub fn of(file: &Path, workspace: Option<&Path>) -> ProjectLayout {
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let root = dir
+            .ancestors()
+            .find(|d| is_project_root(d))
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                workspace
+                    .filter(|w| file.starts_with(w))
+                    .map(Path::to_path_buf)
+            })
+            .unwrap_or_else(|| dir.clone());
+        let src = root.join("src");
+        let mut roots = vec![dir.clone()];
+        for r in [src, root.clone()] {
+            if r.is_dir() && !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        let entry = roots[1..]
+            .iter()
+            .find_map(|r| module_name_of(file, r))
+            .or_else(|| module_name_of(file, &dir));
+        ProjectLayout { roots, root, entry }
+    }
+
+    /// Where a dotted module name's file is, under the roots.
+    pub fn locate(&self, name: &str) -> Vec<PathBuf> {
+        let rel: PathBuf = name.split('.').collect();
+        let mut out = Vec::new();
+        for r in &self.roots {
+            let base = r.join(&rel);
+            out.push(base.with_extension("py"));
+            out.push(base.join("__init__.py"));
+        }
+        out
+    }
+}
+
+/// The dotted module name of `file` under `root` (`root/pkg/m.py`: `pkg.m`;
+/// `root/pkg/__init__.py`: the package `pkg`).
+pub fn module_name_of(file: &Path, root: &Path) -> Option<ModuleName> {
+    let rel = file.strip_prefix(root).ok()?;
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop()?;
+    let stem = last
+        .strip_suffix(".py")
+        .or_else(|| last.strip_suffix(".pyi"))?;
+    let is_package = stem == "__init__";
+    if !is_package {
+        parts.push(stem.to_string());
+    }
+    let valid = |p: &String| !p.is_empty() && !p.contains('.') && !p.contains('-');
+    (!parts.is_empty() && parts.iter().all(valid)).then(|| ModuleName {
+        name: parts.join("."),
+        is_package,
+    })
+}
+
+/// A [`ModuleLookup`] over the files under a layout's roots.
+pub struct FileLookup<'a> {
+    pub layout: &'a ProjectLayout,
+    pub reader: &'a dyn SourceReader,
+    /// How findings name a module's file (`check`: a path as the user gave them; the server:
+    /// a URI).
+    pub origin: &'a dyn Fn(&Path) -> String,
+    /// The file being analysed (never read as a module of itself).
+    pub file: &'a Path,
+}
+
+impl ModuleLookup for FileLookup<'_> {
+    fn find(&self, name: &str) -> Option<ModuleSource> {
+        for path in self.layout.locate(name) {
+            if path == self.file {
+                continue;
+            }
+            let Some(text) = self.reader.read(&path) else {
+                continue;
+            };
+            let label = path
+                .strip_prefix(&self.layout.root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            return Some(ModuleSource {
+                name: ModuleName::new(name, path.ends_with("__init__.py")),
+                origin: Arc::from((self.origin)(&path)),
+                label: Arc::from(label),
+                text,
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_follow_the_folders() {
+        let root = Path::new("/p");
+        let m = module_name_of(Path::new("/p/pkg/sub/m.py"), root).unwrap();
+        assert_eq!((m.name.as_str(), m.is_package), ("pkg.sub.m", false));
+        let p = module_name_of(Path::new("/p/pkg/__init__.py"), root).unwrap();
+        assert_eq!((p.name.as_str(), p.is_package), ("pkg", true));
+        assert_eq!(module_name_of(Path::new("/p/my-scripts/a.py"), root), None);
+        assert_eq!(module_name_of(Path::new("/q/a.py"), root), None);
+    }
+
+    #[test]
+    fn layout_finds_the_project_root_and_a_src_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        std::fs::create_dir_all(root.join("src/pkg")).unwrap();
+        let file = root.join("src/pkg/train.py");
+        let layout = ProjectLayout::of(&file, None);
+        assert_eq!(layout.root, root);
+        assert_eq!(
+            layout.roots,
+            vec![root.join("src/pkg"), root.join("src"), root.clone()]
+        );
+        let entry = layout.entry.unwrap();
+        assert_eq!(entry.name, "pkg.train");
+    }
+}
