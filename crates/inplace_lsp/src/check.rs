@@ -263,7 +263,7 @@ struct Run<'a> {
 impl Run<'_> {
     /// The project modules a file imports (none for standard input without a file name).
     fn imports(&self, path: &Path, canonical: &Path, text: &str) -> Arc<Imports> {
-        if !canonical.is_absolute() || !canonical.is_file() {
+        if !canonical.is_absolute() || !canonical.is_file() || !project::reads_imports(text) {
             return Arc::default();
         }
         let layout = ProjectLayout::of(canonical, None);

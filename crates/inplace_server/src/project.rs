@@ -3,7 +3,8 @@
 //! open documents' unsaved text wins over the disk).
 //!
 //! Roots, in the order Python's `sys.path` would try them for a script run from its folder
-//! with the project installed: the file's own folder, then the project root's `src/` (a
+//! with the project installed: the file's own folder, then the folder above the outermost
+//! package holding the file (folders with an `__init__.py`), then the project root's `src/` (a
 //! src layout), then the project root (the nearest folder up with a `pyproject.toml`,
 //! `setup.py` or `setup.cfg`; else the workspace folder the caller gives, else the file's
 //! folder). Nothing outside the roots is read: third-party and standard-library modules stay
@@ -23,10 +24,29 @@ pub trait SourceReader: Sync {
     fn read(&self, path: &Path) -> Option<Arc<str>>;
 }
 
-/// Module files read from disk, each once per run.
+/// Module files read from disk, each once per run, and the paths each imports.
 #[derive(Default)]
 pub struct DiskReader {
     cache: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    imports: Mutex<HashMap<u64, Arc<Vec<String>>>>,
+}
+
+impl DiskReader {
+    /// The paths a module's text imports, found once per text.
+    pub fn imports_of(&self, text: &str) -> Arc<Vec<String>> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = h.finish();
+        if let Some(hit) = self.imports.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return hit;
+        }
+        let paths = Arc::new(inplace_analysis::project::imported_paths(text));
+        if let Ok(mut c) = self.imports.lock() {
+            c.insert(key, paths.clone());
+        }
+        paths
+    }
 }
 
 impl DiskReader {
@@ -98,9 +118,18 @@ impl ProjectLayout {
                     .map(Path::to_path_buf)
             })
             .unwrap_or_else(|| dir.clone());
+        // The folder above the outermost package holding the file (folders with an
+        // `__init__.py`): where an installed package's absolute imports start.
+        let mut base = dir.as_path();
+        while base.join("__init__.py").is_file() {
+            match base.parent() {
+                Some(p) => base = p,
+                None => break,
+            }
+        }
         let src = root.join("src");
         let mut roots = vec![dir.clone()];
-        for r in [src, root.clone()] {
+        for r in [base.to_path_buf(), src, root.clone()] {
             if r.is_dir() && !roots.contains(&r) {
                 roots.push(r);
             }
@@ -151,7 +180,7 @@ pub fn module_name_of(file: &Path, root: &Path) -> Option<ModuleName> {
 /// A [`ModuleLookup`] over the files under a layout's roots.
 pub struct FileLookup<'a> {
     pub layout: &'a ProjectLayout,
-    pub reader: &'a dyn SourceReader,
+    pub reader: &'a DiskReader,
     /// How findings name a module's file (`check`: a path as the user gave them; the server:
     /// a URI).
     pub origin: &'a dyn Fn(&Path) -> String,
@@ -181,6 +210,10 @@ impl ModuleLookup for FileLookup<'_> {
             });
         }
         None
+    }
+
+    fn imports_of(&self, module: &ModuleSource) -> Arc<Vec<String>> {
+        self.reader.imports_of(&module.text)
     }
 }
 
