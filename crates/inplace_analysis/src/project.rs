@@ -221,7 +221,10 @@ pub fn collect(text: &str, entry: Option<ModuleName>, lookup: &dyn ModuleLookup)
                 bytes += m.text.len();
                 // A package's `__init__.py` re-exporting its submodules adds no depth.
                 let through_package = index.is_some() && from.is_package;
-                queue.push((Some(out.modules.len()), depth + usize::from(!through_package)));
+                queue.push((
+                    Some(out.modules.len()),
+                    depth + usize::from(!through_package),
+                ));
                 out.modules.push(m);
             }
         }
