@@ -16,7 +16,7 @@
 //! imported function is reported at the file's call that led to it, with the write itself as
 //! related information naming the module's file.
 
-use crate::ir::{Interner, ItemId, Stmt};
+use crate::ir::{Interner, ItemId};
 use crate::program::{Program, Segment};
 use crate::syntax::outline::{outline, Outline};
 use rustc_hash::FxHashSet;
@@ -156,17 +156,11 @@ pub fn imported_paths(text: &str) -> Vec<String> {
         let Some(body) = prog.body(item.id, &mut names) else {
             continue;
         };
-        let mut blocks = vec![body.root];
-        while let Some(b) = blocks.pop() {
-            for s in body.stmts_of(b) {
-                blocks.extend(body.inner_blocks(s));
-                if let Stmt::Import(list) = *body.stmt(s) {
-                    for i in body.list(list) {
-                        out.push(names.resolve(body.imports[*i as usize].full).to_string());
-                    }
-                }
-            }
-        }
+        out.extend(
+            body.all_imports()
+                .iter()
+                .map(|i| names.resolve(i.full).to_string()),
+        );
     }
     out
 }

@@ -6,7 +6,7 @@ use crate::domain::OpLabel;
 use crate::events::{Event, Write, WriteId};
 use crate::exec::UnitOutput;
 use crate::finding::{Finding, TextRange};
-use crate::ir::{Body, Interner, ItemId, Name, Span, Stmt};
+use crate::ir::{Body, Interner, ItemId, Name, Span};
 use crate::line_index::LineIndex;
 use crate::noqa::NoqaMap;
 use crate::notebook::CellLines;
@@ -129,19 +129,12 @@ pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String
         let Some(body) = prog.lowered_body(item.id) else {
             continue;
         };
-        let mut stack: Vec<crate::ir::Block> = vec![body.root];
-        while let Some(block) = stack.pop() {
-            for s in body.stmts_of(block) {
-                stack.extend(body.inner_blocks(s));
-                if let Stmt::Import(list) = *body.stmt(s) {
-                    for i in body.list(list) {
-                        let imp = body.imports[*i as usize];
-                        if names.resolve(imp.path) == "torch" {
-                            return Some(names.resolve(imp.bind).to_string());
-                        }
-                    }
-                }
-            }
+        if let Some(imp) = body
+            .all_imports()
+            .into_iter()
+            .find(|i| names.resolve(i.path) == "torch")
+        {
+            return Some(names.resolve(imp.bind).to_string());
         }
     }
     None

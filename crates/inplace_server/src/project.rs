@@ -18,12 +18,6 @@ use std::sync::{Arc, Mutex};
 /// Largest module file read (a bigger one stays opaque).
 const MAX_MODULE_FILE: u64 = 4 << 20;
 
-/// Reads module files: returns `None` for a file that is missing, too large, binary or not
-/// UTF-8.
-pub trait SourceReader: Sync {
-    fn read(&self, path: &Path) -> Option<Arc<str>>;
-}
-
 /// Module files read from disk, each once per run, and the paths each imports.
 #[derive(Default)]
 pub struct DiskReader {
@@ -49,15 +43,6 @@ impl DiskReader {
     }
 }
 
-impl DiskReader {
-    /// Forget a file (it changed on disk).
-    pub fn forget(&self, path: &Path) {
-        if let Ok(mut c) = self.cache.lock() {
-            c.remove(path);
-        }
-    }
-}
-
 /// A Python source file's text, if it is one we can read.
 pub fn read_source(path: &Path) -> Option<Arc<str>> {
     let meta = std::fs::metadata(path).ok()?;
@@ -72,8 +57,9 @@ pub fn read_source(path: &Path) -> Option<Arc<str>> {
     Some(Arc::from(text.strip_prefix('\u{feff}').unwrap_or(&text)))
 }
 
-impl SourceReader for DiskReader {
-    fn read(&self, path: &Path) -> Option<Arc<str>> {
+impl DiskReader {
+    /// A module file's text (`None`: missing, too large, binary or not UTF-8), read once.
+    pub fn read(&self, path: &Path) -> Option<Arc<str>> {
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
             return hit;
         }

@@ -531,6 +531,22 @@ impl Body {
     pub fn exprs_of(&self, l: List) -> impl Iterator<Item = ExprId> + '_ {
         self.list(l).iter().map(|&i| ExprId(i))
     }
+    /// Every import of the body, in its nested blocks too (not in nested functions' bodies
+    /// when they are items of their own).
+    pub fn all_imports(&self) -> Vec<Import> {
+        let mut out = Vec::new();
+        let mut blocks = vec![self.root];
+        while let Some(b) = blocks.pop() {
+            for s in self.stmts_of(b) {
+                blocks.extend(self.inner_blocks(s));
+                if let Stmt::Import(list) = *self.stmt(s) {
+                    out.extend(self.list(list).iter().map(|i| self.imports[*i as usize]));
+                }
+            }
+        }
+        out
+    }
+
     pub fn stmts_of(&self, l: List) -> impl Iterator<Item = StmtId> + '_ {
         self.list(l).iter().map(|&i| StmtId(i))
     }
