@@ -282,6 +282,7 @@ impl Run<'_> {
             reader: self.reader,
             origin: &origin,
             file: canonical,
+            overlay: &|_| None,
         };
         Arc::new(project::collect(text, layout.entry.clone(), &lookup))
     }

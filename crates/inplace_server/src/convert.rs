@@ -2,7 +2,10 @@
 
 use crate::document::Document;
 use crate::session::DocEntry;
-use inplace_analysis::{Applicability, Encoding, Finding, Fix, Form, InplaceSite, Rule, Severity};
+use inplace_analysis::project::Imports;
+use inplace_analysis::{
+    Applicability, Encoding, Finding, Fix, Form, InplaceSite, LineIndex, Rule, Severity, TextRange,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tower_lsp_server::ls_types::*;
@@ -50,15 +53,66 @@ pub fn fix_data(entry: &DocEntry, key: &Uri, fix: &Fix, enc: Encoding) -> FixDat
     }
 }
 
+/// The imported modules related locations lie in, by origin (the module's URI), with their
+/// line indexes (built for the modules findings name).
+pub struct ModuleLines<'a> {
+    by_origin: HashMap<&'a str, (&'a str, LineIndex)>,
+}
+
+impl<'a> ModuleLines<'a> {
+    pub fn new(imports: &'a Imports, findings: &[Finding]) -> ModuleLines<'a> {
+        let mut by_origin = HashMap::new();
+        for origin in findings
+            .iter()
+            .flat_map(|f| &f.related)
+            .filter_map(|r| r.source.as_deref())
+        {
+            if by_origin.contains_key(origin) {
+                continue;
+            }
+            if let Some(m) = imports.modules.iter().find(|m| &*m.origin == origin) {
+                by_origin.insert(&*m.origin, (&*m.text, LineIndex::new(&m.text)));
+            }
+        }
+        ModuleLines { by_origin }
+    }
+
+    /// Where a range of a module's text is.
+    fn location(&self, origin: &str, r: TextRange, enc: Encoding) -> Option<Location> {
+        let (text, lines) = self.by_origin.get(origin)?;
+        let at = |o: usize| {
+            let (line, col) = lines.position(text, o, enc);
+            Position::new(line as u32, col as u32)
+        };
+        Some(Location {
+            uri: origin.parse().ok()?,
+            range: Range::new(at(r.start), at(r.end)),
+        })
+    }
+}
+
 /// A finding as a diagnostic of the document (or notebook cell) it lies in, with that
-/// document's URI (`key`: the open document's URI).
-pub fn diagnostic(entry: &DocEntry, key: &Uri, f: &Finding, enc: Encoding) -> (Uri, Diagnostic) {
+/// document's URI (`key`: the open document's URI); related locations in imported modules
+/// carry the module's URI.
+pub fn diagnostic(
+    entry: &DocEntry,
+    key: &Uri,
+    f: &Finding,
+    modules: &ModuleLines,
+    enc: Encoding,
+) -> (Uri, Diagnostic) {
     let related = f
         .related
         .iter()
-        .map(|r| DiagnosticRelatedInformation {
-            location: entry.location(key, r.range, enc),
-            message: r.message.clone(),
+        .filter_map(|r| {
+            let location = match r.source.as_deref() {
+                Some(origin) => modules.location(origin, r.range, enc)?,
+                None => entry.location(key, r.range, enc),
+            };
+            Some(DiagnosticRelatedInformation {
+                location,
+                message: r.message.clone(),
+            })
         })
         .collect::<Vec<_>>();
     let data = DiagnosticData {
@@ -235,7 +289,7 @@ pub fn hover_finding(label: &dyn Fn(usize) -> String, f: &Finding) -> String {
         let at = f
             .related
             .iter()
-            .find(|r| r.message.contains("raises here"))
+            .find(|r| r.source.is_none() && r.message.contains("raises here"))
             .map(|r| line(r.range));
         let place = match at {
             Some(l) => format!(" (raised at {l})"),

@@ -20,6 +20,7 @@ pub mod project;
 mod scheduler;
 mod session;
 pub mod settings;
+pub mod workspace;
 
 pub use guard::{decode_stream, serve_guarded, session_stream};
 pub use settings::ClientSettings;
@@ -68,7 +69,7 @@ impl LanguageServer for Backend {
     }
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
-        handlers::did_open::did_open(&self.session, &self.client, params)
+        handlers::did_open::did_open(&self.session, &self.client, params).await
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
@@ -106,8 +107,8 @@ impl LanguageServer for Backend {
         .await
     }
 
-    async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
-        handlers::configuration::did_change_watched_files(&self.session, &self.client).await
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        handlers::configuration::did_change_watched_files(&self.session, &self.client, params).await
     }
 
     async fn diagnostic(

@@ -18,6 +18,9 @@ use std::sync::{Arc, Mutex};
 /// Largest module file read (a bigger one stays opaque).
 const MAX_MODULE_FILE: u64 = 4 << 20;
 
+/// Most import lists kept (one per module text seen).
+const MAX_CACHED_IMPORT_LISTS: usize = 4096;
+
 /// Module files read from disk, each once per run, and the paths each imports.
 #[derive(Default)]
 pub struct DiskReader {
@@ -37,6 +40,11 @@ impl DiskReader {
         }
         let paths = Arc::new(inplace_analysis::project::imported_paths(text));
         if let Ok(mut c) = self.imports.lock() {
+            // A long session sees many versions of the modules it edits: start over now and
+            // then rather than keep them all.
+            if c.len() >= MAX_CACHED_IMPORT_LISTS {
+                c.clear();
+            }
             c.insert(key, paths.clone());
         }
         paths
@@ -58,6 +66,23 @@ pub fn read_source(path: &Path) -> Option<Arc<str>> {
 }
 
 impl DiskReader {
+    /// Read this file again next time (it changed on disk).
+    pub fn forget(&self, path: &Path) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.remove(path);
+        }
+    }
+
+    /// Read every file again next time (files appeared or went away).
+    pub fn forget_all(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+        if let Ok(mut c) = self.imports.lock() {
+            c.clear();
+        }
+    }
+
     /// A module file's text (`None`: missing, too large, binary or not UTF-8), read once.
     pub fn read(&self, path: &Path) -> Option<Arc<str>> {
         if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
@@ -172,6 +197,8 @@ pub struct FileLookup<'a> {
     pub origin: &'a dyn Fn(&Path) -> String,
     /// The file being analysed (never read as a module of itself).
     pub file: &'a Path,
+    /// Texts that win over the disk's (the server's open documents, unsaved edits included).
+    pub overlay: &'a dyn Fn(&Path) -> Option<Arc<str>>,
 }
 
 impl ModuleLookup for FileLookup<'_> {
@@ -180,7 +207,7 @@ impl ModuleLookup for FileLookup<'_> {
             if path == self.file {
                 continue;
             }
-            let Some(text) = self.reader.read(&path) else {
+            let Some(text) = (self.overlay)(&path).or_else(|| self.reader.read(&path)) else {
                 continue;
             };
             let label = path

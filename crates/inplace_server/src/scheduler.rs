@@ -36,17 +36,17 @@ async fn work(session: Arc<Session>, client: Client, uri: Uri) {
                 return;
             };
             match outcome {
-                Outcome::Done(a) if a.version == entry.doc.version => {
+                Outcome::Done(a) if !entry.moved_on(a.version, a.epoch) => {
                     entry.analysis.send_replace(Some(Arc::new(a)));
                     entry.busy = false;
                 }
                 // A failure is not retried (the next change tries again); waiters get an
                 // empty analysis.
-                Outcome::Failed(version) if version == entry.doc.version => {
+                Outcome::Failed(version, epoch) if !entry.moved_on(version, epoch) => {
                     entry.analysis.send_replace(Some(Arc::new(Analysed {
                         version,
-                        findings: Vec::new(),
-                        sites: Vec::new(),
+                        epoch,
+                        ..Analysed::default()
                     })));
                     entry.busy = false;
                     return;
@@ -86,37 +86,48 @@ pub async fn publish(session: &Session, client: &Client, key: &Uri) {
 enum Outcome {
     Done(Analysed),
     Cancelled,
-    /// A panic while analysing this version.
-    Failed(i32),
+    /// A panic while analysing this version (at this epoch).
+    Failed(i32, u64),
 }
 
 /// Analyse the document's current text with its state (`None`: the document is gone).
 async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> Option<Outcome> {
-    let (version, text, state, latest, cells) = {
+    let (version, epoch, text, state, latest, epochs, cells) = {
         let mut entry = session.docs.get_mut(uri)?;
         let state = entry.state.take().unwrap_or_default();
         (
             entry.doc.version,
+            entry.epoch(),
             entry.doc.text.clone(),
             state,
             entry.latest.clone(),
+            entry.epoch.clone(),
             entry.notebook.as_ref().map(|nb| nb.source.clone()),
         )
     };
+    let (session2, uri2) = (session.clone(), uri.clone());
     let job = tokio::task::spawn_blocking(move || {
         let mut state = state;
+        let mut module_paths = Vec::new();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let cancelled = || latest.load(Ordering::Relaxed) != version;
+            let cancelled = || {
+                latest.load(Ordering::Relaxed) != version || epochs.load(Ordering::Relaxed) != epoch
+            };
+            let (imports, paths) = crate::workspace::imports_of(&session2, &uri2, &text);
+            if *state.imports != imports {
+                state.imports = Arc::new(imports);
+            }
+            module_paths = paths;
             // A notebook's messages name cells; its fixes stay inside cells.
             state.cells = cells.as_ref().map(|c| c.cell_lines());
             let mut a = state.analyze_until(&text, &cancelled);
             if let (Some(a), Some(c)) = (a.as_mut(), &cells) {
                 c.fence(&mut a.findings);
             }
-            a
+            a.map(|a| (a, state.imports.clone()))
         }));
         match outcome {
-            Ok(a) => (Some(state), Ok(a)),
+            Ok(a) => (Some(state), Ok(a.map(|(a, i)| (a, i, module_paths)))),
             Err(_) => (None, Err(())),
         }
     });
@@ -125,7 +136,7 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> O
         entry.state = Some(state.unwrap_or_else(|| Box::new(FileState::new())));
     }
     Some(match outcome {
-        Ok(Some(a)) => {
+        Ok(Some((a, imports, module_paths))) => {
             if a.exhausted > 0 {
                 // Degraded, not wrong: those scopes stopped where their budget ran out.
                 client
@@ -140,8 +151,11 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> O
             }
             Outcome::Done(Analysed {
                 version,
+                epoch,
                 findings: a.findings,
                 sites: a.sites,
+                imports,
+                module_paths,
             })
         }
         Ok(None) => Outcome::Cancelled,
@@ -152,7 +166,7 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> O
                     "inplace-lsp: internal error while analysing; please report it",
                 )
                 .await;
-            Outcome::Failed(version)
+            Outcome::Failed(version, epoch)
         }
     })
 }

@@ -4,18 +4,34 @@
 use crate::document::Document;
 use crate::notebook::NotebookDoc;
 use crate::settings::{self, ClientConfig, Project};
+use crate::workspace::Workspace;
 use dashmap::DashMap;
+use inplace_analysis::project::Imports;
 use inplace_analysis::{Encoding, FileState, Finding, InplaceSite, TextRange};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use tower_lsp_server::ls_types::{Diagnostic, Location, Position, Range, Uri};
 
 /// The result of analysing one version of a document.
+#[derive(Default)]
 pub struct Analysed {
     pub version: i32,
+    /// The [`DocEntry::epoch`] of the project modules it read.
+    pub epoch: u64,
     pub findings: Vec<Finding>,
     pub sites: Vec<InplaceSite>,
+    /// The project modules it read (their text maps related locations inside them).
+    pub imports: Arc<Imports>,
+    /// Their files: an edit of one of them analyses this document again.
+    pub module_paths: Vec<PathBuf>,
+}
+
+impl Analysed {
+    /// Whether it read the module at `path`.
+    pub fn reads(&self, path: &std::path::Path) -> bool {
+        self.module_paths.iter().any(|p| p == path)
+    }
 }
 
 /// Diagnostics for one target document (a file, or a notebook cell).
@@ -35,6 +51,9 @@ pub struct DocEntry {
     pub busy: bool,
     /// The latest version, for a running analysis to see that it is out of date.
     pub latest: Arc<AtomicI32>,
+    /// Counts changes of the project modules the document reads (edits of other open
+    /// documents, files changed on disk): an analysis is current only at the latest.
+    pub epoch: Arc<AtomicU64>,
 }
 
 impl DocEntry {
@@ -43,7 +62,16 @@ impl DocEntry {
         self.analysis
             .borrow()
             .clone()
-            .filter(|a| a.version == self.doc.version)
+            .filter(|a| a.version == self.doc.version && a.epoch == self.epoch())
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// Whether an analysis of `version` at `epoch` is out of date.
+    pub fn moved_on(&self, version: i32, epoch: u64) -> bool {
+        version != self.doc.version || epoch != self.epoch()
     }
 
     /// An open notebook: its code cells joined are the analysed text.
@@ -108,6 +136,7 @@ impl DocEntry {
             analysis: tokio::sync::watch::Sender::new(None),
             busy: false,
             latest,
+            epoch: Arc::default(),
         }
     }
 }
@@ -127,6 +156,8 @@ pub struct Session {
     pub client: RwLock<ClientConfig>,
     pub projects: RwLock<Vec<Project>>,
     pub folders: RwLock<Vec<PathBuf>>,
+    /// The project modules open documents import: open documents' text, files on disk.
+    pub workspace: Workspace,
 }
 
 impl Default for Session {
@@ -141,6 +172,7 @@ impl Default for Session {
             client: RwLock::new(ClientConfig::default()),
             projects: RwLock::new(Vec::new()),
             folders: RwLock::new(Vec::new()),
+            workspace: Workspace::default(),
         }
     }
 }
@@ -195,8 +227,10 @@ impl Session {
             .enumerate()
             .map(|(i, g)| (g.0.clone(), i))
             .collect();
-        for f in self.select(key, &a.findings) {
-            let (uri, d) = crate::convert::diagnostic(&entry, key, &f, enc);
+        let findings = self.select(key, &a.findings);
+        let modules = crate::convert::ModuleLines::new(&a.imports, &findings);
+        for f in &findings {
+            let (uri, d) = crate::convert::diagnostic(&entry, key, f, &modules, enc);
             if let Some(&i) = at.get(&uri) {
                 groups[i].1.push(d);
             }

@@ -1,12 +1,16 @@
 //! Settings from the editor (`workspace/didChangeConfiguration`) and from `pyproject.toml`
 //! (saved, or changed on disk as the registered watcher reports): reload, then analyse every
-//! open document again.
+//! open document again. Python files changed on disk: the documents importing them again.
 
 use crate::scheduler::schedule;
+use crate::session::uri_path;
 use crate::session::Session;
 use crate::settings::{load_projects, ClientSettings};
+use crate::workspace;
 use std::sync::{Arc, PoisonError};
-use tower_lsp_server::ls_types::{DidSaveTextDocumentParams, MessageType};
+use tower_lsp_server::ls_types::{
+    DidChangeWatchedFilesParams, DidSaveTextDocumentParams, FileChangeType, MessageType,
+};
 use tower_lsp_server::Client;
 
 /// Apply settings from the editor; invalid ones are reported and leave the old ones.
@@ -70,19 +74,50 @@ pub async fn did_change_configuration(
     }
 }
 
-pub async fn did_change_watched_files(session: &Arc<Session>, client: &Client) {
+/// Files changed on disk, as the registered watchers report: `pyproject.toml` reloads the
+/// settings; Python files changed are read again by the documents that import them, and files
+/// created or deleted may change where any import resolves.
+pub async fn did_change_watched_files(
+    session: &Arc<Session>,
+    client: &Client,
+    params: DidChangeWatchedFilesParams,
+) {
+    let mut settings = false;
+    let mut moved = false;
+    let mut changed = Vec::new();
+    for event in &params.changes {
+        if event.uri.path().as_str().ends_with("pyproject.toml") {
+            settings = true;
+        } else if event.typ == FileChangeType::CHANGED {
+            if let Some(path) = uri_path(&event.uri) {
+                session.workspace.changed_on_disk(&path);
+                changed.push(path);
+            }
+        } else {
+            moved = true;
+        }
+    }
+    if settings {
+        settings_changed(session, client).await;
+    } else if moved {
+        workspace::all_imports_changed(session, client).await;
+    } else {
+        workspace::modules_changed(session, client, &changed).await;
+    }
+}
+
+async fn settings_changed(session: &Arc<Session>, client: &Client) {
     load(session, client).await;
+    session.workspace.files_moved();
     reanalyse_all(session, client).await;
 }
 
 pub async fn did_save(session: &Arc<Session>, client: &Client, params: DidSaveTextDocumentParams) {
-    if params
-        .text_document
-        .uri
-        .path()
-        .as_str()
-        .ends_with("pyproject.toml")
-    {
-        did_change_watched_files(session, client).await;
+    let uri = &params.text_document.uri;
+    if uri.path().as_str().ends_with("pyproject.toml") {
+        settings_changed(session, client).await;
+    } else if let Some(path) = uri_path(uri) {
+        // Its open text stands for it meanwhile; once closed, the saved file does.
+        session.workspace.changed_on_disk(&path);
     }
 }

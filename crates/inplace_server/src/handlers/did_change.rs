@@ -1,5 +1,6 @@
 //! `textDocument/didChange`: apply the edits in order, then analyse the new text (an analysis
-//! of an older version still running stops and leaves its finished units for this one).
+//! of an older version still running stops and leaves its finished units for this one), and
+//! the open documents that import it.
 
 use crate::scheduler::schedule;
 use crate::session::Session;
@@ -42,5 +43,9 @@ pub async fn did_change(
             .await;
         return;
     }
+    let path = crate::session::uri_path(&uri);
     schedule(session, client, uri);
+    if let Some(path) = path {
+        crate::workspace::modules_changed(session, client, &[path]).await;
+    }
 }

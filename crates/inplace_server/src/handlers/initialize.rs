@@ -113,7 +113,7 @@ fn capabilities(encoding: PositionEncodingKind, pull: bool) -> ServerCapabilitie
         diagnostic_provider: pull.then(|| {
             DiagnosticServerCapabilities::Options(DiagnosticOptions {
                 identifier: Some(SOURCE.into()),
-                inter_file_dependencies: false,
+                inter_file_dependencies: true,
                 workspace_diagnostics: false,
                 work_done_progress_options: Default::default(),
             })
@@ -143,13 +143,17 @@ fn capabilities(encoding: PositionEncodingKind, pull: bool) -> ServerCapabilitie
 
 pub async fn initialized(session: &Session, client: &Client) {
     let watcher = Registration {
-        id: "inplace-lsp-pyproject".into(),
+        id: "inplace-lsp-files".into(),
         method: "workspace/didChangeWatchedFiles".into(),
         register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
-            watchers: vec![FileSystemWatcher {
-                glob_pattern: GlobPattern::String("**/pyproject.toml".into()),
-                kind: None,
-            }],
+            // Settings, and the project modules open documents import.
+            watchers: ["**/pyproject.toml", "**/*.py"]
+                .into_iter()
+                .map(|glob| FileSystemWatcher {
+                    glob_pattern: GlobPattern::String(glob.into()),
+                    kind: None,
+                })
+                .collect(),
         })
         .ok(),
     };
