@@ -21,6 +21,11 @@ pub struct Lsp {
 
 impl Lsp {
     pub fn start(binary: &Path) -> Result<Lsp> {
+        Lsp::start_in(binary, None)
+    }
+
+    /// A server with a workspace folder (`root`: its URI).
+    pub fn start_in(binary: &Path, root: Option<&str>) -> Result<Lsp> {
         let mut child = Command::new(binary)
             .arg("server")
             .stdin(Stdio::piped())
@@ -65,7 +70,11 @@ impl Lsp {
             rx,
             next_id: 1,
         };
-        lsp.request("initialize", json!({"capabilities": {}}))?;
+        let folders = root.map(|r| json!([{"uri": r, "name": "bench"}]));
+        lsp.request(
+            "initialize",
+            json!({"capabilities": {}, "workspaceFolders": folders}),
+        )?;
         lsp.notify("initialized", json!({}))?;
         Ok(lsp)
     }
@@ -96,12 +105,18 @@ impl Lsp {
 
     /// Waits for the diagnostics of `uri` at `version`.
     pub fn diagnostics(&mut self, uri: &str, version: i64) -> Result<Value> {
-        loop {
-            let m = self.rx.recv_timeout(Duration::from_secs(120))?;
-            if m["method"] == "textDocument/publishDiagnostics"
+        self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
                 && m["params"]["uri"] == uri
                 && m["params"]["version"] == version
-            {
+        })
+    }
+
+    /// Waits for a message that satisfies `want`.
+    pub fn wait(&mut self, want: impl Fn(&Value) -> bool) -> Result<Value> {
+        loop {
+            let m = self.rx.recv_timeout(Duration::from_secs(120))?;
+            if want(&m) {
                 return Ok(m);
             }
         }
@@ -132,7 +147,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// p50, p99 and max of sorted latencies, against a target on (p99, max).
-fn report_latencies(
+pub fn report_latencies(
     report: &mut Report,
     label: &str,
     sorted: &[Duration],

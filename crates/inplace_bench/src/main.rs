@@ -1,12 +1,13 @@
 //! The benchmark behind `cargo xtask bench` (run in release; never a timed unit test).
 //!
 //! `inplace_bench --corpus DIR --binary PATH/inplace-lsp --root REPO [--ruff PATH/ruff]
-//! [--only throughput,profile,files,generated,lsp,findings]`
+//! [--only throughput,profile,files,generated,lsp,projects,findings]`
 //! measures, in one run and on the same files: the tree-sitter parse-only floor, `inplace-lsp
 //! check` on one thread and on all cores, ruff as a reference, where the analysis spends its
 //! time, every corpus file alone (time and memory), a generated 20 MB file, linearity, LSP
 //! latency over stdio on a 10,000-line file (open, typing in a function body, typing at module
-//! level), memory per open document, and the findings on the corpus against the list from
+//! level), memory per open document, cross-file figures (project-internal imports resolved, edit in
+//! a module to its importer's diagnostics), and the findings on the corpus against the list from
 //! before engine v2. It prints every figure with its target and PASS/FAIL, and exits 0 either
 //! way (targets are reported, not asserted: the machine's load is not under its control).
 
@@ -16,6 +17,7 @@ mod files;
 mod findings;
 mod generated;
 mod lsp;
+mod projects;
 mod report;
 mod throughput;
 
@@ -78,6 +80,10 @@ fn main() -> Result<()> {
     if part("lsp") {
         lsp::latency(&binary, &corpus.ten_thousand_lines(), &mut report)?;
         lsp::memory_per_document(&binary, &corpus, &mut report)?;
+    }
+    if part("projects") {
+        projects::import_resolution(&corpus, &corpus_dir, &mut report);
+        projects::edit_latency(&binary, &root.join("target/bench"), &mut report)?;
     }
     if part("findings") {
         findings::compare(&binary, &corpus_dir, &root, &mut report)?;

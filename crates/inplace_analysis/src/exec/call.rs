@@ -226,6 +226,15 @@ impl Interp<'_, '_> {
         self.inline_with(def, env, c, &fd, args, call)
     }
 
+    /// Whether `call` is in the file's own code, in a program that has imported modules.
+    fn calls_from_entry(&self, call: Span) -> bool {
+        self.prog.segments.len() > 1
+            && self
+                .prog
+                .range(call)
+                .is_some_and(|r| r.end <= self.prog.entry_end())
+    }
+
     /// Run a function body with its parameters bound in `env`.
     fn inline_with(
         &mut self,
@@ -245,7 +254,7 @@ impl Interp<'_, '_> {
             self.grad_enabled = false;
         }
         let saved_site = self.call_site;
-        if self.call_site.is_none() {
+        if self.call_site.is_none() || self.calls_from_entry(call) {
             self.call_site = Some(call);
         }
         self.inlining.push(def);

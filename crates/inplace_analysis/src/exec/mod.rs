@@ -196,6 +196,9 @@ pub(crate) struct Interp<'p, 't> {
     pub grad_enabled: bool,
     pub frames: Vec<Frame>,
     pub inlining: Vec<DefLoc>,
+    /// The call that led to the code running now: the outermost one; in a file that imports
+    /// project modules, the innermost one made from the file's own code (where a write inside
+    /// a module is reported, the same whichever unit ran the call).
     pub call_site: Option<Span>,
     pub steps: u64,
     pub budget: u64,
