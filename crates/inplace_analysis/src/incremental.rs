@@ -170,6 +170,9 @@ pub struct FileState {
     /// The project modules the file imports (their text is analysed with it).
     pub imports: Arc<Imports>,
     module_outlines: OutlineCache,
+    /// Where the bodies of imported modules' items are shared with other files' analyses
+    /// (`check`: one for the run), if anywhere.
+    pub shared: Option<Arc<crate::shared::SharedModules>>,
 }
 
 impl std::fmt::Debug for FileState {
@@ -330,6 +333,7 @@ impl FileState {
         {
             *self = FileState {
                 imports,
+                shared: self.shared.take(),
                 ..FileState::default()
             };
             return Some(Analysis::default());
@@ -353,12 +357,14 @@ impl FileState {
                 &mut ids,
                 &imports,
                 &mut self.module_outlines,
+                self.shared.as_deref(),
             );
             self.module_outlines.retain(&imports);
             (program_text, layout) = (t, Some(l));
             &program_text
         };
         let mut prog = Program::new(ptext, outline, Some(ids), bodies, &mut self.names);
+        prog.shared = self.shared.clone();
         if let Some(l) = &layout {
             l.mark(&mut prog, imports.entry.as_ref(), &mut self.names);
         }

@@ -93,6 +93,7 @@ pub mod project;
 pub mod registry;
 mod render;
 mod rules;
+pub mod shared;
 pub mod syntax;
 mod units;
 
@@ -250,16 +251,6 @@ pub(crate) fn collect(
         units: outputs.len(),
         exhausted: outputs.iter().filter(|u| u.exhausted).count(),
     }
-}
-
-/// Analyse a file's text together with the project modules it imports (see [`project`]).
-pub fn analyze_in_project(text: &str, imports: &project::Imports) -> Analysis {
-    if imports.is_empty() {
-        return analyze_text(text);
-    }
-    let mut state = FileState::new();
-    state.imports = std::sync::Arc::new(imports.clone());
-    state.analyze(text)
 }
 
 /// All findings for a text, `# noqa` applied, sorted by position.

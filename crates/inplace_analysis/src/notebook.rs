@@ -29,7 +29,8 @@ pub struct NotebookSource {
     /// Each cell's 1-based number in the notebook (markdown cells count too).
     numbers: Vec<usize>,
     /// The project modules the cells import.
-    imports: std::sync::Arc<crate::project::Imports>,
+    /// What each analysis of the cells starts from (the project modules they import).
+    seed: FileState,
 }
 
 /// How messages name a line of a notebook's joined cells: `cell 3, line 2`.
@@ -91,13 +92,14 @@ impl NotebookSource {
             numbers: (1..=spans.len()).collect(),
             cells: spans,
             blanked,
-            imports: Default::default(),
+            seed: FileState::default(),
         }
     }
 
-    /// Analyse the cells with the project modules they import.
-    pub fn with_imports(mut self, imports: std::sync::Arc<crate::project::Imports>) -> Self {
-        self.imports = imports;
+    /// Analyse the cells from `seed`: a fresh state with the project modules they import
+    /// (and where module bodies are shared).
+    pub fn with_state(mut self, seed: FileState) -> Self {
+        self.seed = seed;
         self
     }
 
@@ -133,9 +135,8 @@ impl NotebookSource {
 
     /// A fresh analysis state whose messages name cells.
     pub fn state(&self) -> FileState {
-        let mut state = FileState::new();
+        let mut state = self.seed.clone();
         state.cells = Some(self.cell_lines());
-        state.imports = self.imports.clone();
         state
     }
 

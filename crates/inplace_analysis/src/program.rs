@@ -7,6 +7,8 @@
 //! fingerprint of the text it is parsed from). A body is reused while its version holds.
 
 use crate::ir::{Body, ClassLoc, DefLoc, FuncId, Interner, ItemId, Name, Span};
+use crate::project::is_module_item;
+use crate::shared::SharedModules;
 use crate::syntax::outline::{ItemKind, Outline, OutlineItem};
 use crate::syntax::{lower_item, python_parser};
 use rustc_hash::FxHashMap;
@@ -100,6 +102,8 @@ pub struct Program<'t> {
     parser: RefCell<Option<Parser>>,
     /// Items lowered by this version (not found in the cache handed in), and their bytes.
     lowered: RefCell<(u32, usize)>,
+    /// Bodies of imported modules' items lowered by other files' analyses.
+    pub(crate) shared: Option<Arc<SharedModules>>,
 }
 
 impl<'t> Program<'t> {
@@ -157,6 +161,7 @@ impl<'t> Program<'t> {
             bodies: RefCell::new(bodies),
             parser: RefCell::new(None),
             lowered: RefCell::new((0, 0)),
+            shared: None,
         }
     }
 
@@ -252,10 +257,31 @@ impl<'t> Program<'t> {
                 return Some(b.clone());
             }
         }
+        if let Some(body) = self.shared_body(item, names) {
+            return Some(body);
+        }
         let mut parser = self.parser.borrow_mut();
         let parser = parser.get_or_insert_with(python_parser);
         let body = lower_item(self.text, &item.outline, parser, names);
+        self.share(item, &body, names);
         Some(self.store(item, body))
+    }
+
+    /// The body of a module's item that another file's analysis lowered, kept here.
+    fn shared_body(&self, item: &Item, names: &mut Interner) -> Option<Arc<Body>> {
+        let shared = self.shared.as_ref().filter(|_| is_module_item(item.id))?;
+        let body = Arc::new(shared.get(item.version, names)?);
+        self.bodies
+            .borrow_mut()
+            .insert(item.id, (item.version, body.clone()));
+        Some(body)
+    }
+
+    /// Offer a module item's body just lowered to other files' analyses.
+    fn share(&self, item: &Item, body: &Body, names: &Interner) {
+        if let Some(shared) = self.shared.as_ref().filter(|_| is_module_item(item.id)) {
+            shared.put(item.version, body, names);
+        }
     }
 
     /// Keep a body this version lowered (and count it).
@@ -281,7 +307,9 @@ impl<'t> Program<'t> {
         let mut todo: Vec<(ItemId, &Item, usize)> = ids
             .iter()
             .filter_map(|&id| self.item(id).map(|it| (id, it)))
-            .filter(|(id, _)| self.lowered_body(*id).is_none())
+            .filter(|(id, it)| {
+                self.lowered_body(*id).is_none() && self.shared_body(it, names).is_none()
+            })
             .map(|(id, it)| {
                 let (s, e) = parsed_range(&it.outline);
                 (id, it, (e - s) as usize)
@@ -326,7 +354,9 @@ impl<'t> Program<'t> {
             let map = names.absorb(&local);
             for (id, mut body) in bodies {
                 body.rename(&map);
-                self.store(self.item(id).expect("filtered above"), body);
+                let item = self.item(id).expect("filtered above");
+                self.share(item, &body, names);
+                self.store(item, body);
             }
         }
     }

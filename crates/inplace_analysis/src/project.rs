@@ -18,6 +18,7 @@
 
 use crate::ir::{Interner, ItemId};
 use crate::program::{Program, Segment};
+use crate::shared::SharedModules;
 use crate::syntax::outline::{outline, Outline};
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
@@ -33,6 +34,11 @@ pub const MAX_IMPORT_DEPTH: usize = 2;
 /// Item ids of imported modules' items: this bit set, the module's number above
 /// [`POSITION_BITS`], the item's position below (the file's own ids are small).
 const MODULE_ID_BIT: u32 = 1 << 31;
+
+/// Whether an item belongs to an imported module (not to the analysed file).
+pub(crate) fn is_module_item(id: ItemId) -> bool {
+    id.0 & MODULE_ID_BIT != 0
+}
 const POSITION_BITS: u32 = 23;
 
 /// A module's absolute dotted name (`pkg.models`), and whether it is a package's
@@ -149,7 +155,7 @@ pub fn imported_paths(text: &str) -> Vec<String> {
     for item in &prog.items {
         if item.parent().is_some()
             || item.kind() != crate::syntax::outline::ItemKind::Statement
-            || !text[item.outline.start as usize..item.outline.end as usize].contains("import")
+            || !has_import_line(&text[item.outline.start as usize..item.outline.end as usize])
         {
             continue;
         }
@@ -163,6 +169,22 @@ pub fn imported_paths(text: &str) -> Vec<String> {
         );
     }
     out
+}
+
+/// Whether a statement's text may hold an import statement: a line, or a part of one after
+/// `:` or `;`, that starts with `import` or `from` (a dict of module names,
+/// `_import_structure[...]`, is not parsed for nothing).
+fn has_import_line(statement: &str) -> bool {
+    statement
+        .lines()
+        .flat_map(|l| l.split([':', ';']))
+        .any(|part| {
+            let part = part.trim_start();
+            ["import", "from"].iter().any(|k| {
+                part.strip_prefix(k)
+                    .is_some_and(|rest| rest.starts_with([' ', '\t', '.', '(', '\\']))
+            })
+        })
 }
 
 /// The project modules a file imports, transitively (each module once; cycles end), as far as
@@ -234,20 +256,25 @@ pub(crate) struct Layout {
 /// Outlines of imported modules, kept while their text is the same.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct OutlineCache {
-    by_origin: rustc_hash::FxHashMap<Arc<str>, (Arc<str>, Outline)>,
+    by_origin: rustc_hash::FxHashMap<Arc<str>, (Arc<str>, Arc<Outline>)>,
 }
 
 impl OutlineCache {
-    fn get(&mut self, m: &ModuleSource) -> &Outline {
+    /// The outline of a module: kept here while its text is the same, else from `shared`
+    /// (another file's analysis tokenized it), else made now.
+    fn get(&mut self, m: &ModuleSource, shared: Option<&SharedModules>) -> Arc<Outline> {
         let fresh = self
             .by_origin
             .get(&m.origin)
             .is_none_or(|(t, _)| !Arc::ptr_eq(t, &m.text) && **t != *m.text);
         if fresh {
-            self.by_origin
-                .insert(m.origin.clone(), (m.text.clone(), outline(&m.text)));
+            let o = match shared {
+                Some(s) => s.outline(m),
+                None => Arc::new(outline(&m.text)),
+            };
+            self.by_origin.insert(m.origin.clone(), (m.text.clone(), o));
         }
-        &self.by_origin[&m.origin].1
+        self.by_origin[&m.origin].1.clone()
     }
 
     /// Forget the modules no longer imported.
@@ -264,6 +291,7 @@ pub(crate) fn combine(
     ids: &mut Vec<ItemId>,
     imports: &Imports,
     cache: &mut OutlineCache,
+    shared: Option<&SharedModules>,
 ) -> (String, Layout) {
     let mut all = String::with_capacity(
         text.len()
@@ -280,7 +308,7 @@ pub(crate) fn combine(
         let base = all.len() as u32;
         all.push_str(&m.text);
         let first = outline.items.len() as u32;
-        let module = cache.get(m);
+        let module = cache.get(m, shared);
         for (pos, item) in module.items.iter().enumerate() {
             let mut item = item.clone();
             item.line_start += base;
@@ -353,6 +381,20 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn only_statements_with_import_lines_are_parsed_for_imports() {
+        assert!(has_import_line("import torch"));
+        assert!(has_import_line("from .blocks import Block"));
+        assert!(has_import_line("if TYPE_CHECKING:\n    from x import y"));
+        assert!(has_import_line(
+            "try: import apex\nexcept ImportError: pass"
+        ));
+        assert!(!has_import_line(
+            "_import_structure[\"models\"].extend([\"a\"])"
+        ));
+        assert!(!has_import_line("importance = from_pretrained(1)"));
+    }
     use super::*;
 
     #[test]

@@ -38,7 +38,7 @@ pub fn import_resolution(c: &Corpus, corpus_dir: &Path, report: &mut Report) {
             reader: &reader,
             origin: &|p| p.display().to_string(),
             file: &file,
-            overlay: &|_| None,
+            overlay: None,
         };
         let from = layout.entry.clone().unwrap_or_default();
         files += 1;

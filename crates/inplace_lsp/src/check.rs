@@ -5,7 +5,8 @@ use crate::notebook::Notebook;
 use crate::output::{self, FileReport, Format};
 use anyhow::Context;
 use inplace_analysis::notebook::NotebookSource;
-use inplace_analysis::project::{self, Imports};
+use inplace_analysis::project;
+use inplace_analysis::shared::SharedModules;
 use inplace_analysis::{Applicability, FileState, Finding};
 use inplace_server::project::{DiskReader, FileLookup, ProjectLayout};
 use rayon::prelude::*;
@@ -118,6 +119,7 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         fixing,
         min,
         reader: &reader,
+        shared: Arc::default(),
         cwd: &cwd,
     };
     let results: Vec<Result<Checked, String>> = stack_pool().install(|| {
@@ -257,14 +259,18 @@ struct Run<'a> {
     min: Applicability,
     /// Project modules, each read once per run.
     reader: &'a DiskReader,
+    /// Their items' bodies, each lowered once per run.
+    shared: Arc<SharedModules>,
     cwd: &'a Path,
 }
 
 impl Run<'_> {
-    /// The project modules a file imports (none for standard input without a file name).
-    fn imports(&self, path: &Path, canonical: &Path, text: &str) -> Arc<Imports> {
+    /// A fresh analysis state for a file: with the project modules it imports (none for
+    /// standard input without a file name), their bodies shared with the run's other files.
+    fn state(&self, path: &Path, canonical: &Path, text: &str) -> FileState {
+        let mut state = FileState::new();
         if !canonical.is_absolute() || !canonical.is_file() || !project::reads_imports(text) {
-            return Arc::default();
+            return state;
         }
         let layout = ProjectLayout::of(canonical, None);
         let given_dir = path.parent().unwrap_or(Path::new(""));
@@ -282,9 +288,11 @@ impl Run<'_> {
             reader: self.reader,
             origin: &origin,
             file: canonical,
-            overlay: &|_| None,
+            overlay: None,
         };
-        Arc::new(project::collect(text, layout.entry.clone(), &lookup))
+        state.imports = Arc::new(project::collect(text, layout.entry.clone(), &lookup));
+        state.shared = Some(self.shared.clone());
+        state
     }
 }
 
@@ -303,14 +311,14 @@ fn check_one(input: &Input, stdin_name: &str, run: &Run<'_>) -> Result<Checked, 
     let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
     let keep = |f: &Finding| settings.enabled(f.rule, &canonical);
     let outcome = std::panic::catch_unwind(|| {
-        let imports = |text: &str| run.imports(&path, &canonical, text);
+        let project = |text: &str| run.state(&path, &canonical, text);
         if is_notebook(&path) {
-            check_notebook(display.clone(), raw, &imports, &keep, fixing, min)
+            check_notebook(display.clone(), raw, &project, &keep, fixing, min)
         } else {
             Ok(check_python(
                 display.clone(),
                 raw,
-                &imports,
+                &project,
                 &keep,
                 fixing,
                 min,
@@ -324,7 +332,7 @@ fn check_one(input: &Input, stdin_name: &str, run: &Run<'_>) -> Result<Checked, 
 fn check_python(
     path: String,
     raw: String,
-    imports: &dyn Fn(&str) -> Arc<Imports>,
+    project: &dyn Fn(&str) -> FileState,
     keep: &dyn Fn(&Finding) -> bool,
     fixing: bool,
     min: Applicability,
@@ -335,9 +343,8 @@ fn check_python(
     } else {
         raw
     };
-    let imports = imports(&text);
-    let mut state = FileState::new();
-    state.imports = imports.clone();
+    let mut state = project(&text);
+    let imports = state.imports.clone();
     let (text, findings, change) = if fixing {
         let fixed = inplace_analysis::fix_all_with(&text, min, keep, &mut state);
         let remaining = fixed.remaining;
@@ -351,7 +358,11 @@ fn check_python(
         });
         (fixed.text, remaining, change)
     } else {
-        let mut findings = inplace_analysis::analyze_in_project(&text, &imports).findings;
+        let mut findings = if imports.is_empty() {
+            inplace_analysis::analyze_text(&text).findings
+        } else {
+            state.analyze(&text).findings
+        };
         findings.retain(keep);
         (text, findings, None)
     };
@@ -371,7 +382,7 @@ fn check_python(
 fn check_notebook(
     path: String,
     raw: String,
-    imports: &dyn Fn(&str) -> Arc<Imports>,
+    project: &dyn Fn(&str) -> FileState,
     keep: &dyn Fn(&Finding) -> bool,
     fixing: bool,
     min: Applicability,
@@ -391,8 +402,9 @@ fn check_notebook(
     };
     let numbers = notebook.numbers();
     let source = NotebookSource::new(&notebook.sources()).with_numbers(numbers.clone());
-    let modules = imports(&source.text);
-    let source = source.with_imports(modules.clone());
+    let seed = project(&source.text);
+    let modules = seed.imports.clone();
+    let source = source.with_state(seed);
     let (source, findings, change) = if fixing {
         let (cells, fixed_source, fixed) = source.fix_all(min, keep);
         let remaining = fixed.remaining;

@@ -11,9 +11,10 @@
 //! as the analysis knows them.
 
 use inplace_analysis::project::{ModuleLookup, ModuleName, ModuleSource};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Largest module file read (a bigger one stays opaque).
 const MAX_MODULE_FILE: u64 = 4 << 20;
@@ -21,32 +22,46 @@ const MAX_MODULE_FILE: u64 = 4 << 20;
 /// Most import lists kept (one per module text seen).
 const MAX_CACHED_IMPORT_LISTS: usize = 4096;
 
+/// The module files of a name, in search order.
+type Found = Arc<[PathBuf]>;
+
+/// Texts that win over the disk's, by path.
+pub type Overlay<'a> = &'a dyn Fn(&Path) -> Option<Arc<str>>;
+
+/// A module's text, and the paths it imports.
+type ImportList = (Arc<str>, Arc<Vec<String>>);
+
 /// Module files read from disk, each once per run, and the paths each imports.
 #[derive(Default)]
 pub struct DiskReader {
-    cache: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
-    imports: Mutex<HashMap<u64, Arc<Vec<String>>>>,
+    cache: Mutex<FxHashMap<PathBuf, Option<Arc<str>>>>,
+    /// By origin: the text read, and the paths it imports.
+    imports: Mutex<FxHashMap<Arc<str>, ImportList>>,
+    /// By the roots searched (their fingerprint) and a dotted name: the module files found.
+    found: Mutex<FxHashMap<(u64, Box<str>), Found>>,
+    /// The names in each folder looked into (most imported names are not the project's: one
+    /// listing of a root answers them all, without a system call per candidate file).
+    listings: Mutex<FxHashMap<PathBuf, Arc<FxHashSet<OsString>>>>,
 }
 
 impl DiskReader {
-    /// The paths a module's text imports, found once per text.
-    pub fn imports_of(&self, text: &str) -> Arc<Vec<String>> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut h);
-        let key = h.finish();
-        if let Some(hit) = self.imports.lock().ok().and_then(|c| c.get(&key).cloned()) {
-            return hit;
+    /// The paths a module imports, found once per text of it.
+    pub fn imports_of(&self, module: &ModuleSource) -> Arc<Vec<String>> {
+        let lock = || self.imports.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, paths)) = lock()
+            .get(&module.origin)
+            .filter(|(t, _)| Arc::ptr_eq(t, &module.text) || **t == *module.text)
+        {
+            return paths.clone();
         }
-        let paths = Arc::new(inplace_analysis::project::imported_paths(text));
-        if let Ok(mut c) = self.imports.lock() {
-            // A long session sees many versions of the modules it edits: start over now and
-            // then rather than keep them all.
-            if c.len() >= MAX_CACHED_IMPORT_LISTS {
-                c.clear();
-            }
-            c.insert(key, paths.clone());
+        let paths = Arc::new(inplace_analysis::project::imported_paths(&module.text));
+        let mut c = lock();
+        // A long session sees many versions of the modules it edits: start over now and then
+        // rather than keep them all.
+        if c.len() >= MAX_CACHED_IMPORT_LISTS {
+            c.clear();
         }
+        c.insert(module.origin.clone(), (module.text.clone(), paths.clone()));
         paths
     }
 }
@@ -71,6 +86,65 @@ impl DiskReader {
         if let Ok(mut c) = self.cache.lock() {
             c.remove(path);
         }
+        if let Ok(mut c) = self.found.lock() {
+            c.clear();
+        }
+        if let Ok(mut c) = self.listings.lock() {
+            c.clear();
+        }
+    }
+
+    /// The names in a folder (none if it cannot be read), listed once.
+    fn listing(&self, dir: &Path) -> Arc<FxHashSet<OsString>> {
+        let lock = || self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = lock().get(dir) {
+            return hit.clone();
+        }
+        let names: Arc<FxHashSet<OsString>> = Arc::new(
+            std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok().map(|e| e.file_name()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        );
+        lock().insert(dir.to_path_buf(), names.clone());
+        names
+    }
+
+    /// Whether `path` below `root` may exist: each of its components is listed in the folder
+    /// above it (the folders are listed once each, from the root down).
+    fn listed(&self, root: &Path, path: &Path) -> bool {
+        let Ok(rel) = path.strip_prefix(root) else {
+            return true;
+        };
+        let mut dir = root.to_path_buf();
+        for part in rel.iter() {
+            if !self.listing(&dir).contains(part) {
+                return false;
+            }
+            dir.push(part);
+        }
+        true
+    }
+
+    /// The readable module files of a dotted name under a layout's roots, in search order
+    /// (searched once per roots and name).
+    fn found(&self, layout: &ProjectLayout, name: &str) -> Found {
+        let key = (layout.roots_key, Box::from(name));
+        if let Some(hit) = self.found.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return hit;
+        }
+        let paths: Found = layout
+            .locate_in_roots(name)
+            .filter(|(root, p)| self.listed(root, p) && self.read(p).is_some())
+            .map(|(_, p)| p)
+            .collect();
+        if let Ok(mut c) = self.found.lock() {
+            c.insert(key, paths.clone());
+        }
+        paths
     }
 
     /// Read every file again next time (files appeared or went away).
@@ -79,6 +153,9 @@ impl DiskReader {
             c.clear();
         }
         if let Ok(mut c) = self.imports.lock() {
+            c.clear();
+        }
+        if let Ok(mut c) = self.found.lock() {
             c.clear();
         }
     }
@@ -105,6 +182,8 @@ pub struct ProjectLayout {
     pub root: PathBuf,
     /// The file's module name (`pkg.train`), when it lies under a root other than its folder.
     pub entry: Option<ModuleName>,
+    /// A fingerprint of the roots.
+    roots_key: u64,
 }
 
 /// Whether a folder is a project root.
@@ -149,19 +228,35 @@ impl ProjectLayout {
             .iter()
             .find_map(|r| module_name_of(file, r))
             .or_else(|| module_name_of(file, &dir));
-        ProjectLayout { roots, root, entry }
+        let roots_key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            roots.hash(&mut h);
+            h.finish()
+        };
+        ProjectLayout {
+            roots,
+            root,
+            entry,
+            roots_key,
+        }
     }
 
     /// Where a dotted module name's file is, under the roots.
     pub fn locate(&self, name: &str) -> Vec<PathBuf> {
+        self.locate_in_roots(name).map(|(_, p)| p).collect()
+    }
+
+    /// [`ProjectLayout::locate`], each file with its root.
+    fn locate_in_roots<'a>(&'a self, name: &str) -> impl Iterator<Item = (&'a Path, PathBuf)> + 'a {
         let rel: PathBuf = name.split('.').collect();
-        let mut out = Vec::new();
-        for r in &self.roots {
+        self.roots.iter().flat_map(move |r| {
             let base = r.join(&rel);
-            out.push(base.with_extension("py"));
-            out.push(base.join("__init__.py"));
-        }
-        out
+            [
+                (r.as_path(), base.with_extension("py")),
+                (r.as_path(), base.join("__init__.py")),
+            ]
+        })
     }
 }
 
@@ -198,26 +293,31 @@ pub struct FileLookup<'a> {
     /// The file being analysed (never read as a module of itself).
     pub file: &'a Path,
     /// Texts that win over the disk's (the server's open documents, unsaved edits included).
-    pub overlay: &'a dyn Fn(&Path) -> Option<Arc<str>>,
+    pub overlay: Option<Overlay<'a>>,
 }
 
 impl ModuleLookup for FileLookup<'_> {
     fn find(&self, name: &str) -> Option<ModuleSource> {
-        for path in self.layout.locate(name) {
+        let (candidates, overlay) = match self.overlay {
+            Some(o) => (Arc::from(self.layout.locate(name)), Some(o)),
+            None => (self.reader.found(self.layout, name), None),
+        };
+        for path in candidates.iter() {
             if path == self.file {
                 continue;
             }
-            let Some(text) = (self.overlay)(&path).or_else(|| self.reader.read(&path)) else {
+            let open = overlay.and_then(|o| o(path));
+            let Some(text) = open.or_else(|| self.reader.read(path)) else {
                 continue;
             };
             let label = path
                 .strip_prefix(&self.layout.root)
-                .unwrap_or(&path)
+                .unwrap_or(path)
                 .display()
                 .to_string();
             return Some(ModuleSource {
                 name: ModuleName::new(name, path.ends_with("__init__.py")),
-                origin: Arc::from((self.origin)(&path)),
+                origin: Arc::from((self.origin)(path)),
                 label: Arc::from(label),
                 text,
             });
@@ -226,7 +326,7 @@ impl ModuleLookup for FileLookup<'_> {
     }
 
     fn imports_of(&self, module: &ModuleSource) -> Arc<Vec<String>> {
-        self.reader.imports_of(&module.text)
+        self.reader.imports_of(module)
     }
 }
 

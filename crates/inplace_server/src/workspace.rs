@@ -94,7 +94,7 @@ pub fn imports_of(session: &Session, uri: &Uri, text: &str) -> (Imports, Vec<Pat
         reader: &session.workspace.disk,
         origin: &|p| origin(session, p),
         file: &file,
-        overlay: &|p| open_text(session, p),
+        overlay: Some(&|p| open_text(session, p)),
     };
     let imports = project::collect(text, layout.entry.clone(), &lookup);
     let paths = imports

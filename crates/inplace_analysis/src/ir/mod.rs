@@ -599,7 +599,12 @@ impl Body {
     /// Replace every name by `map[name]`: a body lowered with another interner (on another
     /// thread), moved to the interner `map` came from ([`Interner::absorb`]).
     pub fn rename(&mut self, map: &[Name]) {
-        let m = |n: &mut Name| *n = map[n.idx()];
+        self.rename_with(|n| map[n.idx()]);
+    }
+
+    /// Replace every name `n` with `f(n)`.
+    pub fn rename_with(&mut self, mut f: impl FnMut(Name) -> Name) {
+        let mut m = |n: &mut Name| *n = f(*n);
         for e in &mut self.exprs {
             match e {
                 Expr::Name { name, .. } => m(name),
@@ -612,7 +617,7 @@ impl Body {
         self.keywords
             .iter_mut()
             .filter_map(|k| k.name.as_mut())
-            .for_each(m);
+            .for_each(&mut m);
         for i in &mut self.imports {
             m(&mut i.bind);
             m(&mut i.path);

@@ -16,7 +16,7 @@ impl Name {
         self.0 as usize
     }
 
-    #[cfg(test)]
+    /// The name at place `i` of a table of names (not of an interner).
     pub(crate) fn from_idx(i: usize) -> Name {
         Name(i as u32)
     }
