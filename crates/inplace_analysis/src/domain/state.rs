@@ -101,6 +101,17 @@ impl State {
     }
 
     /// Keep an event until optimizer `opt` is used again; once per place.
+    /// Forget IP403 events still waiting (a called function's names they were about are gone).
+    pub fn lapse_orphans(&mut self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        for list in self.orphaned.values_mut() {
+            list.retain(|e| !events.contains(e));
+        }
+        self.orphaned.retain(|_, list| !list.is_empty());
+    }
+
     pub fn orphan(&mut self, opt: ObjId, e: Event) {
         let list = self.orphaned.entry(opt).or_default();
         if !list.contains(&e) {

@@ -99,7 +99,7 @@ impl Interp<'_, '_> {
                 Obj::Module(m) => {
                     let old = m.attrs.get(&attr).cloned().unwrap_or_default();
                     if let Some(s) = stmt {
-                        self.check_rebind_objs(c, &old, &vals, target, s, attr);
+                        let _ = self.check_rebind_objs(c, &old, &vals, target, s, attr);
                     }
                     if let Obj::Module(m) = self.obj_mut(o) {
                         m.attrs.insert(attr, vals.clone());

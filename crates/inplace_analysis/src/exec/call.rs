@@ -270,6 +270,7 @@ impl Interp<'_, '_> {
         self.call_site = saved_site;
         self.grad_enabled = saved_mode;
         self.join_here(&frame.ret_state);
+        self.state.lapse_orphans(&frame.local_rebinds);
         self.state.dead = false;
         self.state.env = self.outer_envs.pop().unwrap_or_default();
         self.state.bound_at = saved_bound;

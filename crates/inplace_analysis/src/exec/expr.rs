@@ -223,7 +223,13 @@ impl Interp<'_, '_> {
                 for o in &v {
                     if let Some(evs) = self.state.orphaned.remove(o) {
                         for ev in evs {
-                            self.report(ev);
+                            // A called function's own rebinding waits for a real use of the
+                            // optimizer (a step), not a mere read of it (`for obj in args:`).
+                            if self.frames.iter().any(|f| f.local_rebinds.contains(&ev)) {
+                                self.state.orphan(*o, ev);
+                            } else {
+                                self.report(ev);
+                            }
                         }
                     }
                 }

@@ -78,6 +78,10 @@ pub(crate) struct Frame {
     pub ret_state: State,
     /// (break states, continue states) of the loops being run.
     pub loops: Vec<(State, State)>,
+    /// IP403 events waiting for an optimizer's next use that rebinding one of this called
+    /// function's own names made: they lapse when it returns (its names are gone; what the
+    /// caller binds the result to is checked there).
+    pub local_rebinds: Vec<Event>,
 }
 
 impl Frame {
@@ -87,6 +91,7 @@ impl Frame {
             returns: Vals::new(),
             ret_state: State::dead(),
             loops: Vec::new(),
+            local_rebinds: Vec::new(),
         }
     }
 }

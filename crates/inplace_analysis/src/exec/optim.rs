@@ -87,10 +87,16 @@ impl Interp<'_, '_> {
         s: StmtId,
     ) {
         let old = self.state.env.get(&name).cloned().unwrap_or_default();
-        self.check_rebind_objs(c, &old, new, target, s, name);
+        let waiting = self.check_rebind_objs(c, &old, new, target, s, name);
+        if let (Some(e), false) = (waiting, self.inlining.is_empty()) {
+            if let Some(frame) = self.frames.last_mut() {
+                frame.local_rebinds.push(e);
+            }
+        }
     }
 
-    /// `name` (held in `old`) is bound to `new` by statement `s`, through `target`.
+    /// `name` (held in `old`) is bound to `new` by statement `s`, through `target`. Returns
+    /// the event left waiting for the optimizer's next use, if any.
     pub(super) fn check_rebind_objs(
         &mut self,
         c: Code<'_>,
@@ -99,7 +105,7 @@ impl Interp<'_, '_> {
         target: ExprId,
         s: StmtId,
         name: Name,
-    ) {
+    ) -> Option<Event> {
         for o in old {
             if new.contains(o) {
                 continue;
@@ -139,6 +145,12 @@ impl Interp<'_, '_> {
             };
             match (self.obj(*o), held_by) {
                 (Obj::Module(_), Some(opt)) => {
+                    // What an unseen call returns (`model = wrap(model)` with `wrap` out of
+                    // reach) may well be the module or a wrapper around its parameters: only a
+                    // module the analysis sees being built replaces them.
+                    if !new.iter().any(|n| matches!(self.obj(*n), Obj::Module(_))) {
+                        continue;
+                    }
                     // A wrapper that keeps the old parameters is fine (`DataParallel(model)`).
                     let mut old_params = Vals::new();
                     self.module_params(*o, &mut old_params, &mut FxHashSet::default());
@@ -151,23 +163,24 @@ impl Interp<'_, '_> {
                     }
                     let e = event(self.optimizer_origin(opt), false);
                     // Reported once the optimizer is used again (a new one may replace it).
-                    self.state.orphan(opt, e);
-                    return;
+                    self.state.orphan(opt, e.clone());
+                    return Some(e);
                 }
                 (Obj::Tensor(_), Some(opt)) => {
                     let e = event(self.optimizer_origin(opt), reads_grad);
-                    self.state.orphan(opt, e);
-                    return;
+                    self.state.orphan(opt, e.clone());
+                    return Some(e);
                 }
                 // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the
                 // right way to restart from an update.
                 (Obj::Tensor(t), None) if t.leaf && reads_grad && !new_is_leaf => {
                     self.report(event(None, true));
-                    return;
+                    return None;
                 }
                 _ => {}
             }
         }
+        None
     }
 
     fn optimizer_origin(&self, opt: ObjId) -> Option<Span> {
