@@ -191,6 +191,39 @@ fn has_import_line(statement: &str) -> bool {
 /// `lookup` finds them. Every package on a dotted path is a module too (`import a.b.c` runs
 /// `a`, `a.b` and `a.b.c`).
 pub fn collect(text: &str, entry: Option<ModuleName>, lookup: &dyn ModuleLookup) -> Imports {
+    collect_from(Arc::new(imported_paths(text)), entry, lookup)
+}
+
+/// A key of what [`imported_paths`] reads in a text: its lines that mention `import` (with the
+/// lines a parenthesis or a backslash continues them onto) and its top-level `def`/`class`
+/// lines (which decide whether an indented import is inside a function). The same key means
+/// the same imported paths; an editor can keep them while the user types elsewhere.
+pub fn imports_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    let mut open = 0i32;
+    let mut continued = false;
+    for line in text.lines() {
+        let top =
+            line.starts_with("def ") || line.starts_with("class ") || line.starts_with("async ");
+        if open > 0 || continued || line.contains("import") || top {
+            line.hash(&mut h);
+            if !top {
+                open += line.matches('(').count() as i32 - line.matches(')').count() as i32;
+                open = open.max(0);
+                continued = line.trim_end().ends_with('\\');
+            }
+        }
+    }
+    h.finish()
+}
+
+/// [`collect`] from the paths the file imports (see [`imported_paths`]).
+pub fn collect_from(
+    paths: Arc<Vec<String>>,
+    entry: Option<ModuleName>,
+    lookup: &dyn ModuleLookup,
+) -> Imports {
     let mut out = Imports {
         entry: entry.clone(),
         ..Imports::default()
@@ -210,7 +243,7 @@ pub fn collect(text: &str, entry: Option<ModuleName>, lookup: &dyn ModuleLookup)
             continue;
         }
         let (paths, from) = match index {
-            None => (Arc::new(imported_paths(text)), entry.clone()),
+            None => (paths.clone(), entry.clone()),
             Some(i) => {
                 let m = &out.modules[i];
                 (lookup.imports_of(m), Some(m.name.clone()))
@@ -381,6 +414,17 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_imports_key_moves_with_import_lines_only() {
+        let base = "import torch\nfrom .m import (a,\n    b)\n\nx = 1\n\ndef f():\n    return x\n";
+        let key = imports_key(base);
+        assert_eq!(key, imports_key(&base.replace("x = 1", "x = 12")));
+        assert_eq!(key, imports_key(&base.replace("return x", "return x + 1")));
+        assert_ne!(key, imports_key(&base.replace("    b)", "    c)")));
+        assert_ne!(key, imports_key(&base.replace(".m", "..m")));
+        assert_ne!(key, imports_key(&format!("def g():\n{base}")));
+    }
 
     #[test]
     fn only_statements_with_import_lines_are_parsed_for_imports() {

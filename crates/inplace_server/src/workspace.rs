@@ -25,6 +25,16 @@ pub struct Workspace {
     open: DashMap<PathBuf, Uri>,
     /// Files of modules no open document holds.
     disk: DiskReader,
+    /// Per open document: its layout, and the paths it imports with the key of the text they
+    /// were read from (a keystroke elsewhere reads neither the disk nor the imports again).
+    entries: DashMap<Uri, Entry>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    layout: Arc<ProjectLayout>,
+    key: u64,
+    paths: Arc<Vec<String>>,
 }
 
 impl Workspace {
@@ -37,10 +47,16 @@ impl Workspace {
 
     /// A text document closed: its file on disk stands for it again. Returns the file.
     pub fn closed(&self, uri: &Uri) -> Option<PathBuf> {
+        self.forget(uri);
         let path = uri_path(uri)?;
         self.open.remove_if(&path, |_, u| u == uri);
         self.disk.forget(&path);
         Some(path)
+    }
+
+    /// A document closed (a notebook: never a module of others).
+    pub fn forget(&self, uri: &Uri) {
+        self.entries.remove(uri);
     }
 
     /// A file changed on disk (saved, or reported by the watcher).
@@ -51,6 +67,7 @@ impl Workspace {
     /// Files appeared or went away: every file is read again.
     pub fn files_moved(&self) {
         self.disk.forget_all();
+        self.entries.clear();
     }
 }
 
@@ -80,29 +97,50 @@ pub fn imports_of(session: &Session, uri: &Uri, text: &str) -> (Imports, Vec<Pat
     if !project::reads_imports(text) {
         return Default::default();
     }
-    let workspace = session
-        .folders
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .filter(|f| file.starts_with(f))
-        .max_by_key(|f| f.as_os_str().len())
-        .cloned();
-    let layout = ProjectLayout::of(&file, workspace.as_deref());
+    let entry = entry_of(session, uri, &file, text);
+    let layout = &*entry.layout;
     let lookup = FileLookup {
-        layout: &layout,
+        layout,
         reader: &session.workspace.disk,
         origin: &|p| origin(session, p),
         file: &file,
         overlay: Some(&|p| open_text(session, p)),
     };
-    let imports = project::collect(text, layout.entry.clone(), &lookup);
+    let imports = project::collect_from(entry.paths.clone(), layout.entry.clone(), &lookup);
     let paths = imports
         .modules
         .iter()
         .filter_map(|m| m.origin.parse::<Uri>().ok().as_ref().and_then(uri_path))
         .collect();
     (imports, paths)
+}
+
+/// The document's layout and imported paths, kept while the text's [`project::imports_key`]
+/// holds.
+fn entry_of(session: &Session, uri: &Uri, file: &Path, text: &str) -> Entry {
+    let key = project::imports_key(text);
+    let kept = session.workspace.entries.get(uri).map(|e| e.clone());
+    if let Some(e) = kept.as_ref().filter(|e| e.key == key) {
+        return e.clone();
+    }
+    let layout = kept.map(|e| e.layout).unwrap_or_else(|| {
+        let workspace = session
+            .folders
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|f| file.starts_with(f))
+            .max_by_key(|f| f.as_os_str().len())
+            .cloned();
+        Arc::new(ProjectLayout::of(file, workspace.as_deref()))
+    });
+    let entry = Entry {
+        layout,
+        key,
+        paths: Arc::new(project::imported_paths(text)),
+    };
+    session.workspace.entries.insert(uri.clone(), entry.clone());
+    entry
 }
 
 /// The project modules at `paths` changed: analyse again the open documents whose last

@@ -73,6 +73,7 @@ pub async fn did_close(
     };
     // An analysis still running stops.
     entry.latest.store(i32::MIN, Ordering::Relaxed);
+    session.workspace.forget(&key);
     let cells = entry.notebook.map(|nb| nb.cells).unwrap_or_default();
     for c in cells {
         session.cells.remove(&c.uri);
