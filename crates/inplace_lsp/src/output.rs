@@ -420,6 +420,16 @@ fn github(files: &[FileReport]) -> String {
             // A notebook's lines are not the lines of its JSON file: the message names the
             // cell (as ruff's annotations do) and the lines count within it.
             let cell = s.cell.map(|n| format!("cell {n}: ")).unwrap_or_default();
+            // An annotation has one place: related places in other files go into its text.
+            let elsewhere: String = f
+                .related
+                .iter()
+                .filter_map(|r| {
+                    let module = at.of(Some(r.source.as_ref()?));
+                    let line = module.place(r.range.start).line;
+                    Some(format!(" ({}: {}:{line})", r.message, module.path))
+                })
+                .collect();
             let _ = writeln!(
                 out,
                 "::{kind} title={},file={},line={},col={},endLine={},endColumn={}::{}",
@@ -433,7 +443,7 @@ fn github(files: &[FileReport]) -> String {
                 s.column,
                 e.line,
                 e.column,
-                escape_data(&format!("{cell}{} {}", f.rule.code(), f.message))
+                escape_data(&format!("{cell}{} {}{elsewhere}", f.rule.code(), f.message))
             );
         }
     }

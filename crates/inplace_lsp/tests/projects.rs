@@ -145,6 +145,16 @@ fn related_locations_name_the_module_file_in_every_format() {
         .iter()
         .any(|l| l["physicalLocation"]["artifactLocation"]["uri"] == "pkg/models.py"));
 
+    let github = run(
+        &["check", "--output-format", "github", "train.py"],
+        dir.path(),
+    );
+    let github = String::from_utf8_lossy(&github.stdout);
+    assert!(
+        github.contains("saved its output for backward here: pkg/models.py:11)"),
+        "{github}"
+    );
+
     // Named from another folder, the module's path is named from there too.
     let parent = dir.path().parent().unwrap();
     let name = dir.path().file_name().unwrap().to_str().unwrap();

@@ -135,6 +135,27 @@ fn notebook_seed(dir: &Path) -> Result<()> {
     write_session(&dir.join("notebook-session"), &messages)
 }
 
+/// Most inputs kept in a target's corpus between runs. libFuzzer replays its whole corpus
+/// before the time limit counts: the corpus of `fix_roundtrip` had grown to 4,353 inputs over
+/// many runs, and its replay under ASan took minutes instead of the 20 s the suite gives it.
+const MAX_KEPT_INPUTS: usize = 500;
+
+/// Keep the `max` newest inputs of a corpus folder (the seeds are passed on their own).
+fn prune_corpus(corpus: &Path, max: usize) -> Result<()> {
+    let mut inputs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(corpus)?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if inputs.len() <= max {
+        return Ok(());
+    }
+    inputs.sort();
+    for (_, path) in &inputs[..inputs.len() - max] {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
 /// Runs `target` for `seconds`; returns the number of inputs it executed.
 fn run_target(target: &str, seconds: u64) -> Result<u64> {
     let base = root().join("target/fuzz");
@@ -142,6 +163,7 @@ fn run_target(target: &str, seconds: u64) -> Result<u64> {
     let artifacts = base.join("artifacts").join(target);
     std::fs::create_dir_all(&corpus)?;
     std::fs::create_dir_all(&artifacts)?;
+    prune_corpus(&corpus, MAX_KEPT_INPUTS)?;
     let mut cmd = cargo_fuzz();
     cmd.args(["run", "--fuzz-dir", "crates/fuzz", target])
         .arg(&corpus);

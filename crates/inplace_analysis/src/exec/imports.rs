@@ -5,7 +5,7 @@
 
 use super::{Code, Interp};
 use crate::domain::*;
-use crate::ir::{Import, List, Name};
+use crate::ir::{Expr, Import, List, Name, Stmt};
 use crate::project::ModuleName;
 use crate::syntax::outline::ItemKind;
 use smallvec::smallvec;
@@ -53,12 +53,31 @@ impl Interp<'_, '_> {
         }
         if self.name(imp.bind) == "*" {
             let module = self.intern(&full);
+            let listed = self
+                .prog
+                .module_segment(module)
+                .and_then(|s| self.all_of(s));
             if let Some(env) = self.module_env(module) {
-                let mut public: Vec<(Name, Vals)> = env
-                    .iter()
-                    .filter(|(n, _)| !self.name(**n).starts_with('_'))
-                    .map(|(n, v)| (*n, v.clone()))
-                    .collect();
+                let mut public: Vec<(Name, Vals)> = match listed {
+                    // `__all__` says what a star import binds, submodules it names included.
+                    Some(names) => names
+                        .into_iter()
+                        .filter_map(|n| {
+                            let v = env.get(&n).cloned().or_else(|| {
+                                let sub = format!("{full}.{}", self.name(n));
+                                let seg = self.prog.module_segment(self.intern(&sub))?;
+                                self.load_module(seg);
+                                Some(self.module_path_value(&sub))
+                            })?;
+                            Some((n, v))
+                        })
+                        .collect(),
+                    None => env
+                        .iter()
+                        .filter(|(n, _)| !self.name(**n).starts_with('_'))
+                        .map(|(n, v)| (*n, v.clone()))
+                        .collect(),
+                };
                 public.sort_by_key(|(n, _)| *n);
                 for (n, v) in public {
                     self.bind_name(c, n, None, v, None);
@@ -136,6 +155,51 @@ impl Interp<'_, '_> {
     pub(super) fn segment_global(&mut self, seg: usize, name: Name) -> Option<Vals> {
         let module = self.prog.segments[seg].name;
         self.module_global(module, name)
+    }
+
+    /// The names a module's `__all__` lists (`__all__ = [...]` or `(...)`, `+= [...]`, of
+    /// string literals), if its top level sets one.
+    fn all_of(&mut self, seg: usize) -> Option<Vec<Name>> {
+        let mut out: Option<Vec<Name>> = None;
+        for i in self.prog.segments[seg].items.clone() {
+            let item = &self.prog.items[i as usize];
+            let o = &item.outline;
+            if item.parent().is_some()
+                || item.kind() != ItemKind::Statement
+                || !self.prog.text[o.start as usize..o.end as usize].contains("__all__")
+            {
+                continue;
+            }
+            let Some(body) = self.body_of(item.id) else {
+                continue;
+            };
+            for s in body.stmts_of(body.root) {
+                let (target, value, replaces) = match *body.stmt(s) {
+                    Stmt::Assign { targets, value } => match body.exprs_of(targets).next() {
+                        Some(t) => (t, value, true),
+                        None => continue,
+                    },
+                    Stmt::AugAssign { target, value, .. } => (target, value, false),
+                    _ => continue,
+                };
+                let is_all = matches!(*body.expr(target), Expr::Name { name, .. } if self.name(name) == "__all__");
+                let Expr::Seq { items, .. } = *body.expr(value) else {
+                    continue;
+                };
+                if !is_all {
+                    continue;
+                }
+                let list = out.get_or_insert_with(Vec::new);
+                if replaces {
+                    list.clear();
+                }
+                list.extend(body.exprs_of(items).filter_map(|e| match *body.expr(e) {
+                    Expr::Str(n) => Some(n),
+                    _ => None,
+                }));
+            }
+        }
+        out
     }
 
     /// Run the body of the module of segment `seg` once, in a namespace of its own.
