@@ -108,14 +108,14 @@ async fn analyse_latest(session: &Arc<Session>, client: &Client, uri: &Uri) -> O
     let (session2, uri2) = (session.clone(), uri.clone());
     let job = tokio::task::spawn_blocking(move || {
         let mut state = state;
-        let mut module_paths = Vec::new();
+        let mut module_paths = Arc::default();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let cancelled = || {
                 latest.load(Ordering::Relaxed) != version || epochs.load(Ordering::Relaxed) != epoch
             };
             let (imports, paths) = crate::workspace::imports_of(&session2, &uri2, &text);
-            if *state.imports != imports {
-                state.imports = Arc::new(imports);
+            if !Arc::ptr_eq(&state.imports, &imports) && *state.imports != *imports {
+                state.imports = imports;
             }
             module_paths = paths;
             // A notebook's messages name cells; its fixes stay inside cells.

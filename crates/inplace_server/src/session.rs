@@ -24,7 +24,7 @@ pub struct Analysed {
     /// The project modules it read (their text maps related locations inside them).
     pub imports: Arc<Imports>,
     /// Their files: an edit of one of them analyses this document again.
-    pub module_paths: Vec<PathBuf>,
+    pub module_paths: Arc<Vec<PathBuf>>,
 }
 
 impl Analysed {

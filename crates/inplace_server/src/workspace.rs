@@ -14,7 +14,7 @@ use crate::session::{uri_path, Session};
 use dashmap::DashMap;
 use inplace_analysis::project::{self, Imports};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use tower_lsp_server::ls_types::Uri;
 use tower_lsp_server::Client;
@@ -28,6 +28,9 @@ pub struct Workspace {
     /// Per open document: its layout, and the paths it imports with the key of the text they
     /// were read from (a keystroke elsewhere reads neither the disk nor the imports again).
     entries: DashMap<Uri, Entry>,
+    /// Moves on whenever a module anyone may read changes (opened, closed, edited while read,
+    /// changed on disk): the imports collected before it are stale.
+    generation: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -35,11 +38,14 @@ struct Entry {
     layout: Arc<ProjectLayout>,
     key: u64,
     paths: Arc<Vec<String>>,
+    /// The modules collected at a generation, and their files.
+    collected: Option<(u64, Arc<Imports>, Arc<Vec<PathBuf>>)>,
 }
 
 impl Workspace {
     /// A text document opened: its text now stands for its file. Returns the file.
     pub fn opened(&self, uri: &Uri) -> Option<PathBuf> {
+        self.moved_on();
         let path = uri_path(uri)?;
         self.open.insert(path.clone(), uri.clone());
         Some(path)
@@ -48,6 +54,7 @@ impl Workspace {
     /// A text document closed: its file on disk stands for it again. Returns the file.
     pub fn closed(&self, uri: &Uri) -> Option<PathBuf> {
         self.forget(uri);
+        self.moved_on();
         let path = uri_path(uri)?;
         self.open.remove_if(&path, |_, u| u == uri);
         self.disk.forget(&path);
@@ -62,12 +69,18 @@ impl Workspace {
     /// A file changed on disk (saved, or reported by the watcher).
     pub fn changed_on_disk(&self, path: &Path) {
         self.disk.forget(path);
+        self.moved_on();
+    }
+
+    fn moved_on(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Files appeared or went away: every file is read again.
     pub fn files_moved(&self) {
         self.disk.forget_all();
         self.entries.clear();
+        self.moved_on();
     }
 }
 
@@ -89,15 +102,23 @@ fn origin(session: &Session, path: &Path) -> String {
 }
 
 /// The project modules the document `uri` with `text` imports, and their files. None for a
-/// document that is not a file, or does not train (its analysis would not use them).
-pub fn imports_of(session: &Session, uri: &Uri, text: &str) -> (Imports, Vec<PathBuf>) {
+/// document that is not a file, or does not train (its analysis would not use them). Kept while
+/// its import lines and the workspace's modules are the same: a keystroke elsewhere in the
+/// document collects nothing again.
+pub fn imports_of(session: &Session, uri: &Uri, text: &str) -> (Arc<Imports>, Arc<Vec<PathBuf>>) {
     let Some(file) = uri_path(uri).filter(|p| p.is_absolute()) else {
         return Default::default();
     };
     if !project::reads_imports(text) {
         return Default::default();
     }
-    let entry = entry_of(session, uri, &file, text);
+    let generation = session.workspace.generation.load(Ordering::Relaxed);
+    let mut entry = entry_of(session, uri, &file, text);
+    if let Some((g, imports, paths)) = &entry.collected {
+        if *g == generation {
+            return (imports.clone(), paths.clone());
+        }
+    }
     let layout = &*entry.layout;
     let lookup = FileLookup {
         layout,
@@ -107,11 +128,16 @@ pub fn imports_of(session: &Session, uri: &Uri, text: &str) -> (Imports, Vec<Pat
         overlay: Some(&|p| open_text(session, p)),
     };
     let imports = project::collect_from(entry.paths.clone(), layout.entry.clone(), &lookup);
-    let paths = imports
-        .modules
-        .iter()
-        .filter_map(|m| m.origin.parse::<Uri>().ok().as_ref().and_then(uri_path))
-        .collect();
+    let paths: Arc<Vec<PathBuf>> = Arc::new(
+        imports
+            .modules
+            .iter()
+            .filter_map(|m| m.origin.parse::<Uri>().ok().as_ref().and_then(uri_path))
+            .collect(),
+    );
+    let imports = Arc::new(imports);
+    entry.collected = Some((generation, imports.clone(), paths.clone()));
+    session.workspace.entries.insert(uri.clone(), entry);
     (imports, paths)
 }
 
@@ -138,6 +164,7 @@ fn entry_of(session: &Session, uri: &Uri, file: &Path, text: &str) -> Entry {
         layout,
         key,
         paths: Arc::new(project::imported_paths(text)),
+        collected: None,
     };
     session.workspace.entries.insert(uri.clone(), entry.clone());
     entry
@@ -162,6 +189,9 @@ pub async fn modules_changed(session: &Arc<Session>, client: &Client, paths: &[P
         })
         .map(|e| e.key().clone())
         .collect();
+    if !importers.is_empty() {
+        session.workspace.moved_on();
+    }
     again(session, client, importers).await;
 }
 
