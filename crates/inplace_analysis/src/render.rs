@@ -11,7 +11,7 @@ use crate::line_index::LineIndex;
 use crate::noqa::NoqaMap;
 use crate::notebook::CellLines;
 use crate::program::Program;
-use crate::registry::Rule;
+use crate::registry::{Form, Rule};
 use crate::rules;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -184,6 +184,14 @@ pub(crate) fn findings(
     chosen.retain(|(rule, range, ..)| {
         rules::form3_rank(*rule).is_none() || best.get(range).map(|b| b.1) == Some(*rule)
     });
+    // One finding per write: a write that raises (forms ① ② ③) is not also reported for the
+    // aliases it changes (IP402): the runtime error comes first.
+    let raises: Vec<TextRange> = chosen
+        .iter()
+        .filter(|(rule, ..)| matches!(rule.form(), Form::Leaf | Form::LeafView | Form::Saved))
+        .map(|(_, range, ..)| *range)
+        .collect();
+    chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
     if chosen.is_empty() {
         return Vec::new();
     }

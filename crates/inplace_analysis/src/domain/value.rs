@@ -57,6 +57,9 @@ pub(crate) struct TensorObj {
     pub origin: Span,
     /// The tensor standing for `.grad` of this one, made on first use.
     pub grad_tensor: Option<ObjId>,
+    /// The tensor this one is `.detach()` of: the same memory and counter under another name,
+    /// so a write through either changes what the other reads (IP402).
+    pub detached_from: Option<ObjId>,
 }
 
 impl TensorObj {
@@ -73,6 +76,7 @@ impl TensorObj {
             known,
             origin,
             grad_tensor: None,
+            detached_from: None,
         }
     }
 
@@ -85,6 +89,16 @@ impl TensorObj {
             view_of_leaf: false,
             view_origin: None,
             grad_tensor: None,
+            detached_from: None,
+            ..self.clone()
+        }
+    }
+
+    /// This very tensor under another object: the same memory, counter, history and
+    /// leaf status (an element read from a container at an index the analysis cannot pin).
+    pub fn alias(&self) -> TensorObj {
+        TensorObj {
+            detached_from: None,
             ..self.clone()
         }
     }

@@ -589,7 +589,7 @@ impl Interp<'_, '_> {
         };
         let bare = matches!(*c.expr(func), Expr::Name { name, .. } if name == known::SUPER)
             && c.body.args[sargs as usize].positional.len == 0;
-        if !bare || attr == known::INIT {
+        if !bare {
             return None;
         }
         let def = *self.inlining.last()?;
@@ -604,8 +604,38 @@ impl Interp<'_, '_> {
         let method = class.bases.iter().find_map(|b| match self.obj(*b) {
             Obj::Class(k) => self.find_method(k, attr),
             _ => None,
-        })?;
-        Some(self.inline(method, Some(self_obj), args, call))
+        });
+        if let Some(method) = method {
+            return Some(self.inline(method, Some(self_obj), args, call));
+        }
+        // A torch base class: `nn.Module.__init__` sets nothing the analysis follows; a
+        // container's (`nn.Sequential.__init__(*layers)`) takes its children; its `forward` runs
+        // them in order.
+        let container = self.torch_container_base(&class);
+        if attr == known::INIT {
+            if let Some(kind) = container {
+                self.add_children(self_obj, kind, args);
+            }
+            return Some(smallvec![NONE]);
+        }
+        if attr == known::FORWARD && container == Some(Container::Sequential) {
+            let input = args.first().cloned().unwrap_or_default();
+            return Some(self.run_in_order(c, value, self_obj, input));
+        }
+        None
+    }
+
+    /// The torch container a class of the file derives from (`class Stack(nn.Sequential)`).
+    pub(super) fn torch_container_base(&self, class: &ClassObj) -> Option<Container> {
+        self.torch_container_depth(class, 0)
+    }
+
+    fn torch_container_depth(&self, class: &ClassObj, depth: usize) -> Option<Container> {
+        class.bases.iter().find_map(|b| match self.obj(*b) {
+            Obj::Path(p) => Container::of(self.name(*p).rsplit('.').next()?),
+            Obj::Class(k) if depth < 16 => self.torch_container_depth(k, depth + 1),
+            _ => None,
+        })
     }
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).

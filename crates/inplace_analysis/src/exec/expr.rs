@@ -339,16 +339,18 @@ impl Interp<'_, '_> {
                 out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
             }
             _ => {
-                // An element we cannot pin down (a comprehension's one slot stands for all its
-                // elements): a stand-in with the history but its own storage, so different
-                // elements never look like aliases.
+                // An element we cannot pin down (`xs[i]`, `d[key]`; a comprehension's one slot
+                // stands for all its elements): each candidate as itself (memory, counter,
+                // history, leaf), so a write through it reaches what autograd saved of it, but
+                // as another object, so that different elements never look like names of one
+                // tensor (IP402).
                 for v in items.iter().flatten() {
                     if out.len() > MAX_VALUES {
                         return true;
                     }
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
-                            let t = t.sibling(self.heap.len() as ObjId);
+                            let t = t.alias();
                             out.push(self.alloc(Obj::Tensor(t)));
                         }
                         _ => out.push(*v),

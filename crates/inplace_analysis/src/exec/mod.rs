@@ -17,6 +17,7 @@ mod call;
 mod expr;
 mod imports;
 mod module;
+pub(crate) use module::Container;
 mod optim;
 mod stmt;
 mod tensor;

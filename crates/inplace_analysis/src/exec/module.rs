@@ -7,6 +7,28 @@ use super::*;
 use crate::events::WriteKind;
 use crate::ops::{self, ArgKind, Saves as OpSaves};
 
+/// The torch containers whose children a module holds in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// `nn.Sequential`: its `forward` runs the children in order.
+    Sequential,
+    /// `nn.ModuleList`, `nn.ModuleDict`, `nn.ParameterList`, `nn.ParameterDict`.
+    Holder,
+}
+
+impl Container {
+    /// The container a torch class name (its last segment) is.
+    pub fn of(class: &str) -> Option<Container> {
+        match class {
+            "Sequential" => Some(Container::Sequential),
+            "ModuleList" | "ModuleDict" | "ParameterList" | "ParameterDict" => {
+                Some(Container::Holder)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Interp<'_, '_> {
     pub(super) fn new_module(&mut self, c: Code<'_>, e: ExprId, class: &str, args: &Args) -> ObjId {
         let origin = c.span(e);
@@ -23,23 +45,9 @@ impl Interp<'_, '_> {
         let mut children = Vec::new();
         let mut attrs = FxHashMap::default();
         match class {
-            "Sequential" | "ModuleList" => {
-                let mut flat = Vals::new();
-                let mut seen = FxHashSet::default();
-                for (v, _) in &args.positional {
-                    self.flatten(v, &mut flat, &mut seen);
-                }
-                // A layer the analysis cannot see (an imported block) stays in its place as
-                // an opaque child: it returns a new tensor, never its input.
-                children = flat.into_iter().filter(|v| self.may_be_layer(*v)).collect();
-            }
-            "ModuleDict" | "ParameterList" | "ParameterDict" => {
-                let mut flat = Vals::new();
-                let mut seen = FxHashSet::default();
-                for (v, _) in &args.positional {
-                    self.flatten(v, &mut flat, &mut seen);
-                }
-                children = flat.into_vec();
+            "Sequential" | "ModuleList" | "ModuleDict" | "ParameterList" | "ParameterDict" => {
+                let kind = Container::of(class).unwrap_or(Container::Holder);
+                children = self.container_children(class, kind, args);
             }
             _ => {
                 let params: Vec<String> = match ops::table().module(class) {
@@ -73,6 +81,60 @@ impl Interp<'_, '_> {
             origin,
             hooks: Vec::new(),
         })))
+    }
+
+    /// The children a container's constructor gets, in order.
+    fn container_children(&mut self, class: &str, kind: Container, args: &Args) -> Vec<ObjId> {
+        let mut flat = Vals::new();
+        let mut seen = FxHashSet::default();
+        for (v, _) in &args.positional {
+            self.flatten(v, &mut flat, &mut seen);
+        }
+        if kind == Container::Sequential || class == "ModuleList" {
+            // A layer the analysis cannot see (an imported block) stays in its place as an
+            // opaque child: it returns a new tensor, never its input.
+            flat.into_iter().filter(|v| self.may_be_layer(*v)).collect()
+        } else {
+            flat.into_vec()
+        }
+    }
+
+    /// `super().__init__(*layers)` of a container subclass: the layers become its children.
+    pub(super) fn add_children(&mut self, m: ObjId, kind: Container, args: &Args) {
+        let class = match kind {
+            Container::Sequential => "Sequential",
+            Container::Holder => "ModuleList",
+        };
+        let children = self.container_children(class, kind, args);
+        if let Obj::Module(module) = self.obj_mut(m) {
+            module.children.extend(children);
+        }
+    }
+
+    /// The container a module is: a torch one, or a class of the file deriving from one.
+    fn container_of(&self, m: ObjId) -> Option<Container> {
+        let Obj::Module(module) = self.obj(m) else {
+            return None;
+        };
+        match &module.local {
+            Some(k) => self.torch_container_base(k),
+            None => Container::of(self.name(module.class)),
+        }
+    }
+
+    /// `nn.Sequential`'s `forward`: each child on the previous one's output.
+    pub(super) fn run_in_order(&mut self, c: Code<'_>, e: ExprId, m: ObjId, input: Vals) -> Vals {
+        let children = match self.obj(m) {
+            Obj::Module(module) => module.children.clone(),
+            _ => return input,
+        };
+        let mut x = input;
+        for child in children {
+            let a = Args::one(x);
+            let origin = self.heap_origin(child);
+            x = self.call_module_at(c, e, child, &a, origin);
+        }
+        x
     }
 
     /// Whether a value can be a layer: a module, or what an opaque call made (an imported
@@ -149,6 +211,11 @@ impl Interp<'_, '_> {
                 .or_else(|| self.find_method(k, known::CALL))
             {
                 Some(def) => self.inline(def, Some(m), args, call),
+                // `class Stack(nn.Sequential)` filled by `add_module`: the base's `forward`.
+                None if self.torch_container_base(k) == Some(Container::Sequential) => {
+                    let input = args.first().cloned().unwrap_or_default();
+                    self.run_in_order(c, e, m, input)
+                }
                 None => self.opaque_call(args, call),
             };
         }
@@ -156,15 +223,7 @@ impl Interp<'_, '_> {
         let input = args.first().cloned().unwrap_or_default();
         let class = self.name(module.class).to_string();
         match class.as_str() {
-            "Sequential" => {
-                let mut x = input;
-                for child in module.children.clone() {
-                    let a = Args::one(x);
-                    let origin = self.heap_origin(child);
-                    x = self.call_module_at(c, e, child, &a, origin);
-                }
-                return x;
-            }
+            "Sequential" => return self.run_in_order(c, e, m, input),
             "DataParallel" | "DistributedDataParallel" => {
                 if let Some(inner) = module.children.first() {
                     return self.call_module(c, e, *inner, args);
@@ -336,9 +395,19 @@ impl Interp<'_, '_> {
                 if let (Some((_, Some(key))), Some((v, _))) =
                     (args.positional.first(), args.positional.get(1))
                 {
-                    if let Expr::Str(key) = *c.expr(*key) {
-                        let v = v.clone();
-                        if let Obj::Module(module) = self.obj_mut(m) {
+                    let key = match *c.expr(*key) {
+                        Expr::Str(key) => Some(key),
+                        _ => None,
+                    };
+                    let v = v.clone();
+                    // A container's modules are also its children, in insertion order (whatever
+                    // their names: `f"layer{i}"`).
+                    let ordered = self.container_of(m).is_some();
+                    if let Obj::Module(module) = self.obj_mut(m) {
+                        if ordered {
+                            module.children.extend(v.iter().copied());
+                        }
+                        if let Some(key) = key {
                             module.attrs.insert(key, v);
                         }
                     }

@@ -423,6 +423,7 @@ impl Interp<'_, '_> {
         v.view_origin = Some(origin);
         v.origin = origin;
         v.grad_tensor = None;
+        v.detached_from = Some(base);
         self.alloc(Obj::Tensor(v))
     }
 
@@ -431,6 +432,7 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(id) {
             t.counter = false;
             t.view_origin = None;
+            t.detached_from = None;
         }
         id
     }

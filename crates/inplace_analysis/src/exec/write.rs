@@ -183,13 +183,16 @@ impl Interp<'_, '_> {
         });
     }
 
-    /// Every other name bound to object `t` is stale after write `wid`.
+    /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
+    /// `.detach()` of), is stale after write `wid`.
     fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
+        let detached_from = |x: ObjId| self.tensor(x).and_then(|tt| tt.detached_from);
+        let same = |x: ObjId| x == t || detached_from(x) == Some(t) || detached_from(t) == Some(x);
         let stale: SmallVec<[Name; 4]> = self
             .state
             .env
             .iter()
-            .filter(|(n, vs)| vs.contains(&t) && Some(**n) != keep)
+            .filter(|(n, vs)| vs.iter().any(|x| same(*x)) && Some(**n) != keep)
             .map(|(n, _)| *n)
             .collect();
         for n in stale {

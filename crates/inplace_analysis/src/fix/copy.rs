@@ -24,6 +24,9 @@ pub(crate) fn insert_clone(
 /// the copy goes before the outermost `with ... no_grad()` block, so that it keeps its
 /// history. Unsafe: other names of the old tensor no longer see the write.
 pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    if let Some(fix) = copy_detached(ctx, w) {
+        return Some(fix);
+    }
     let s = w.stmt?;
     let (at, root) = match w.view_origin.and_then(|v| view_statement(ctx, v)) {
         Some(found) => found,
@@ -50,6 +53,24 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
         format!("{indent}{r} = {r}.clone(){eol}"),
     ))
+}
+
+/// A write through `x.detach()` (which shares `x`'s memory and counter): the detached tensor
+/// becomes a copy, `x.detach().clone()`, so the write changes neither `x` nor what autograd
+/// saved of it.
+pub(crate) fn copy_detached(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let v = w.view_origin?;
+    let body = ctx.body(v.item)?;
+    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel)?;
+    let Expr::Call { func, .. } = *body.expr(ExprId(e as u32)) else {
+        return None;
+    };
+    match *body.expr(func) {
+        Expr::Attr { attr, .. } if ctx.name(attr) == "detach" => {
+            insert_clone(ctx, v, Applicability::Unsafe)
+        }
+        _ => None,
+    }
 }
 
 /// The expression whose tensor a write changes: `y` of `y[i] = v`, `y.mul_(2)`,

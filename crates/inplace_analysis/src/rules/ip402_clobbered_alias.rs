@@ -89,6 +89,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     write_related(ctx, w, &mut related);
     let fix = alias
         .and_then(|b| fix::insert_clone(ctx, b.alias_of?, Applicability::Unsafe))
+        .or_else(|| fix::copy_detached(ctx, w))
         .or_else(|| match w.kind {
             WriteKind::Method(_)
             | WriteKind::TorchFn(_)
