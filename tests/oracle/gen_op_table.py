@@ -32,7 +32,11 @@ min amax amin norm std var logsumexp sign floor ceil round trunc frac logit soft
 mish silu gelu elu selu celu leaky_relu hardtanh relu6 softplus hardsigmoid hardswish logsigmoid
 tanhshrink softsign softshrink hardshrink sinc deg2rad rad2deg angle positive t flatten squeeze
 contiguous float double normalize layer_norm dropout cummax cummin sort topk median var_mean
-std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_""".split()
+std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_
+relu_ leaky_relu_ elu_ selu_ celu_ rrelu_ hardtanh_ threshold_ sqrt_ rsqrt_ reciprocal_ expm1_
+exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_""".split()
+# (`X_` entries are the in-place kernels: what they save is not always what `X` saves; e.g.
+# `leaky_relu` saves its input, `leaky_relu_` its result.)
 
 BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
 dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
@@ -58,7 +62,8 @@ MODULE_SHAPE = {"Conv1d": (2, 2, 3), "Conv2d": (1, 2, 3, 3), "BatchNorm2d": (2, 
 EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
-    "topk": (1,), "amax": (0,), "amin": (0,),
+    "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
+    "clip_": (0.3, 0.6),
 }
 
 
@@ -222,6 +227,20 @@ def measure_module(cls_name):
     params = [n for n, _ in new().named_parameters()]
     flags["params"] = params
     flags["inplace_kw"] = "inplace" in inspect.signature(cls.__init__).parameters
+    if flags["inplace_kw"]:
+        # Built with `inplace=True`: the in-place kernel runs, and may save its result where the
+        # out-of-place one saves its input (`nn.LeakyReLU`, `nn.ELU`).
+        kw = dict(args) if isinstance(args, dict) else {}
+
+        def build_inplace():
+            torch.manual_seed(0)
+            m = cls(*(() if isinstance(args, dict) else args), **kw, inplace=True)
+            _, x = leafs(shape)
+            return m(x), {"self": x}
+
+        def write_result(ts, out):
+            out.mul_(1)
+        flags["inplace_result"] = bool(raises_after(build_inplace, write_result))
     return flags
 
 

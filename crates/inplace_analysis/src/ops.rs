@@ -39,6 +39,10 @@ pub struct ModuleSpec {
     pub input: bool,
     pub params: Vec<String>,
     pub inplace_kw: bool,
+    /// Built with `inplace=True`, its in-place kernel saves its result (`nn.LeakyReLU`,
+    /// `nn.ELU` do, though their out-of-place forms save the input).
+    #[serde(default)]
+    pub inplace_result: bool,
 }
 
 #[derive(Debug, Deserialize)]

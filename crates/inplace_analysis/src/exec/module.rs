@@ -245,7 +245,7 @@ impl Interp<'_, '_> {
             };
             let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
             self.write(&tensors, w);
-            if spec.is_some_and(|s| s.result) && self.grad_enabled {
+            if spec.is_some_and(|s| s.inplace_result) && self.grad_enabled {
                 let mut saves = Saves::new();
                 for t in tensors.clone() {
                     if let Some(tt) = self.tensor(t).filter(|tt| tt.grad.is_possible()) {

@@ -346,11 +346,21 @@ impl Interp<'_, '_> {
         }
         let a = self.arg_kind(targets);
         let b = other.map(|o| self.arg_kind(o));
-        let s = ops::table().saves(base, a, b);
+        // The in-place kernel (`leaky_relu_`) where it is measured: it may save its result
+        // where the out-of-place op saves its input.
+        let kernel = format!("{base}_");
+        let s = match ops::table().op(&kernel) {
+            Some(_) if b.is_none_or(|k| k == ArgKind::Scalar) => {
+                ops::table().saves(&kernel, a, None)
+            }
+            _ => ops::table().saves(base, a, b),
+        };
         let grad_any = a == ArgKind::Grad || b == Some(ArgKind::Grad);
-        if !grad_any || !(s.result || s.other) {
+        if !grad_any {
             return;
         }
+        // Whether or not it saves anything, the write links the written value's history into
+        // the target (`x += conv(x)`), so a later backward reaches the saves on either side.
         let label = OpLabel::Inplace(self.intern(base));
         let mut saves = Saves::new();
         for t in targets.clone() {
