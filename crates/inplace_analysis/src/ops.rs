@@ -147,6 +147,43 @@ pub const VIEW_OPS: &[&str] = &[
     "squeeze_",
 ];
 
+/// Ops whose result holds integers or booleans: it never requires grad, whatever the inputs.
+pub const INDEX_RESULT: &[&str] = &[
+    "argmax",
+    "argmin",
+    "argsort",
+    "one_hot",
+    "nonzero",
+    "argwhere",
+    "bucketize",
+    "searchsorted",
+    "count_nonzero",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isclose",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "logical_xor",
+    "long",
+    "int",
+    "bool",
+    "byte",
+    "short",
+];
+
+/// Ops that return `(values, indices)`: always, or (the others) when given a dimension.
+pub const VALUES_INDICES_ALWAYS: &[&str] =
+    &["topk", "sort", "kthvalue", "mode", "cummax", "cummin"];
+pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedian"];
+
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 

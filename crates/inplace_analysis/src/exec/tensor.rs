@@ -116,7 +116,10 @@ impl Interp<'_, '_> {
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
             let name = self.dim_variant(&m, args, 0);
-            return smallvec![self.apply_op(&name, OpLabel::Method(meth), &inputs, call, false)];
+            return self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
+        }
+        if ops::INDEX_RESULT.contains(&m.as_str()) {
+            return smallvec![self.index_tensor(call)];
         }
         smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
     }
@@ -232,6 +235,37 @@ impl Interp<'_, '_> {
     }
 
     /// Apply an op from the table: a new result tensor whose node records what the op saved.
+    /// An op's result as Python sees it: an integer or boolean result carries no grad (indices,
+    /// masks, `one_hot`); `(values, indices)` for `topk`, `sort` and reductions over a
+    /// dimension, whose indices carry no grad either. `name` may be a table's `.dim` variant.
+    pub fn op_result(
+        &mut self,
+        name: &str,
+        label: OpLabel,
+        inputs: &[Vals],
+        origin: Span,
+        known: bool,
+    ) -> Vals {
+        let base = name.strip_suffix(".dim").unwrap_or(name);
+        if ops::INDEX_RESULT.contains(&base) {
+            return smallvec![self.index_tensor(origin)];
+        }
+        let values = self.apply_op(name, label, inputs, origin, known);
+        let pair = ops::VALUES_INDICES_ALWAYS.contains(&base)
+            || (name.ends_with(".dim") && ops::VALUES_INDICES_WITH_DIM.contains(&base));
+        if !pair {
+            return smallvec![values];
+        }
+        let indices = self.index_tensor(origin);
+        smallvec![self.alloc(Obj::Seq(vec![smallvec![values], smallvec![indices]]))]
+    }
+
+    /// A new tensor of integers or booleans: no grad, no history.
+    fn index_tensor(&mut self, origin: Span) -> ObjId {
+        let id = self.heap.len() as ObjId;
+        self.alloc(Obj::Tensor(TensorObj::fresh(id, Tri::No, true, origin)))
+    }
+
     pub fn apply_op(
         &mut self,
         name: &str,
@@ -508,6 +542,13 @@ impl Interp<'_, '_> {
                 None => smallvec![self.alloc(Obj::Unknown)],
             },
             Obj::Other => smallvec![OTHER],
+            // `x.max(dim=1).values`, `.indices`.
+            Obj::Seq(items)
+                if items.len() == 2 && matches!(self.name(attr), "values" | "indices") =>
+            {
+                let at = usize::from(self.name(attr) == "indices");
+                items[at].clone()
+            }
             _ => smallvec![self.loose_attr(o, attr)],
         }
     }

@@ -36,6 +36,9 @@ impl Interp<'_, '_> {
         let call = c.span(e);
         let p = self.name(path).to_string();
         let first_arg = args.first().cloned().unwrap_or_default();
+        if p == "builtins.map" {
+            return self.call_map(c, e, args);
+        }
         if let Some(b) = p.strip_prefix("builtins.") {
             return self.call_builtin(b, args, call);
         }
@@ -105,6 +108,31 @@ impl Interp<'_, '_> {
             }
         }
         self.opaque_call(args, call)
+    }
+
+    /// `map(f, xs)`: `f` called on each element, in order (one call for a summary slot).
+    fn call_map(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
+        let (Some((f, _)), Some((xs, _))) = (args.positional.first(), args.positional.get(1))
+        else {
+            return smallvec![self.alloc(Obj::Unknown)];
+        };
+        let (f, xs) = (f.clone(), xs.clone());
+        let slots: Vec<Vals> = match xs.as_slice() {
+            [one] => match self.obj(*one) {
+                Obj::Seq(items) => items.clone(),
+                _ => vec![self.elements(&xs)],
+            },
+            _ => vec![self.elements(&xs)],
+        };
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots.into_iter().take(MAX_SLOTS) {
+            let mut results = Vals::new();
+            for func in &f {
+                results.extend(self.call_value(c, e, *func, &Args::one(slot.clone())));
+            }
+            out.push(self.bounded(results));
+        }
+        smallvec![self.alloc(Obj::Seq(out))]
     }
 
     /// `torch.no_grad()` and friends: a context object; anomaly mode is also an event.
@@ -313,7 +341,7 @@ impl Interp<'_, '_> {
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let name = self.dim_variant(f, args, 1);
-        smallvec![self.apply_op(&name, OpLabel::Torch(fname), &inputs, call, true)]
+        self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true)
     }
 
     /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
@@ -362,7 +390,7 @@ impl Interp<'_, '_> {
         if let (1, Some((w, ..))) = (inputs.len(), args.keyword(known::WEIGHT)) {
             inputs.push(w.clone());
         }
-        smallvec![self.apply_op(f, OpLabel::Functional(fname), &inputs, call, true)]
+        self.op_result(f, OpLabel::Functional(fname), &inputs, call, true)
     }
 
     /// The name the first argument is written through, and the name that keeps its meaning.
