@@ -192,6 +192,13 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
+    // A `.data` write a backward reads (IP401) is not also the opt-in note on `.data` (IP410).
+    let bypasses: Vec<TextRange> = chosen
+        .iter()
+        .filter(|(rule, ..)| *rule == Rule::DataBypass)
+        .map(|(_, range, ..)| *range)
+        .collect();
+    chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !bypasses.contains(range));
     if chosen.is_empty() {
         return Vec::new();
     }

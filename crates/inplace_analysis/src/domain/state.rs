@@ -26,6 +26,9 @@ pub(crate) struct State {
     pub live: FxHashMap<ObjId, SmallVec<[SaveId; 4]>>,
     /// Saves an in-place write has clobbered, and the writes.
     pub clobbered: FxHashMap<SaveId, SmallVec<[WriteId; 2]>>,
+    /// Saves a write through `.data` changed without autograd noticing, and the writes with
+    /// whether they wrote a leaf: silently wrong gradients once a backward reads them (IP401).
+    pub data_clobbered: FxHashMap<SaveId, SmallVec<[(WriteId, bool); 1]>>,
     /// Names whose tensor an in-place write changed under them (IP402).
     pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
     /// Parameter (or module) object -> optimizer object holding it.
@@ -86,6 +89,7 @@ impl State {
         union_into(&mut self.env, &other.env, Some(UNKNOWN));
         union_into(&mut self.live, &other.live, None);
         union_into(&mut self.clobbered, &other.clobbered, None);
+        union_into(&mut self.data_clobbered, &other.data_clobbered, None);
         union_into(&mut self.stale, &other.stale, None);
         for (k, v) in &other.bound_at {
             self.bound_at.entry(*k).or_insert(*v);

@@ -29,6 +29,15 @@ impl Interp<'_, '_> {
             backward,
         };
         for s in &reached {
+            if let Some(ws) = self.state.data_clobbered.get(s).cloned() {
+                for (write, leaf) in ws {
+                    self.report(Event::DataWrite {
+                        write,
+                        live: true,
+                        leaf,
+                    });
+                }
+            }
             let Some(ws) = self.state.clobbered.get(s).cloned() else {
                 continue;
             };
@@ -43,6 +52,7 @@ impl Interp<'_, '_> {
         if !retain {
             for s in reached {
                 self.state.clobbered.remove(&s);
+                self.state.data_clobbered.remove(&s);
                 let storage = self.saves.get(s).storage;
                 if let Some(live) = self.state.live.get_mut(&storage) {
                     live.retain(|x| *x != s);

@@ -168,17 +168,23 @@ impl Interp<'_, '_> {
         if let Some(r) = self.data_reads.get_mut(&t.origin) {
             r.written = true;
         }
-        // `x.data = v` swaps the storage; what autograd saved keeps the old one.
-        let live = kind != WriteKind::DataAssign
-            && self
-                .state
-                .live
-                .get(&t.storage)
-                .is_some_and(|s| !s.is_empty());
+        // `x.data = v` swaps the storage; what autograd saved keeps the old one. A save the
+        // write changes is harmful only once a backward reads it: the event waits for that
+        // (`check_graph`); a target network updated through `.data` whose graph no backward
+        // reaches is fine.
         let leaf = self.tensor(t.storage).is_some_and(|b| b.leaf);
+        if kind != WriteKind::DataAssign {
+            let saves = self.state.live.get(&t.storage).cloned().unwrap_or_default();
+            for s in saves {
+                let entry = self.state.data_clobbered.entry(s).or_default();
+                if !entry.contains(&(wid, leaf)) {
+                    entry.push((wid, leaf));
+                }
+            }
+        }
         self.report(Event::DataWrite {
             write: wid,
-            live,
+            live: false,
             leaf,
         });
     }
