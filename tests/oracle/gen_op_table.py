@@ -50,13 +50,15 @@ DIM_ARGS = {"kthvalue": (1, 0), "topk": (1, 0), "norm": (2, 0)}
 MODULES = """Sigmoid Tanh ReLU Softmax LogSoftmax GELU SiLU ELU SELU CELU LeakyReLU Hardtanh ReLU6
 Softplus Mish Hardsigmoid Hardswish LogSigmoid Softsign Tanhshrink Softshrink Hardshrink Threshold
 PReLU Linear Conv1d Conv2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Dropout Identity Flatten
-GLU Softmin RReLU""".split()
+GLU Softmin RReLU RNN LSTM GRU RNNCell LSTMCell GRUCell Embedding Bilinear""".split()
 
 MODULE_ARGS = {
     "Softmax": dict(dim=-1), "LogSoftmax": dict(dim=-1), "Softmin": dict(dim=-1),
     "Threshold": dict(threshold=0.5, value=0.0), "Linear": (3, 3), "Conv1d": (2, 2, 1),
     "Conv2d": (2, 2, 1), "BatchNorm1d": (3,), "BatchNorm2d": (2,), "LayerNorm": (3,),
     "GroupNorm": (1, 2), "Dropout": dict(p=0.5), "RReLU": dict(),
+    "RNN": (3, 3), "LSTM": (3, 3), "GRU": (3, 3), "RNNCell": (3, 3), "LSTMCell": (3, 3),
+    "GRUCell": (3, 3), "Embedding": (10, 3), "Bilinear": (3, 3, 2),
 }
 MODULE_SHAPE = {"Conv1d": (2, 2, 3), "Conv2d": (1, 2, 3, 3), "BatchNorm2d": (2, 2, 3, 3)}
 EXTRA = {  # extra positional args some ops need

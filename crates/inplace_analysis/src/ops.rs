@@ -184,6 +184,11 @@ pub const VALUES_INDICES_ALWAYS: &[&str] =
     &["topk", "sort", "kthvalue", "mode", "cummax", "cummin"];
 pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedian"];
 
+/// Modules whose weights are saved for backward even when no input requires grad: the steps of
+/// a whole-sequence RNN feed each other (measured with torch 2.15: writing `weight_hh_l0` in place
+/// after the call makes `backward()` raise; the `*Cell` modules do not).
+pub const SAVES_WEIGHTS_ALWAYS: &[&str] = &["RNN", "LSTM", "GRU"];
+
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 

@@ -55,7 +55,20 @@ impl Interp<'_, '_> {
                     None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
                     None => Vec::new(),
                 };
+                // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
+                let off = |s: &Self, kw: &str| {
+                    args.keywords
+                        .iter()
+                        .any(|(n, _, e, _)| s.name(*n) == kw && matches!(c.expr(*e), Expr::False))
+                };
+                let no_bias = off(self, "bias");
+                let no_affine = off(self, "affine") || off(self, "elementwise_affine");
                 for p in params {
+                    if (no_bias && p.starts_with("bias"))
+                        || (no_affine && matches!(p.as_str(), "weight" | "bias"))
+                    {
+                        continue;
+                    }
                     let t = self.new_leaf(true, origin);
                     let name = self.intern(&p);
                     attrs.insert(name, smallvec![t]);
@@ -259,16 +272,22 @@ impl Interp<'_, '_> {
         }
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
-        let input_grad = self.arg_kind(&input) == ArgKind::Grad;
         let (saves_result, saves_input) = spec.map_or((false, false), |s| (s.result, s.input));
-        let mut inputs: Vals = args
-            .positional
-            .iter()
-            .flat_map(|(v, _)| v.iter().copied())
-            .collect();
+        // Tensors inside tuples and lists are inputs too (an RNN's `(h, c)` state).
+        let mut inputs: Vals = self.flat_tensors(
+            &args
+                .positional
+                .iter()
+                .flat_map(|(v, _)| v.iter().copied())
+                .collect(),
+        );
         if inputs.len() > MAX_VALUES {
             inputs.truncate(MAX_VALUES);
         }
+        // The weights are saved for the inputs' gradients: when any input carries grad, and
+        // always in a whole-sequence RNN, whose steps feed each other (measured with torch).
+        let input_grad = self.arg_kind(&inputs) == ArgKind::Grad
+            || ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str());
         let grad_params: Vals = if self.grad_enabled {
             params.clone()
         } else {
