@@ -64,6 +64,12 @@ impl Interp<'_, '_> {
                 self.check_graph(&outputs, call, retain, true);
                 return smallvec![self.alloc(Obj::Unknown)];
             }
+            "torch.autograd.functional.jacobian"
+            | "torch.autograd.functional.hessian"
+            | "torch.autograd.functional.vjp"
+            | "torch.autograd.functional.jvp"
+            | "torch.autograd.functional.vhp"
+            | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
                 let grad = p.ends_with("Parameter")
                     && !self.arg_is_false(c, args, 1, known::REQUIRES_GRAD);
@@ -108,6 +114,35 @@ impl Interp<'_, '_> {
             }
         }
         self.opaque_call(args, call)
+    }
+
+    /// `jacobian(func, inputs)` and friends: `func` runs on inputs that require grad, and a
+    /// backward runs through what it returns.
+    fn call_differentiated(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
+        let call = c.span(e);
+        let (Some((f, _)), Some((inputs, _))) = (args.positional.first(), args.positional.get(1))
+        else {
+            return smallvec![self.alloc(Obj::Unknown)];
+        };
+        let (f, inputs) = (f.clone(), inputs.clone());
+        let mut leaves = Vec::new();
+        let flat = self.flat_tensors(&inputs);
+        for _ in &flat {
+            leaves.push((smallvec![self.new_leaf(true, call)], None));
+        }
+        if leaves.is_empty() {
+            leaves.push((smallvec![self.new_leaf(true, call)], None));
+        }
+        let a = Args {
+            positional: leaves,
+            keywords: Vec::new(),
+        };
+        let mut out = Vals::new();
+        for func in f {
+            out.extend(self.call_value(c, e, func, &a));
+        }
+        self.check_graph(&out, call, false, true);
+        smallvec![self.alloc(Obj::Unknown)]
     }
 
     /// `map(f, xs)`: `f` called on each element, in order (one call for a summary slot).

@@ -145,17 +145,25 @@ impl Interp<'_, '_> {
                 }
             }
         }
-        // Copying a tensor with history into a plain buffer (`buf[t] = h`, `buf.copy_(h)`)
-        // makes that history part of the buffer's (autograd's CopySlices).
+        // Copying a tensor with history into another (`buf[t] = h`, `buf.copy_(h)`) makes that
+        // history part of the target's (autograd's CopySlices), whether or not the target had
+        // one: a later backward through the target reaches what the value's ops saved.
         if let Some(v) = w.value {
-            let carries = v
-                .iter()
-                .any(|x| self.tensor(*x).is_some_and(|t| t.node.is_some()));
-            if carries && plain_buffer && self.grad_enabled {
+            // (A leaf that requires grad, or a view of one, starts a history too.)
+            let carries = v.iter().any(|x| {
+                self.tensor(*x).is_some_and(|t| {
+                    t.node.is_some() || ((t.leaf || t.view_of_leaf) && t.grad == Tri::Yes)
+                })
+            });
+            // (A target with no history of its own that is not a plain buffer is an argument
+            // the analysis only assumes to be a tensor: often a list, `x[i] = conv(x[i])`.)
+            let in_graph = tensors.iter().all(|t| t.node.is_some());
+            let subscript = matches!(w.kind, WriteKind::Subscript { .. });
+            if carries && (plain_buffer || (subscript && in_graph)) && self.grad_enabled {
                 let tensors: Vals = targets
                     .iter()
                     .copied()
-                    .filter(|t| self.maybe_tensor(*t))
+                    .filter(|t| self.tensor(*t).is_some_and(|tt| tt.counter && !tt.leaf))
                     .collect();
                 self.extend_history(&tensors, Saves::new(), Some(v));
             }
