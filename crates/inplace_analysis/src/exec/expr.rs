@@ -339,18 +339,24 @@ impl Interp<'_, '_> {
                 out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
             }
             _ => {
-                // An element we cannot pin down (`xs[i]`, `d[key]`; a comprehension's one slot
-                // stands for all its elements): each candidate as itself (memory, counter,
-                // history, leaf), so a write through it reaches what autograd saved of it, but
-                // as another object, so that different elements never look like names of one
-                // tensor (IP402).
+                // An element we cannot pin down. At an unknown index (`xs[i]`, `d[key]`): each
+                // candidate as itself (memory, counter, history, leaf), so a write through it
+                // reaches what autograd saved of it, but as another object, so that different
+                // elements never look like names of one tensor (IP402). At a known position of
+                // a slot that stands for many elements (a comprehension's): a stand-in with the
+                // history but its own memory, since `xs[0]` and `xs[1]` are different tensors.
+                let position = matches!(index, Index::At(_));
                 for v in items.iter().flatten() {
                     if out.len() > MAX_VALUES {
                         return true;
                     }
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
-                            let t = t.alias();
+                            let t = if position {
+                                t.sibling(self.heap.len() as ObjId)
+                            } else {
+                                t.alias()
+                            };
                             out.push(self.alloc(Obj::Tensor(t)));
                         }
                         _ => out.push(*v),

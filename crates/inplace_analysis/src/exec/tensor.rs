@@ -20,9 +20,6 @@ const COPIES: &[&str] = &[
     "type",
     "type_as",
     "contiguous",
-    "long",
-    "int",
-    "bool",
 ];
 
 /// View methods that give several views at once.

@@ -532,6 +532,9 @@ impl Lowerer<'_> {
                 let t = self.text(t);
                 if t.contains("Tensor") {
                     Annotation::Tensor
+                } else if only_plain_values(t) {
+                    // `tuple[int, int]`, `Optional[List[float]]`: containers of numbers.
+                    Annotation::NonTensor
                 } else if TENSORISH.iter().any(|k| t.contains(k)) {
                     Annotation::Other
                 } else {
@@ -1009,6 +1012,21 @@ impl Lowerer<'_> {
 }
 
 /// Words in an annotation that say it may hold tensors.
+/// Whether an annotation names only Python values and containers of them: every word of it is
+/// a number, string or container type (`tuple[int, ...]`, `Optional[Sequence[float]]`).
+fn only_plain_values(annotation: &str) -> bool {
+    const PLAIN: &[&str] = &[
+        "int", "float", "bool", "str", "bytes", "complex", "None", "tuple", "Tuple", "list",
+        "List", "Sequence", "Iterable", "Optional", "Union", "dict", "Dict", "set", "Set",
+        "typing", "Mapping",
+    ];
+    let mut words = annotation
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .peekable();
+    words.peek().is_some() && words.all(|w| PLAIN.contains(&w))
+}
+
 const TENSORISH: &[&str] = &[
     "Tensor",
     "Module",
