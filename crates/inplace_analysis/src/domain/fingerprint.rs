@@ -97,6 +97,7 @@ impl Walk<'_, '_> {
             // The constants (True, False, None, any number) are told apart; other objects are
             // numbers too.
             Obj::Other => self.put((1u8, o.min(super::value::NONE + 1))),
+            Obj::Str(n) => self.put((9u8, *n)),
             Obj::Tensor(t) => {
                 self.put((2u8, t.counter, t.grad, t.leaf, t.view_of_leaf, t.known));
                 let st = self.id(t.storage);

@@ -151,6 +151,9 @@ pub(crate) enum Obj {
     Unknown,
     /// Known not to be a tensor (numbers, strings, None, ...).
     Other,
+    /// A string literal's value (`activation="relu"`), compared by `==` and `in`; otherwise
+    /// like [`Obj::Other`].
+    Str(Name),
     Tensor(TensorObj),
     /// A torch namespace or callable by its qualified name (`torch.nn.functional.relu`).
     Path(Name),

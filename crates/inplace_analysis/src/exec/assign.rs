@@ -260,7 +260,7 @@ impl Interp<'_, '_> {
                         p.push(self.alloc(Obj::Tensor(t2)));
                     }
                 }
-                Obj::Other => parts.iter_mut().for_each(|p| p.push(OTHER)),
+                Obj::Other | Obj::Str(_) => parts.iter_mut().for_each(|p| p.push(OTHER)),
                 _ => {
                     for p in parts.iter_mut() {
                         p.push(self.alloc(Obj::Unknown));

@@ -51,7 +51,7 @@ impl Interp<'_, '_> {
                         None => self.opaque_call(&a, call),
                     },
                     Obj::GradCtx(_) => smallvec![r],
-                    Obj::Other => smallvec![OTHER],
+                    Obj::Other | Obj::Str(_) => smallvec![OTHER],
                     _ => self.opaque_call(&a, call),
                 };
                 out.extend(res);
@@ -135,7 +135,7 @@ impl Interp<'_, '_> {
                 smallvec![self.instantiate(&k, args, call)]
             }
             Obj::Module(_) => self.call_module(c, e, callee, args),
-            Obj::Other => smallvec![OTHER],
+            Obj::Other | Obj::Str(_) => smallvec![OTHER],
             _ => self.opaque_call(args, call),
         }
     }

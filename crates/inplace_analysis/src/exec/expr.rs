@@ -68,7 +68,7 @@ impl Interp<'_, '_> {
                 let b = self.eval_opt(c, right);
                 bool_op(and, a, b)
             }
-            Expr::Compare { operands, is } => self.eval_comparison(c, operands, is),
+            Expr::Compare { operands, op } => self.eval_comparison(c, operands, op),
             Expr::Seq { items, .. } => {
                 let mut slots = Vec::new();
                 for i in c.body.exprs_of(items) {
@@ -139,7 +139,8 @@ impl Interp<'_, '_> {
             Expr::True => smallvec![TRUE],
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],
-            Expr::Int(_) | Expr::Float | Expr::Str(_) | Expr::OtherStr | Expr::Ellipsis => {
+            Expr::Str(n) => smallvec![self.alloc(Obj::Str(n))],
+            Expr::Int(_) | Expr::Float | Expr::OtherStr | Expr::Ellipsis => {
                 smallvec![OTHER]
             }
             Expr::Other(list) => {
@@ -152,7 +153,12 @@ impl Interp<'_, '_> {
     }
 
     /// `x is None` / `x is not None` on values we know; other comparisons are unknown.
-    fn eval_comparison(&mut self, c: Code<'_>, operands: List, is: Option<bool>) -> Vals {
+    fn eval_comparison(&mut self, c: Code<'_>, operands: List, op: CmpOp) -> Vals {
+        let is = match op {
+            CmpOp::Is => Some(true),
+            CmpOp::IsNot => Some(false),
+            _ => None,
+        };
         let parts: SmallVec<[Vals; 2]> = c
             .body
             .exprs_of(operands)
@@ -185,7 +191,49 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        if let [a, b] = parts.as_slice() {
+            if let Some(truth) = self.compare_strings(op, a, b) {
+                return smallvec![if truth { TRUE } else { FALSE }];
+            }
+        }
         smallvec![OTHER]
+    }
+
+    /// `a == "relu"`, `a != "relu"`, `a in ("relu", "gelu")` between string values known on
+    /// every path; `None` when any side is not such a string.
+    fn compare_strings(&self, op: CmpOp, a: &Vals, b: &Vals) -> Option<bool> {
+        let strs = |vals: &Vals| -> Option<SmallVec<[Name; 2]>> {
+            vals.iter()
+                .map(|v| match self.obj(*v) {
+                    Obj::Str(n) => Some(*n),
+                    _ => None,
+                })
+                .collect()
+        };
+        let left = strs(a).filter(|l| !l.is_empty())?;
+        let decide = |f: &dyn Fn(Name) -> bool| {
+            let all = left.iter().all(|l| f(*l));
+            let none = left.iter().all(|l| !f(*l));
+            all.then_some(true).or(none.then_some(false))
+        };
+        match op {
+            CmpOp::Eq | CmpOp::NotEq => {
+                let right = strs(b).filter(|r| r.len() == 1)?[0];
+                decide(&|l| l == right).map(|t| t == (op == CmpOp::Eq))
+            }
+            CmpOp::In | CmpOp::NotIn => {
+                let [seq] = b.as_slice() else { return None };
+                let Obj::Seq(items) = self.obj(*seq) else {
+                    return None;
+                };
+                let mut members = SmallVec::<[Name; 4]>::new();
+                for slot in items {
+                    members.extend(strs(slot).filter(|s| s.len() == 1)?);
+                }
+                decide(&|l| members.contains(&l)).map(|t| t == (op == CmpOp::In))
+            }
+            _ => None,
+        }
     }
 
     fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {
@@ -306,7 +354,7 @@ impl Interp<'_, '_> {
                     }
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.clone()),
-                Obj::Other => out.push(OTHER),
+                Obj::Other | Obj::Str(_) => out.push(OTHER),
                 _ => out.push(self.alloc(Obj::Unknown)),
             }
         }
@@ -353,7 +401,12 @@ impl Interp<'_, '_> {
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
                             let t = if position {
-                                t.sibling(self.heap.len() as ObjId)
+                                // (Each element of a list of leaves is a leaf.)
+                                TensorObj {
+                                    leaf: t.leaf,
+                                    view_of_leaf: t.view_of_leaf,
+                                    ..t.sibling(self.heap.len() as ObjId)
+                                }
                             } else {
                                 t.alias()
                             };
@@ -370,10 +423,20 @@ impl Interp<'_, '_> {
     /// What a subscript indexes with, after evaluating its parts.
     pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> Index {
         let s = c.body.subscripts[sub as usize];
+        let mut position = None;
+        let mut parts = 0;
         for p in c.body.exprs_of(s.parts) {
-            self.eval(c, p);
+            let v = self.eval(c, p);
+            parts += 1;
+            if let [one] = v.as_slice() {
+                position = self.positions.get(one).copied();
+            }
         }
-        s.index
+        // `xs[k]` with `k` bound by a loop over known positions.
+        match (s.index, position) {
+            (Index::Other, Some(k)) if parts == 1 => Index::At(k),
+            _ => s.index,
+        }
     }
 
     /// The values a `for` loop over `vals` binds.
@@ -397,7 +460,7 @@ impl Interp<'_, '_> {
                     let r = t.origin;
                     out.push(self.view_of(*v, r));
                 }
-                Obj::Other => out.push(OTHER),
+                Obj::Other | Obj::Str(_) => out.push(OTHER),
                 _ => out.push(self.alloc(Obj::Unknown)),
             }
         }

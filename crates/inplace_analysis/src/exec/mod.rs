@@ -222,6 +222,9 @@ pub(crate) struct Interp<'p, 't> {
     pub running_modules: Vec<(Name, usize)>,
     /// The right-hand side of the plain assignment being evaluated and its target name.
     pub assign_rhs: Option<(Span, Name)>,
+    /// The integers a `for k in range(...)` loop over a container's positions binds (objects
+    /// that are plain values otherwise): `self.layers[k]` is then that child.
+    pub positions: FxHashMap<ObjId, i64>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -257,6 +260,7 @@ impl<'p, 't> Interp<'p, 't> {
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),
             assign_rhs: None,
+            positions: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,
         };

@@ -237,6 +237,7 @@ impl Interp<'_, '_> {
     }
 
     fn exec_for(&mut self, c: Code<'_>, target: ExprId, iter: ExprId, body: Block, orelse: Block) {
+        let iter_expr = iter;
         let iter = if iter.is_none() {
             smallvec![UNKNOWN]
         } else {
@@ -267,6 +268,31 @@ impl Interp<'_, '_> {
             self.state = exit;
             return;
         }
+        if let Some(positions) = self.position_loop(c, target, iter_expr, body) {
+            // `for k in range(9): x = self.vgg[k](x)` runs the children in order too.
+            let mut exit = self.fork();
+            self.push_loop();
+            for k in positions {
+                if self.state.dead {
+                    break;
+                }
+                let o = self.alloc(Obj::Other);
+                self.positions.insert(o, k);
+                self.bind_target(c, target, smallvec![o], None);
+                self.exec_block(c, body);
+                let conts = match self.frames.last_mut().and_then(|f| f.loops.last_mut()) {
+                    Some(l) => std::mem::replace(&mut l.1, State::dead()),
+                    None => State::dead(),
+                };
+                self.join_here(&conts);
+            }
+            let (breaks, _) = self.pop_loop();
+            self.steps += self.state.weight() + breaks.weight();
+            exit.join(&self.state);
+            exit.join(&breaks);
+            self.state = exit;
+            return;
+        }
         let elems = self.elements(&iter);
         self.run_loop(|it| {
             if !target.is_none() {
@@ -275,6 +301,83 @@ impl Interp<'_, '_> {
             it.exec_block(c, body);
         });
         self.exec_block(c, orelse);
+    }
+
+    /// The positions a `for k in range(...)` loop runs over, when its bounds are known (integer
+    /// literals, `len(...)` of a container whose length is known), they are at most 64, and
+    /// its body indexes something with `k` (`self.layers[k]`); else `None`.
+    fn position_loop(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        iter: ExprId,
+        body: Block,
+    ) -> Option<Vec<i64>> {
+        let Expr::Name { name: k, .. } = *c.expr(target) else {
+            return None;
+        };
+        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
+            return None;
+        };
+        if !matches!(*c.expr(func), Expr::Name { name, .. } if self.name(name) == "range") {
+            return None;
+        }
+        let a = c.body.args[args as usize];
+        if a.keywords.len != 0 {
+            return None;
+        }
+        let bounds: Vec<ExprId> = c.body.exprs_of(a.positional).collect();
+        let (lo, hi) = match bounds.as_slice() {
+            [hi] => (0, self.known_int(c, *hi)?),
+            [lo, hi] => (self.known_int(c, *lo)?, self.known_int(c, *hi)?),
+            _ => return None,
+        };
+        if hi - lo > 64 || hi <= lo {
+            return None;
+        }
+        let start = c.body.stmts_of(body).next()?;
+        let end = c.body.stmts_of(body).last()?;
+        let within = Rel {
+            start: c.body.stmt_span(start).start,
+            end: c.body.stmt_span(end).end,
+        };
+        let indexes_with_k = (0..c.body.exprs.len()).any(|i| {
+            let Expr::Subscript { sub, .. } = c.body.exprs[i] else {
+                return false;
+            };
+            let parts = c.body.subscripts[sub as usize].parts;
+            within.contains(c.body.expr_spans[i])
+                && matches!(c.body.exprs_of(parts).collect::<Vec<_>>().as_slice(),
+                    [p] if matches!(*c.expr(*p), Expr::Name { name, .. } if name == k))
+        });
+        indexes_with_k.then(|| (lo..hi).collect())
+    }
+
+    /// An integer known before running: a literal, or `len(x)` of a module container or a
+    /// list whose length is known.
+    fn known_int(&mut self, c: Code<'_>, e: ExprId) -> Option<i64> {
+        match *c.expr(e) {
+            Expr::Int(n) => Some(n),
+            Expr::Call { func, args } => {
+                if !matches!(*c.expr(func), Expr::Name { name, .. } if self.name(name) == "len") {
+                    return None;
+                }
+                let a = c.body.args[args as usize];
+                let [x] = c.body.exprs_of(a.positional).collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let v = self.eval(c, x);
+                let [one] = v.as_slice() else { return None };
+                match self.obj(*one) {
+                    Obj::Module(m) if !m.children.is_empty() => Some(m.children.len() as i64),
+                    Obj::Seq(items) if items.iter().all(|i| i.len() == 1) => {
+                        Some(items.len() as i64)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     fn exec_while(&mut self, c: Code<'_>, cond: ExprId, body: Block, orelse: Block) {

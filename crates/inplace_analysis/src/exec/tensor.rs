@@ -231,7 +231,6 @@ impl Interp<'_, '_> {
         kind
     }
 
-    /// Apply an op from the table: a new result tensor whose node records what the op saved.
     /// An op's result as Python sees it: an integer or boolean result carries no grad (indices,
     /// masks, `one_hot`); `(values, indices)` for `topk`, `sort` and reductions over a
     /// dimension, whose indices carry no grad either. `name` may be a table's `.dim` variant.
@@ -263,6 +262,7 @@ impl Interp<'_, '_> {
         self.alloc(Obj::Tensor(TensorObj::fresh(id, Tri::No, true, origin)))
     }
 
+    /// Apply an op from the table: a new result tensor whose node records what the op saved.
     pub fn apply_op(
         &mut self,
         name: &str,
@@ -538,7 +538,7 @@ impl Interp<'_, '_> {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
                 None => smallvec![self.alloc(Obj::Unknown)],
             },
-            Obj::Other => smallvec![OTHER],
+            Obj::Other | Obj::Str(_) => smallvec![OTHER],
             // `x.max(dim=1).values`, `.indices`.
             Obj::Seq(items)
                 if items.len() == 2 && matches!(self.name(attr), "values" | "indices") =>

@@ -171,6 +171,18 @@ pub enum Index {
     Other,
 }
 
+/// The operator of a comparison with one operator (`Other` for chains and orderings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Is,
+    IsNot,
+    Eq,
+    NotEq,
+    In,
+    NotIn,
+    Other,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Expr {
     /// A name; `reads` is false where only metadata is read (`x.shape`, `x is None`).
@@ -209,10 +221,10 @@ pub enum Expr {
         left: ExprId,
         right: ExprId,
     },
-    /// `a < b`, `a is None`: operands, and whether the (single) operator is `is` / `is not`.
+    /// `a < b`, `a is None`, `a == "relu"`: operands, and the operator when there is one.
     Compare {
         operands: List,
-        is: Option<bool>,
+        op: CmpOp,
     },
     Seq {
         kind: SeqKind,

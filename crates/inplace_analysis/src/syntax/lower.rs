@@ -756,10 +756,14 @@ impl Lowerer<'_> {
             .filter(|c| !c.is_named())
             .map(|c| c.k())
             .collect();
-        let is = match ops.as_slice() {
-            ["is"] => Some(true),
-            ["is not"] => Some(false),
-            _ => None,
+        let op = match ops.as_slice() {
+            ["is"] => CmpOp::Is,
+            ["is not"] => CmpOp::IsNot,
+            ["=="] => CmpOp::Eq,
+            ["!="] => CmpOp::NotEq,
+            ["in"] => CmpOp::In,
+            ["not in"] => CmpOp::NotIn,
+            _ => CmpOp::Other,
         };
         let identity = ops.iter().any(|o| matches!(*o, "is" | "is not"));
         let ids: Vec<u32> = named_children(n)
@@ -768,7 +772,7 @@ impl Lowerer<'_> {
             .collect();
         Expr::Compare {
             operands: self.list(&ids),
-            is,
+            op,
         }
     }
 
@@ -987,6 +991,14 @@ impl Lowerer<'_> {
         match one.k() {
             "integer" | "unary_operator" => int(one).map(Index::At).unwrap_or(Index::Other),
             "string" | "concatenated_string" => Index::Key,
+            // `"u_%d" % i`, `"layer" + str(i)`: a string key built at run time.
+            "binary_operator"
+                if one
+                    .field("left")
+                    .is_some_and(|l| matches!(l.k(), "string" | "concatenated_string")) =>
+            {
+                Index::Key
+            }
             "slice" => {
                 let text = self.text(one);
                 if text.matches(':').count() > 1 {
