@@ -55,6 +55,9 @@ pub(crate) struct Write {
     pub through_bound: Option<Binding>,
     /// Grad mode was off at the write (an out-of-place rewrite would drop the history).
     pub under_no_grad: bool,
+    /// The written tensor was read out of a list or dict (`outs[i].add_(1)`): the element is
+    /// what a copy replaces, not the container.
+    pub element: Option<Span>,
 }
 
 /// What makes autograd read the saves: a `backward()`, or a graph a function returns.

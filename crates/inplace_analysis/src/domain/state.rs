@@ -1,6 +1,6 @@
 //! The flow-sensitive state, and how two paths join.
 
-use super::graph::SaveId;
+use super::graph::{NodeId, SaveId};
 use super::value::{ObjId, Vals, UNKNOWN};
 use crate::events::{Event, WriteId};
 use crate::ir::{Name, Span};
@@ -29,6 +29,9 @@ pub(crate) struct State {
     /// Saves a write through `.data` changed without autograd noticing, and the writes with
     /// whether they wrote a leaf: silently wrong gradients once a backward reads them (IP401).
     pub data_clobbered: FxHashMap<SaveId, SmallVec<[(WriteId, bool); 1]>>,
+    /// Results of ops written through `.data`: the write is a step of the forward pass autograd
+    /// never sees, so a backward through that result computes silently wrong gradients.
+    pub data_written: FxHashMap<NodeId, SmallVec<[(WriteId, bool); 1]>>,
     /// Names whose tensor an in-place write changed under them (IP402).
     pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
     /// Parameter (or module) object -> optimizer object holding it.
@@ -90,6 +93,7 @@ impl State {
         union_into(&mut self.live, &other.live, None);
         union_into(&mut self.clobbered, &other.clobbered, None);
         union_into(&mut self.data_clobbered, &other.data_clobbered, None);
+        union_into(&mut self.data_written, &other.data_written, None);
         union_into(&mut self.stale, &other.stale, None);
         for (k, v) in &other.bound_at {
             self.bound_at.entry(*k).or_insert(*v);

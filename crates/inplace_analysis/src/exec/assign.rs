@@ -178,9 +178,11 @@ impl Interp<'_, '_> {
             let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
             let through = self.obj_name(c, object);
             let whole = c.body.subscripts[sub as usize].whole;
+            let element = Some(c.span(object)).filter(|s| self.element_reads.contains(s));
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .through(through, through)
-                .value(Some(&vals));
+                .value(Some(&vals))
+                .element(element);
             self.write(&tensors, spec);
         }
     }

@@ -20,6 +20,15 @@ impl Interp<'_, '_> {
                 continue;
             }
             self.steps += 1;
+            if let Some(ws) = self.state.data_written.get(&n).cloned() {
+                for (write, leaf) in ws {
+                    self.report(Event::DataWrite {
+                        write,
+                        live: true,
+                        leaf,
+                    });
+                }
+            }
             let node = self.nodes.get(n);
             reached.extend(node.saves.iter().copied());
             stack.extend(node.parents.iter().copied());
@@ -57,6 +66,9 @@ impl Interp<'_, '_> {
                 if let Some(live) = self.state.live.get_mut(&storage) {
                     live.retain(|x| *x != s);
                 }
+            }
+            for n in &visited {
+                self.state.data_written.remove(n);
             }
         }
     }

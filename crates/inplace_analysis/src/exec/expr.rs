@@ -339,6 +339,7 @@ impl Interp<'_, '_> {
                 Obj::Tensor(_) => out.push(self.view_of(b, c.span(e))),
                 Obj::Seq(items) => {
                     let items = items.clone();
+                    self.element_reads.insert(c.span(e));
                     self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
                     if self.seq_element(&items, index, &mut out) {
                         return smallvec![UNKNOWN];

@@ -225,6 +225,9 @@ pub(crate) struct Interp<'p, 't> {
     /// The integers a `for k in range(...)` loop over a container's positions binds (objects
     /// that are plain values otherwise): `self.layers[k]` is then that child.
     pub positions: FxHashMap<ObjId, i64>,
+    /// Subscripts that read an element out of a list or dict (for fixes: the element is the
+    /// place a copy replaces).
+    pub element_reads: FxHashSet<Span>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -261,6 +264,7 @@ impl<'p, 't> Interp<'p, 't> {
             running_modules: Vec::new(),
             assign_rhs: None,
             positions: FxHashMap::default(),
+            element_reads: FxHashSet::default(),
             deps: Deps::default(),
             exhausted: false,
         };

@@ -304,7 +304,7 @@ impl Interp<'_, '_> {
     }
 
     /// The positions a `for k in range(...)` loop runs over, when its bounds are known (integer
-    /// literals, `len(...)` of a container whose length is known), they are at most 64, and
+    /// literals, `len(...)` of a module container), they are at most 64, and
     /// its body indexes something with `k` (`self.layers[k]`); else `None`.
     fn position_loop(
         &mut self,
@@ -353,8 +353,7 @@ impl Interp<'_, '_> {
         indexes_with_k.then(|| (lo..hi).collect())
     }
 
-    /// An integer known before running: a literal, or `len(x)` of a module container or a
-    /// list whose length is known.
+    /// An integer known before running: a literal, or `len(x)` of a module container.
     fn known_int(&mut self, c: Code<'_>, e: ExprId) -> Option<i64> {
         match *c.expr(e) {
             Expr::Int(n) => Some(n),
@@ -368,11 +367,9 @@ impl Interp<'_, '_> {
                 };
                 let v = self.eval(c, x);
                 let [one] = v.as_slice() else { return None };
+                // (Not a list's: one built by a comprehension or in a loop is a summary.)
                 match self.obj(*one) {
                     Obj::Module(m) if !m.children.is_empty() => Some(m.children.len() as i64),
-                    Obj::Seq(items) if items.iter().all(|i| i.len() == 1) => {
-                        Some(items.len() as i64)
-                    }
                     _ => None,
                 }
             }

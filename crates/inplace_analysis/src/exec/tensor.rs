@@ -99,9 +99,11 @@ impl Interp<'_, '_> {
             let through = self.obj_name(c, recv_expr);
             let keep = self.keep_name(call, through);
             let value = args.first().cloned();
+            let element = Some(c.span(recv_expr)).filter(|s| self.element_reads.contains(s));
             let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
                 .through(through, keep)
                 .value(value.as_ref())
+                .element(element)
                 .call(e);
             self.write(recv, spec);
             self.inplace_saves_by_name(recv, base, value.as_ref(), call);
@@ -473,7 +475,6 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(id) {
             t.counter = false;
             t.view_origin = None;
-            t.detached_from = None;
         }
         id
     }

@@ -21,6 +21,8 @@ pub(crate) struct WriteSpec<'v> {
     pub value: Option<&'v Vals>,
     /// Forms ① and ② apply (not for `optimizer.step()`, `nn.init`, `.data`).
     pub checks_leaf: bool,
+    /// The receiver, when it is an element read out of a list or dict.
+    pub element: Option<Span>,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -34,7 +36,12 @@ impl<'v> WriteSpec<'v> {
             keep: None,
             value: None,
             checks_leaf: true,
+            element: None,
         }
+    }
+    pub fn element(mut self, e: Option<Span>) -> Self {
+        self.element = e;
+        self
     }
     pub fn through(mut self, through: Option<Name>, keep: Option<Name>) -> Self {
         self.through = through;
@@ -73,6 +80,7 @@ impl Interp<'_, '_> {
             call_site: self.call_site,
             through_bound,
             under_no_grad: !self.grad_enabled,
+            element: w.element,
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
@@ -176,18 +184,34 @@ impl Interp<'_, '_> {
         if let Some(r) = self.data_reads.get_mut(&t.origin) {
             r.written = true;
         }
-        // `x.data = v` swaps the storage; what autograd saved keeps the old one. A save the
-        // write changes is harmful only once a backward reads it: the event waits for that
-        // (`check_graph`); a target network updated through `.data` whose graph no backward
-        // reaches is fine.
+        // `x.data = v` swaps the storage; what autograd saved keeps the old one. A save of a
+        // parameter or plain tensor the write changes is harmful only once a backward reads it:
+        // the event waits for that (`check_graph`); a target network updated through `.data`
+        // whose graph no backward reaches is fine.
+        // A tensor with a history of its own (an op's result) is written by a step autograd
+        // never sees: a backward through it (`check_graph` reaches its node) gives silently
+        // wrong gradients.
         let leaf = self.tensor(t.storage).is_some_and(|b| b.leaf);
-        if kind != WriteKind::DataAssign {
-            let saves = self.state.live.get(&t.storage).cloned().unwrap_or_default();
-            for s in saves {
-                let entry = self.state.data_clobbered.entry(s).or_default();
-                if !entry.contains(&(wid, leaf)) {
-                    entry.push((wid, leaf));
-                }
+        let saves = if kind != WriteKind::DataAssign {
+            self.state.live.get(&t.storage).cloned().unwrap_or_default()
+        } else {
+            SmallVec::new()
+        };
+        for s in &saves {
+            let entry = self.state.data_clobbered.entry(*s).or_default();
+            if !entry.contains(&(wid, leaf)) {
+                entry.push((wid, leaf));
+            }
+        }
+        // The history of the tensor `.data` was taken from.
+        let node = t
+            .detached_from
+            .and_then(|b| self.tensor(b))
+            .and_then(|b| b.node);
+        if let (Some(n), false, true) = (node, leaf, kind != WriteKind::DataAssign) {
+            let entry = self.state.data_written.entry(n).or_default();
+            if !entry.contains(&(wid, leaf)) {
+                entry.push((wid, leaf));
             }
         }
         self.report(Event::DataWrite {
@@ -200,7 +224,12 @@ impl Interp<'_, '_> {
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
     /// `.detach()` of), is stale after write `wid`.
     fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
-        let detached_from = |x: ObjId| self.tensor(x).and_then(|tt| tt.detached_from);
+        // (A `.data` alias shares the memory but not the counter: IP401's business.)
+        let detached_from = |x: ObjId| {
+            self.tensor(x)
+                .filter(|tt| tt.counter)
+                .and_then(|tt| tt.detached_from)
+        };
         let same = |x: ObjId| x == t || detached_from(x) == Some(t) || detached_from(t) == Some(x);
         let stale: SmallVec<[Name; 4]> = self
             .state

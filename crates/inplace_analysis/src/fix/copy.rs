@@ -28,9 +28,14 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         return Some(fix);
     }
     let s = w.stmt?;
-    let (at, root) = match w.view_origin.and_then(|v| view_statement(ctx, v)) {
-        Some(found) => found,
-        None => {
+    let (at, root) = match (
+        w.element,
+        w.view_origin.and_then(|v| view_statement(ctx, v)),
+    ) {
+        // `outs[i].add_(1)`: the element is replaced by a copy, not the list.
+        (Some(element), _) if element.item == s.item => (s, element),
+        (_, Some(found)) => found,
+        _ => {
             let body = ctx.body(s.item)?;
             let written = written_expr(&body, s.stmt, w)?;
             (
@@ -53,6 +58,60 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
         format!("{indent}{r} = {r}.clone(){eol}"),
     ))
+}
+
+/// `b[:, 1] = f(b[:, 0])`: the value reads the tensor the statement writes, so a copy made
+/// before the statement would be read and written alike. The reads in the value become copies
+/// instead (`f(b[:, 0].clone())`): what the op saves is then no longer the written memory.
+/// Only where the op that saved (`saved_at`) is in that value.
+pub(crate) fn clone_reads_in_value(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    saved_at: Span,
+) -> Option<Fix> {
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    let value = match *body.stmt(s.stmt) {
+        Stmt::Assign { value, .. } | Stmt::AugAssign { value, .. } => value,
+        _ => return None,
+    };
+    let within = body.expr_span(value);
+    if saved_at.item != s.item || !within.contains(saved_at.rel) {
+        return None;
+    }
+    let written = written_expr(&body, s.stmt, w)?;
+    let root = match w.element {
+        Some(element) => element,
+        None => Span::new(s.item, body.expr_span(root_place(&body, written)?)),
+    };
+    let root_text = ctx.text(root);
+    let reads: Vec<ExprId> = (0..body.exprs.len())
+        .map(|i| ExprId(i as u32))
+        .filter(|e| within.contains(body.expr_span(*e)))
+        .filter(|e| match *body.expr(*e) {
+            Expr::Subscript { value, .. } => {
+                ctx.text(Span::new(s.item, body.expr_span(value))) == root_text
+            }
+            _ => false,
+        })
+        .collect();
+    if reads.is_empty() {
+        return None;
+    }
+    let mut edits = Vec::new();
+    for e in &reads {
+        let r = ctx.range(Span::new(s.item, body.expr_span(*e)))?;
+        edits.push(Edit {
+            range: TextRange::new(r.end, r.end),
+            content: ".clone()".into(),
+        });
+    }
+    let first = ctx.text(Span::new(s.item, body.expr_span(reads[0])));
+    Some(Fix {
+        title: format!("Let the op read a copy: `{first}.clone()`"),
+        applicability: Applicability::Unsafe,
+        edits,
+    })
 }
 
 /// A write through `x.detach()` (which shares `x`'s memory and counter): the detached tensor

@@ -73,6 +73,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t)
         ),
         related: form3_related(ctx, w, save, &t),
-        fix: out_of_place(ctx, w, applicability),
+        // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.
+        fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
+            .or_else(|| out_of_place(ctx, w, applicability)),
     })
 }
