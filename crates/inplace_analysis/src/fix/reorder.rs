@@ -62,6 +62,82 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     })
 }
 
+/// A recurrent state carried from one step of a training loop into the next
+/// (`out, hidden = model(x, hidden)`) keeps the previous step's graph, whose saved weights the
+/// `step()` (`s`) changed: the state is detached right after the call that makes it
+/// (`hidden = hidden.detach()`), so each step's backward stops at its own graph.
+pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let step = body.stmt_span(s.stmt);
+    // The innermost loop around the step.
+    let lp = (0..body.stmts.len())
+        .filter(|&i| matches!(body.stmts[i], Stmt::For { .. } | Stmt::While { .. }))
+        .filter(|&i| body.stmt_spans[i].contains(step))
+        .min_by_key(|&i| body.stmt_spans[i].end - body.stmt_spans[i].start)?;
+    let (Stmt::For { body: block, .. } | Stmt::While { body: block, .. }) = body.stmts[lp] else {
+        return None;
+    };
+    for st in body.stmts_of(block) {
+        let Stmt::Assign { targets, value } = *body.stmt(st) else {
+            continue;
+        };
+        if body.stmt_span(st).start >= step.start {
+            break;
+        }
+        let Expr::Call { args, .. } = *body.expr(value) else {
+            continue;
+        };
+        let mut passed = Vec::new();
+        for a in body.exprs_of(body.args[args as usize].positional) {
+            names_in(&body, a, &mut passed);
+        }
+        let mut bound = Vec::new();
+        for t in body.exprs_of(targets) {
+            names_in(&body, t, &mut bound);
+        }
+        let carried: Vec<&str> = bound
+            .iter()
+            .filter(|n| passed.contains(n))
+            .map(|n| ctx.name(*n))
+            .collect();
+        if carried.is_empty() {
+            continue;
+        }
+        let at = ctx.range(Span::new(s.item, body.stmt_span(st)))?;
+        let (indent, eol) = line_layout(ctx, at)?;
+        let line = ctx.lines.line_of(at.end);
+        let insert = ctx.lines.line_start(line + 1);
+        if insert < at.end {
+            return None;
+        }
+        let detached: Vec<String> = carried.iter().map(|n| format!("{n}.detach()")).collect();
+        let stmt = format!("{} = {}", carried.join(", "), detached.join(", "));
+        let sep = line_break_before(ctx, insert, eol);
+        return Some(Fix {
+            title: format!("Detach the state carried into the next step: `{stmt}`"),
+            applicability: Applicability::Unsafe,
+            edits: vec![Edit {
+                range: TextRange::new(insert, insert),
+                content: format!("{sep}{indent}{stmt}{eol}"),
+            }],
+        });
+    }
+    None
+}
+
+/// The plain names in an expression that is a name or a tuple/list of them.
+fn names_in(body: &Body, e: ExprId, out: &mut Vec<Name>) {
+    match *body.expr(e) {
+        Expr::Name { name, .. } => out.push(name),
+        Expr::Seq { items, .. } => {
+            for i in body.exprs_of(items) {
+                names_in(body, i, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// After a statement that replaces what an optimizer holds, the statement that built the
 /// optimizer again (`opt = torch.optim.SGD(model.parameters(), lr=0.1)`), so that it holds
 /// the new parameters: when that statement is one line, earlier in the same block.

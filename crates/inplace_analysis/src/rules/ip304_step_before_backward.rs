@@ -27,7 +27,9 @@
 //! **Fix.** Call every `backward()` that goes through the parameters before `step()`: the
 //! fix moves the `step()` to just after the `backward()` that would raise, when both are in
 //! the same block. Or recompute the forward pass after the step; for a GAN, detach the
-//! generator's output in the discriminator's loss (`D(fake.detach())`).
+//! generator's output in the discriminator's loss (`D(fake.detach())`). When a training loop
+//! carries a recurrent state from one step into the next (`out, hidden = model(x, hidden)`),
+//! the fix detaches it right after that call (`hidden = hidden.detach()`).
 //!
 //! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
@@ -68,9 +70,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t)
         ),
         related: form3_related(ctx, w, save, &t),
-        fix: w
-            .stmt
-            .filter(|_| t.backward)
-            .and_then(|s| crate::fix::move_after(ctx, s, t.range)),
+        fix: w.stmt.filter(|_| t.backward).and_then(|s| {
+            crate::fix::move_after(ctx, s, t.range)
+                .or_else(|| crate::fix::detach_carried_state(ctx, s))
+        }),
     })
 }
