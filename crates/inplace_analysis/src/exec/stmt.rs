@@ -243,54 +243,25 @@ impl Interp<'_, '_> {
         } else {
             self.eval(c, iter)
         };
-        if let Some(children) = self.unrollable(&iter) {
-            // `for layer in self.layers:` runs each child in order.
-            let mut exit = self.fork();
-            self.push_loop();
-            for child in children {
-                if self.state.dead {
-                    break;
-                }
-                if !target.is_none() {
-                    self.bind_target(c, target, smallvec![child], None);
-                }
-                self.exec_block(c, body);
-                let conts = match self.frames.last_mut().and_then(|f| f.loops.last_mut()) {
-                    Some(l) => std::mem::replace(&mut l.1, State::dead()),
-                    None => State::dead(),
-                };
-                self.join_here(&conts);
-            }
-            let (breaks, _) = self.pop_loop();
-            self.steps += self.state.weight() + breaks.weight();
-            exit.join(&self.state);
-            exit.join(&breaks);
-            self.state = exit;
-            return;
-        }
-        if let Some(positions) = self.position_loop(c, target, iter_expr, body) {
-            // `for k in range(9): x = self.vgg[k](x)` runs the children in order too.
-            let mut exit = self.fork();
-            self.push_loop();
-            for k in positions {
-                if self.state.dead {
-                    break;
-                }
-                let o = self.alloc(Obj::Other);
-                self.positions.insert(o, k);
-                self.bind_target(c, target, smallvec![o], None);
-                self.exec_block(c, body);
-                let conts = match self.frames.last_mut().and_then(|f| f.loops.last_mut()) {
-                    Some(l) => std::mem::replace(&mut l.1, State::dead()),
-                    None => State::dead(),
-                };
-                self.join_here(&conts);
-            }
-            let (breaks, _) = self.pop_loop();
-            self.steps += self.state.weight() + breaks.weight();
-            exit.join(&self.state);
-            exit.join(&breaks);
-            self.state = exit;
+        // `for layer in self.layers:` runs each child in order, and so does
+        // `for k in range(9): x = self.vgg[k](x)` (k bound to each position).
+        let unrolled = match self.unrollable(&iter) {
+            Some(children) => Some(children),
+            None => self
+                .position_loop(c, target, iter_expr, body)
+                .map(|positions| {
+                    positions
+                        .into_iter()
+                        .map(|k| {
+                            let o = self.alloc(Obj::Other);
+                            self.positions.insert(o, k);
+                            o
+                        })
+                        .collect()
+                }),
+        };
+        if let Some(each) = unrolled {
+            self.run_unrolled(c, target, body, each);
             return;
         }
         let elems = self.elements(&iter);
@@ -301,6 +272,31 @@ impl Interp<'_, '_> {
             it.exec_block(c, body);
         });
         self.exec_block(c, orelse);
+    }
+
+    /// A loop run once per value of `each`, in order, with `target` bound to it.
+    fn run_unrolled(&mut self, c: Code<'_>, target: ExprId, body: Block, each: Vec<ObjId>) {
+        let mut exit = self.fork();
+        self.push_loop();
+        for v in each {
+            if self.state.dead {
+                break;
+            }
+            if !target.is_none() {
+                self.bind_target(c, target, smallvec![v], None);
+            }
+            self.exec_block(c, body);
+            let conts = match self.frames.last_mut().and_then(|f| f.loops.last_mut()) {
+                Some(l) => std::mem::replace(&mut l.1, State::dead()),
+                None => State::dead(),
+            };
+            self.join_here(&conts);
+        }
+        let (breaks, _) = self.pop_loop();
+        self.steps += self.state.weight() + breaks.weight();
+        exit.join(&self.state);
+        exit.join(&breaks);
+        self.state = exit;
     }
 
     /// The positions a `for k in range(...)` loop runs over, when its bounds are known (integer
