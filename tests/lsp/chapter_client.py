@@ -18,7 +18,8 @@ from pygls.lsp.client import LanguageClient
 FORM3 = "one of the variables needed for gradient computation has been modified by an inplace operation"
 # What the preferred quick fix of each code must write.
 EXPECTED_FIX = {
-    "IP301": ("y = y + 1", "y = y.mul(2)", "b = b + 1", "y = y.mul(", "y2 = y2.clone()", "y = y.clone()"),
+    "IP301": ("y = y + 1", "y = y.mul(2)", "b = b + 1", "y = y.mul(", "y2 = y2.clone()", "y = y.clone()",
+              "y2.detach().clone()"),
     "IP302": ("= ",),
     "IP303": ("inplace=False",),
     "IP304": (".step()",),
