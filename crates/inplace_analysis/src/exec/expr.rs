@@ -120,7 +120,7 @@ impl Interp<'_, '_> {
             Expr::IfExp { body, test, orelse } => {
                 let mut out = self.eval_opt(c, body);
                 // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
-                if is_container_test(c, test, body, self.names) {
+                if self.is_container_test(c, test, body) {
                     out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));
                 }
                 self.eval_opt(c, test);
@@ -139,7 +139,14 @@ impl Interp<'_, '_> {
             Expr::True => smallvec![TRUE],
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],
-            Expr::Str(n) => smallvec![self.alloc(Obj::Str(n))],
+            Expr::Str(n) => match self.strings.get(&n) {
+                Some(o) => smallvec![*o],
+                None => {
+                    let o = self.alloc(Obj::Str(n));
+                    self.strings.insert(n, o);
+                    smallvec![o]
+                }
+            },
             Expr::Int(_) | Expr::Float | Expr::OtherStr | Expr::Ellipsis => {
                 smallvec![OTHER]
             }
@@ -197,6 +204,39 @@ impl Interp<'_, '_> {
             }
         }
         smallvec![OTHER]
+    }
+
+    /// Whether `test` is `isinstance(x, list)` (or `tuple`, `dict`, `set`, or a tuple of those)
+    /// and `value` is that same name `x`.
+    fn is_container_test(&self, c: Code<'_>, test: ExprId, value: ExprId) -> bool {
+        let (Some(test), Some(value)) = (test.get(), value.get()) else {
+            return false;
+        };
+        let Expr::Call { func, args } = *c.expr(test) else {
+            return false;
+        };
+        if !self.is_name(c, func, "isinstance") {
+            return false;
+        }
+        let a = &c.body.args[args as usize];
+        let positional: Vec<ExprId> = c.body.exprs_of(a.positional).collect();
+        let [x, class] = positional[..] else {
+            return false;
+        };
+        let same = match (*c.expr(x), *c.expr(value)) {
+            (Expr::Name { name: a, .. }, Expr::Name { name: b, .. }) => a == b,
+            _ => false,
+        };
+        let container = |e: ExprId| {
+            ["list", "tuple", "dict", "set"]
+                .iter()
+                .any(|k| self.is_name(c, e, k))
+        };
+        let classes_ok = match *c.expr(class) {
+            Expr::Seq { items, .. } => c.body.exprs_of(items).all(container),
+            _ => container(class),
+        };
+        same && classes_ok
     }
 
     /// `a == "relu"`, `a != "relu"`, `a in ("relu", "gelu")` between string values known on
@@ -509,38 +549,4 @@ fn bool_op(and: bool, a: Vals, b: Vals) -> Vals {
             out
         }
     }
-}
-
-/// Whether `test` is `isinstance(x, list)` (or `tuple`, `dict`, `set`, or a tuple of those) and
-/// `value` is that same name `x`.
-fn is_container_test(c: Code<'_>, test: ExprId, value: ExprId, names: &Interner) -> bool {
-    let (Some(test), Some(value)) = (test.get(), value.get()) else {
-        return false;
-    };
-    let Expr::Call { func, args } = *c.expr(test) else {
-        return false;
-    };
-    let named = |e: ExprId, what: &str, names: &Interner| matches!(*c.expr(e), Expr::Name { name, .. } if names.resolve(name) == what);
-    if !named(func, "isinstance", names) {
-        return false;
-    }
-    let a = &c.body.args[args as usize];
-    let positional: Vec<ExprId> = c.body.exprs_of(a.positional).collect();
-    let [x, class] = positional[..] else {
-        return false;
-    };
-    let same = match (*c.expr(x), *c.expr(value)) {
-        (Expr::Name { name: a, .. }, Expr::Name { name: b, .. }) => a == b,
-        _ => false,
-    };
-    let container = |e: ExprId| {
-        ["list", "tuple", "dict", "set"]
-            .iter()
-            .any(|k| named(e, k, names))
-    };
-    let classes_ok = match *c.expr(class) {
-        Expr::Seq { items, .. } => c.body.exprs_of(items).all(container),
-        _ => container(class),
-    };
-    same && classes_ok
 }

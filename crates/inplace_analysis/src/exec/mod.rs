@@ -228,6 +228,11 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
+    /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
+    /// variable (decided once: a scan of the body's expressions).
+    pub position_bodies: FxHashMap<Span, bool>,
+    /// One object per string value (they are never written).
+    pub strings: FxHashMap<Name, ObjId>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -265,6 +270,8 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashMap::default(),
             element_reads: FxHashSet::default(),
+            position_bodies: FxHashMap::default(),
+            strings: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,
         };
@@ -421,6 +428,11 @@ impl<'p, 't> Interp<'p, 't> {
             Obj::Module(m) => Some(m.origin),
             _ => None,
         }
+    }
+
+    /// Whether `e` is the plain name `what` (`range`, `len`, `isinstance`).
+    pub fn is_name(&self, c: Code<'_>, e: ExprId, what: &str) -> bool {
+        matches!(*c.expr(e), Expr::Name { name, .. } if self.name(name) == what)
     }
 
     pub fn maybe_tensor(&self, v: ObjId) -> bool {

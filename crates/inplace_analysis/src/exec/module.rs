@@ -12,7 +12,9 @@ use crate::ops::{self, ArgKind, Saves as OpSaves};
 pub(crate) enum Container {
     /// `nn.Sequential`: its `forward` runs the children in order.
     Sequential,
-    /// `nn.ModuleList`, `nn.ModuleDict`, `nn.ParameterList`, `nn.ParameterDict`.
+    /// `nn.ModuleList`: layers in order, run by the owner's code.
+    ModuleList,
+    /// `nn.ModuleDict`, `nn.ParameterList`, `nn.ParameterDict`.
     Holder,
 }
 
@@ -21,9 +23,8 @@ impl Container {
     pub fn of(class: &str) -> Option<Container> {
         match class {
             "Sequential" => Some(Container::Sequential),
-            "ModuleList" | "ModuleDict" | "ParameterList" | "ParameterDict" => {
-                Some(Container::Holder)
-            }
+            "ModuleList" => Some(Container::ModuleList),
+            "ModuleDict" | "ParameterList" | "ParameterDict" => Some(Container::Holder),
             _ => None,
         }
     }
@@ -47,7 +48,7 @@ impl Interp<'_, '_> {
         match class {
             "Sequential" | "ModuleList" | "ModuleDict" | "ParameterList" | "ParameterDict" => {
                 let kind = Container::of(class).unwrap_or(Container::Holder);
-                children = self.container_children(class, kind, args);
+                children = self.container_children(kind, args);
             }
             _ => {
                 let params: Vec<String> = match ops::table().module(class) {
@@ -56,13 +57,12 @@ impl Interp<'_, '_> {
                     None => Vec::new(),
                 };
                 // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
-                let off = |s: &Self, kw: &str| {
-                    args.keywords
-                        .iter()
-                        .any(|(n, _, e, _)| s.name(*n) == kw && matches!(c.expr(*e), Expr::False))
+                let mut off = |kw: &str| {
+                    let kw = self.intern(kw);
+                    self.keyword_false(c, args, kw)
                 };
-                let no_bias = off(self, "bias");
-                let no_affine = off(self, "affine") || off(self, "elementwise_affine");
+                let no_bias = off("bias");
+                let no_affine = off("affine") || off("elementwise_affine");
                 for p in params {
                     if (no_bias && p.starts_with("bias"))
                         || (no_affine && matches!(p.as_str(), "weight" | "bias"))
@@ -97,13 +97,13 @@ impl Interp<'_, '_> {
     }
 
     /// The children a container's constructor gets, in order.
-    fn container_children(&mut self, class: &str, kind: Container, args: &Args) -> Vec<ObjId> {
+    fn container_children(&mut self, kind: Container, args: &Args) -> Vec<ObjId> {
         let mut flat = Vals::new();
         let mut seen = FxHashSet::default();
         for (v, _) in &args.positional {
             self.flatten(v, &mut flat, &mut seen);
         }
-        if kind == Container::Sequential || class == "ModuleList" {
+        if kind != Container::Holder {
             // A layer the analysis cannot see (an imported block) stays in its place as an
             // opaque child: it returns a new tensor, never its input.
             flat.into_iter().filter(|v| self.may_be_layer(*v)).collect()
@@ -114,11 +114,7 @@ impl Interp<'_, '_> {
 
     /// `super().__init__(*layers)` of a container subclass: the layers become its children.
     pub(super) fn add_children(&mut self, m: ObjId, kind: Container, args: &Args) {
-        let class = match kind {
-            Container::Sequential => "Sequential",
-            Container::Holder => "ModuleList",
-        };
-        let children = self.container_children(class, kind, args);
+        let children = self.container_children(kind, args);
         if let Obj::Module(module) = self.obj_mut(m) {
             module.children.extend(children);
         }

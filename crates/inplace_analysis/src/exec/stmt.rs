@@ -315,7 +315,7 @@ impl Interp<'_, '_> {
         let Expr::Call { func, args } = *c.expr(iter.get()?) else {
             return None;
         };
-        if !matches!(*c.expr(func), Expr::Name { name, .. } if self.name(name) == "range") {
+        if !self.is_name(c, func, "range") {
             return None;
         }
         let a = c.body.args[args as usize];
@@ -331,21 +331,15 @@ impl Interp<'_, '_> {
         if hi - lo > 64 || hi <= lo {
             return None;
         }
-        let start = c.body.stmts_of(body).next()?;
-        let end = c.body.stmts_of(body).last()?;
-        let within = Rel {
-            start: c.body.stmt_span(start).start,
-            end: c.body.stmt_span(end).end,
+        let key = c.span(iter.get()?);
+        let indexes_with_k = match self.position_bodies.get(&key) {
+            Some(known) => *known,
+            None => {
+                let found = indexes_with(c, body, k);
+                self.position_bodies.insert(key, found);
+                found
+            }
         };
-        let indexes_with_k = (0..c.body.exprs.len()).any(|i| {
-            let Expr::Subscript { sub, .. } = c.body.exprs[i] else {
-                return false;
-            };
-            let parts = c.body.subscripts[sub as usize].parts;
-            within.contains(c.body.expr_spans[i])
-                && matches!(c.body.exprs_of(parts).collect::<Vec<_>>().as_slice(),
-                    [p] if matches!(*c.expr(*p), Expr::Name { name, .. } if name == k))
-        });
         indexes_with_k.then(|| (lo..hi).collect())
     }
 
@@ -354,7 +348,7 @@ impl Interp<'_, '_> {
         match *c.expr(e) {
             Expr::Int(n) => Some(n),
             Expr::Call { func, args } => {
-                if !matches!(*c.expr(func), Expr::Name { name, .. } if self.name(name) == "len") {
+                if !self.is_name(c, func, "len") {
                     return None;
                 }
                 let a = c.body.args[args as usize];
@@ -444,4 +438,26 @@ impl Interp<'_, '_> {
         self.exec_block(c, body);
         self.grad_enabled = saved_mode;
     }
+}
+
+/// Whether a loop body subscripts anything with the bare name `k` (`self.layers[k]`).
+fn indexes_with(c: Code<'_>, body: Block, k: Name) -> bool {
+    let (Some(start), Some(end)) = (c.body.stmts_of(body).next(), c.body.stmts_of(body).last())
+    else {
+        return false;
+    };
+    let within = Rel {
+        start: c.body.stmt_span(start).start,
+        end: c.body.stmt_span(end).end,
+    };
+    (0..c.body.exprs.len()).any(|i| {
+        let Expr::Subscript { sub, .. } = c.body.exprs[i] else {
+            return false;
+        };
+        let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
+        let only = (parts.next(), parts.next());
+        within.contains(c.body.expr_spans[i])
+            && matches!(only, (Some(p), None)
+                if matches!(*c.expr(p), Expr::Name { name, .. } if name == k))
+    })
 }

@@ -118,7 +118,7 @@ impl Interp<'_, '_> {
             return self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
         }
         if ops::INDEX_RESULT.contains(&m.as_str()) {
-            return smallvec![self.index_tensor(call)];
+            return smallvec![self.new_leaf(false, call)];
         }
         smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
     }
@@ -233,8 +233,8 @@ impl Interp<'_, '_> {
         kind
     }
 
-    /// An op's result as Python sees it: an integer or boolean result carries no grad (indices,
-    /// masks, `one_hot`); `(values, indices)` for `topk`, `sort` and reductions over a
+    /// An op's result as Python sees it: an integer or boolean result is a new tensor without
+    /// grad (indices, masks, `one_hot`); `(values, indices)` for `topk`, `sort` and reductions over a
     /// dimension, whose indices carry no grad either. `name` may be a table's `.dim` variant.
     pub fn op_result(
         &mut self,
@@ -246,7 +246,7 @@ impl Interp<'_, '_> {
     ) -> Vals {
         let base = name.strip_suffix(".dim").unwrap_or(name);
         if ops::INDEX_RESULT.contains(&base) {
-            return smallvec![self.index_tensor(origin)];
+            return smallvec![self.new_leaf(false, origin)];
         }
         let values = self.apply_op(name, label, inputs, origin, known);
         let pair = ops::VALUES_INDICES_ALWAYS.contains(&base)
@@ -254,14 +254,8 @@ impl Interp<'_, '_> {
         if !pair {
             return smallvec![values];
         }
-        let indices = self.index_tensor(origin);
+        let indices = self.new_leaf(false, origin);
         smallvec![self.alloc(Obj::Seq(vec![smallvec![values], smallvec![indices]]))]
-    }
-
-    /// A new tensor of integers or booleans: no grad, no history.
-    fn index_tensor(&mut self, origin: Span) -> ObjId {
-        let id = self.heap.len() as ObjId;
-        self.alloc(Obj::Tensor(TensorObj::fresh(id, Tri::No, true, origin)))
     }
 
     /// Apply an op from the table: a new result tensor whose node records what the op saved.

@@ -26,6 +26,12 @@ impl Interp<'_, '_> {
             .is_some_and(|e| matches!(c.expr(e), Expr::False))
     }
 
+    /// A keyword given as the literal `False` (`bias=False`).
+    pub(super) fn keyword_false(&self, c: Code<'_>, args: &Args, kw: Name) -> bool {
+        args.keyword(kw)
+            .is_some_and(|(_, e, _)| matches!(c.expr(e), Expr::False))
+    }
+
     /// A keyword given with any value but the literal `False`.
     pub(super) fn keyword_on(&self, c: Code<'_>, args: &Args, kw: Name) -> bool {
         args.keyword(kw)
