@@ -192,6 +192,14 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
+    // One finding per chain of writes: `y.mul_(a).add_(b)` is reported at `y.mul_(a)`, the
+    // write its fix (a copy of `y`) covers along with the rest of the chain.
+    let starts: Vec<(Rule, TextRange)> = chosen.iter().map(|(r, range, ..)| (*r, *range)).collect();
+    chosen.retain(|(rule, range, ..)| {
+        !starts
+            .iter()
+            .any(|(r, inner)| r == rule && inner.start == range.start && inner.end < range.end)
+    });
     // A `.data` write a backward reads (IP401) is not also the opt-in note on `.data` (IP410).
     let bypasses: Vec<TextRange> = chosen
         .iter()

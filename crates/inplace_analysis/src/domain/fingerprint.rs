@@ -97,7 +97,7 @@ impl Walk<'_, '_> {
             // The constants (True, False, None, any number) are told apart; other objects are
             // numbers too.
             Obj::Other => self.put((1u8, o.min(super::value::NONE + 1))),
-            Obj::Str(n) => self.put((9u8, *n)),
+            Obj::Str(n) => self.put((12u8, *n)),
             Obj::Tensor(t) => {
                 self.put((2u8, t.counter, t.grad, t.leaf, t.view_of_leaf, t.known));
                 let st = self.id(t.storage);
@@ -148,6 +148,24 @@ impl Walk<'_, '_> {
                 let (s, d) = (*s, *d);
                 let s = self.id(s);
                 self.put((8u8, s, d));
+            }
+            Obj::Partial {
+                func,
+                positional,
+                keywords,
+            } => {
+                let (func, positional, keywords) =
+                    (func.clone(), positional.clone(), keywords.clone());
+                self.put((13u8, positional.len(), keywords.len()));
+                self.vals(&func);
+                for p in &positional {
+                    self.vals(p);
+                }
+                for (n, v, s) in &keywords {
+                    self.put(*n);
+                    self.vals(v);
+                    self.span(*s);
+                }
             }
             Obj::Seq(items) => {
                 let items = items.clone();

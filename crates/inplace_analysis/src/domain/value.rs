@@ -151,8 +151,9 @@ pub(crate) enum Obj {
     Unknown,
     /// Known not to be a tensor (numbers, strings, None, ...).
     Other,
-    /// A string literal's value (`activation="relu"`), compared by `==` and `in`; otherwise
-    /// like [`Obj::Other`].
+    /// A string's value (`activation="relu"`), compared by `==` and `in`; otherwise like
+    /// [`Obj::Other`]. A value with holes ([`crate::ir::STR_HOLE`]) stands for a family of
+    /// strings (`f"layer{i}"`): it names attributes (`setattr`, `getattr`) but compares unknown.
     Str(Name),
     Tensor(TensorObj),
     /// A torch namespace or callable by its qualified name (`torch.nn.functional.relu`).
@@ -167,6 +168,13 @@ pub(crate) enum Obj {
     Class(Arc<ClassObj>),
     /// A method bound to its instance.
     Bound(ObjId, DefLoc),
+    /// `functools.partial(f, *args, **keywords)`: a callable with arguments bound ahead of the
+    /// call, which come before the call's own (its keywords give way to the call's).
+    Partial {
+        func: Vals,
+        positional: Vec<Vals>,
+        keywords: Vec<(Name, Vals, Span)>,
+    },
     /// A list, tuple or dict (its values), in order.
     Seq(Vec<Vals>),
     /// `model.parameters()` and friends.

@@ -95,41 +95,62 @@ impl Interp<'_, '_> {
     ) {
         let owners = self.eval(c, object);
         for o in owners {
-            match self.obj(o) {
-                Obj::Module(m) => {
-                    let old = m.attrs.get(&attr).cloned().unwrap_or_default();
-                    if let Some(s) = stmt {
-                        let _ = self.check_rebind_objs(c, &old, &vals, target, s, attr);
+            self.set_attribute(c, target, o, attr, vals.clone(), stmt);
+        }
+    }
+
+    /// `o.attr = vals` (or `setattr(o, "attr", vals)`; `target` is where it is written). An
+    /// attribute named with holes (`setattr(self, f"layer{i}", m)`) stands for several, so it
+    /// gains the values instead of losing the old ones.
+    pub(super) fn set_attribute(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        o: ObjId,
+        attr: Name,
+        vals: Vals,
+        stmt: Option<StmtId>,
+    ) {
+        match self.obj(o) {
+            Obj::Module(m) => {
+                let old = m.attrs.get(&attr).cloned().unwrap_or_default();
+                let family = self.name(attr).contains(STR_HOLE);
+                if let (Some(s), false) = (stmt, family) {
+                    let _ = self.check_rebind_objs(c, &old, &vals, target, s, attr);
+                }
+                let mut vals = vals;
+                if family {
+                    for v in old {
+                        if !vals.contains(&v) {
+                            vals.push(v);
+                        }
                     }
-                    if let Obj::Module(m) = self.obj_mut(o) {
-                        m.attrs.insert(attr, vals.clone());
-                    }
                 }
-                Obj::Tensor(_) if attr == known::DATA => {
-                    let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
-                    // Replacing `.data` writes new contents without a version bump.
-                    let alias = self.data_alias(o, c.span(target));
-                    let spec = WriteSpec::new(WriteKind::DataAssign, site, site)
-                        .value(Some(&vals))
-                        .no_leaf_check();
-                    self.write(&smallvec![alias], spec);
+                if let Obj::Module(m) = self.obj_mut(o) {
+                    m.attrs.insert(attr, vals);
                 }
-                Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
-                    let on = match stmt.map(|s| *c.body.stmt(s)) {
-                        Some(Stmt::Assign { value, .. }) => !matches!(c.expr(value), Expr::False),
-                        _ => true,
-                    };
-                    if let Some(t) = self.tensor_mut(o) {
-                        t.grad = if on { Tri::Yes } else { Tri::No };
-                        t.leaf = on && t.node.is_none();
-                    }
-                }
-                Obj::Unknown | Obj::Path(_) => {
-                    let v = vals.first().copied().unwrap_or(UNKNOWN);
-                    self.loose_attrs.insert((o, attr), v);
-                }
-                _ => {}
             }
+            Obj::Tensor(_) if attr == known::DATA => {
+                let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+                // Replacing `.data` writes new contents without a version bump.
+                let alias = self.data_alias(o, c.span(target));
+                let spec = WriteSpec::new(WriteKind::DataAssign, site, site)
+                    .value(Some(&vals))
+                    .no_leaf_check();
+                self.write(&smallvec![alias], spec);
+            }
+            Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
+                let on = vals.as_slice() != [FALSE];
+                if let Some(t) = self.tensor_mut(o) {
+                    t.grad = if on { Tri::Yes } else { Tri::No };
+                    t.leaf = on && t.node.is_none();
+                }
+            }
+            Obj::Unknown | Obj::Path(_) => {
+                let v = vals.first().copied().unwrap_or(UNKNOWN);
+                self.loose_attrs.insert((o, attr), v);
+            }
+            _ => {}
         }
     }
 
@@ -278,7 +299,7 @@ impl Interp<'_, '_> {
     /// The plain name an expression writes through (`y` in `y += 1`, `x` in `x[0] = 1`, `x` in
     /// `x.mul_(2).add_(1)`).
     pub(crate) fn obj_name(&self, c: Code<'_>, e: ExprId) -> Option<Name> {
-        match *c.expr(e) {
+        match *c.expr(e.get()?) {
             Expr::Name { name, .. } => Some(name),
             Expr::Subscript { value, .. } => self.obj_name(c, value),
             Expr::Call { func, .. } => match *c.expr(func) {

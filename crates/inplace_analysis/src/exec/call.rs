@@ -51,7 +51,11 @@ impl Interp<'_, '_> {
                         None => self.opaque_call(&a, call),
                     },
                     Obj::GradCtx(_) => smallvec![r],
-                    Obj::Other | Obj::Str(_) => smallvec![OTHER],
+                    Obj::Str(n) => {
+                        let n = *n;
+                        self.str_method(n, attr)
+                    }
+                    Obj::Other => smallvec![OTHER],
                     _ => self.opaque_call(&a, call),
                 };
                 out.extend(res);
@@ -135,6 +139,28 @@ impl Interp<'_, '_> {
                 smallvec![self.instantiate(&k, args, call)]
             }
             Obj::Module(_) => self.call_module(c, e, callee, args),
+            Obj::Partial {
+                func,
+                positional,
+                keywords,
+            } => {
+                let func = func.clone();
+                let mut full = Args {
+                    positional: positional.iter().map(|v| (v.clone(), None)).collect(),
+                    keywords: keywords
+                        .iter()
+                        .filter(|(n, ..)| args.keyword(*n).is_none())
+                        .map(|(n, v, s)| (*n, v.clone(), ExprId::NONE, *s))
+                        .collect(),
+                };
+                full.positional.extend(args.positional.iter().cloned());
+                full.keywords.extend(args.keywords.iter().cloned());
+                let mut out = Vals::new();
+                for f in func {
+                    out.extend(self.call_value(c, e, f, &full));
+                }
+                out
+            }
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
             _ => self.opaque_call(args, call),
         }

@@ -139,14 +139,7 @@ impl Interp<'_, '_> {
             Expr::True => smallvec![TRUE],
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],
-            Expr::Str(n) => match self.strings.get(&n) {
-                Some(o) => smallvec![*o],
-                None => {
-                    let o = self.alloc(Obj::Str(n));
-                    self.strings.insert(n, o);
-                    smallvec![o]
-                }
-            },
+            Expr::Str(n) | Expr::StrPattern(n) => smallvec![self.string(n)],
             Expr::Int(_) | Expr::Float | Expr::OtherStr | Expr::Ellipsis => {
                 smallvec![OTHER]
             }
@@ -243,12 +236,7 @@ impl Interp<'_, '_> {
     /// every path; `None` when any side is not such a string.
     fn compare_strings(&self, op: CmpOp, a: &Vals, b: &Vals) -> Option<bool> {
         let strs = |vals: &Vals| -> Option<SmallVec<[Name; 2]>> {
-            vals.iter()
-                .map(|v| match self.obj(*v) {
-                    Obj::Str(n) => Some(*n),
-                    _ => None,
-                })
-                .collect()
+            vals.iter().map(|v| self.exact_str(*v)).collect()
         };
         let left = strs(a).filter(|l| !l.is_empty())?;
         let decide = |f: &dyn Fn(Name) -> bool| {
@@ -274,6 +262,76 @@ impl Interp<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// The one object of a string value in this unit.
+    pub(super) fn string(&mut self, n: Name) -> ObjId {
+        if let Some(o) = self.strings.get(&n) {
+            return *o;
+        }
+        let o = self.alloc(Obj::Str(n));
+        self.strings.insert(n, o);
+        o
+    }
+
+    /// A string value without holes.
+    pub(super) fn exact_str(&self, o: ObjId) -> Option<Name> {
+        match self.obj(o) {
+            Obj::Str(n) if !self.name(*n).contains(STR_HOLE) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The string values of `vals`, holes kept (`None` when one may be anything else).
+    pub(super) fn str_values(&self, vals: &Vals) -> Option<SmallVec<[Name; 2]>> {
+        let names: SmallVec<[Name; 2]> = vals
+            .iter()
+            .map(|v| match self.obj(*v) {
+                Obj::Str(n) => Some(*n),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        (!names.is_empty()).then_some(names)
+    }
+
+    /// `"layer%d" % i`, `"layer" + str(i)`, `"layer{}".format(i)`: the string with its unknown
+    /// parts as holes, when the left side is a string (`None` otherwise).
+    pub(super) fn string_op(&mut self, op: BinOp, a: &Vals, b: &Vals) -> Option<Vals> {
+        let [left] = a.as_slice() else { return None };
+        let Obj::Str(l) = *self.obj(*left) else {
+            return None;
+        };
+        let text = self.name(l).to_string();
+        let joined = match op {
+            BinOp::Mod => with_holes(&text, Placeholders::Percent),
+            BinOp::Add => {
+                let right = match b.as_slice() {
+                    [r] => match self.obj(*r) {
+                        Obj::Str(r) => self.name(*r).to_string(),
+                        _ => STR_HOLE.to_string(),
+                    },
+                    _ => STR_HOLE.to_string(),
+                };
+                text + &right
+            }
+            _ => return None,
+        };
+        let n = self.intern(&joined);
+        Some(smallvec![self.string(n)])
+    }
+
+    /// `"layer{}".format(i)`, `name.lower()`: string methods whose result is a string again.
+    pub(super) fn str_method(&mut self, n: Name, meth: Name) -> Vals {
+        let text = self.name(n);
+        let out = match self.name(meth) {
+            "format" => with_holes(text, Placeholders::Braces),
+            "lower" | "casefold" => text.to_lowercase(),
+            "upper" => text.to_uppercase(),
+            "strip" => text.trim().to_string(),
+            _ => return smallvec![OTHER],
+        };
+        let out = self.intern(&out);
+        smallvec![self.string(out)]
     }
 
     fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {
@@ -548,5 +606,81 @@ fn bool_op(and: bool, a: Vals, b: Vals) -> Vals {
             }
             out
         }
+    }
+}
+
+/// How a format string marks the places its arguments fill.
+pub(super) enum Placeholders {
+    /// `%d`, `%s`, `%02d`, `%(name)s`; `%%` is a percent sign.
+    Percent,
+    /// `{}`, `{0}`, `{name:>3}`; `{{` and `}}` are braces.
+    Braces,
+}
+
+/// A format string with each placeholder made a [`STR_HOLE`].
+pub(super) fn with_holes(text: &str, style: Placeholders) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match (&style, ch) {
+            (Placeholders::Percent, '%') => {
+                if chars.peek() == Some(&'%') {
+                    chars.next();
+                    out.push('%');
+                    continue;
+                }
+                // Flags, width, precision and a `(name)` key, then the conversion letter.
+                let mut depth = 0;
+                for c in chars.by_ref() {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        c if depth == 0 && c.is_ascii_alphabetic() => break,
+                        _ => {}
+                    }
+                }
+                out.push(STR_HOLE);
+            }
+            (Placeholders::Braces, '{' | '}') if chars.peek() == Some(&ch) => {
+                chars.next();
+                out.push(ch);
+            }
+            (Placeholders::Braces, '{') => {
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                }
+                out.push(STR_HOLE);
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_holes() {
+        let h = STR_HOLE;
+        assert_eq!(
+            with_holes("layer%d", Placeholders::Percent),
+            format!("layer{h}")
+        );
+        assert_eq!(
+            with_holes("b%02d_%(k)s 100%%", Placeholders::Percent),
+            format!("b{h}_{h} 100%")
+        );
+        assert_eq!(
+            with_holes("layer{}", Placeholders::Braces),
+            format!("layer{h}")
+        );
+        assert_eq!(
+            with_holes("{0}x{name:>3} {{y}}", Placeholders::Braces),
+            format!("{h}x{h} {{y}}")
+        );
     }
 }

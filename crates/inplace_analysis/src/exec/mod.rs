@@ -97,7 +97,8 @@ impl Frame {
     }
 }
 
-/// A call's evaluated arguments; the expressions are the caller's.
+/// A call's evaluated arguments; the expressions are the caller's (none, or `ExprId::NONE`,
+/// for arguments bound ahead by `functools.partial`).
 #[derive(Default, Clone)]
 pub(crate) struct Args {
     pub positional: Vec<(Vals, Option<ExprId>)>,

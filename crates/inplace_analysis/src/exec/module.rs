@@ -59,7 +59,7 @@ impl Interp<'_, '_> {
                 // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
                 let mut off = |kw: &str| {
                     let kw = self.intern(kw);
-                    self.keyword_false(c, args, kw)
+                    self.keyword_false(args, kw)
                 };
                 let no_bias = off("bias");
                 let no_affine = off("affine") || off("elementwise_affine");
@@ -407,24 +407,23 @@ impl Interp<'_, '_> {
                 smallvec![self.alloc(Obj::Seq(vec![ch]))]
             }
             "add_module" | "register_module" => {
-                if let (Some((_, Some(key))), Some((v, _))) =
+                if let (Some((keys, _)), Some((v, _))) =
                     (args.positional.first(), args.positional.get(1))
                 {
-                    let key = match *c.expr(*key) {
-                        Expr::Str(key) => Some(key),
+                    let key = match self.str_values(keys).as_deref() {
+                        Some([key]) => Some(*key),
                         _ => None,
                     };
                     let v = v.clone();
                     // A container's modules are also its children, in insertion order (whatever
                     // their names: `f"layer{i}"`).
-                    let ordered = self.container_of(m).is_some();
-                    if let Obj::Module(module) = self.obj_mut(m) {
-                        if ordered {
+                    if self.container_of(m).is_some() {
+                        if let Obj::Module(module) = self.obj_mut(m) {
                             module.children.extend(v.iter().copied());
                         }
-                        if let Some(key) = key {
-                            module.attrs.insert(key, v);
-                        }
+                    }
+                    if let Some(key) = key {
+                        self.set_attribute(c, e, m, key, v, None);
                     }
                 }
                 smallvec![OTHER]

@@ -47,7 +47,7 @@ impl Interp<'_, '_> {
         let m = self.name(meth).to_string();
         match m.as_str() {
             "backward" => {
-                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                let retain = self.keyword_on(args, known::RETAIN_GRAPH);
                 self.check_graph(recv, call, retain, true);
                 return smallvec![OTHER];
             }
@@ -64,7 +64,7 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "requires_grad_" => {
-                let on = !self.arg_is_false(c, args, 0, known::REQUIRES_GRAD);
+                let on = !self.arg_is_false(args, 0, known::REQUIRES_GRAD);
                 for v in recv {
                     if let Some(t) = self.tensor_mut(*v) {
                         t.grad = if on { Tri::Yes } else { Tri::No };
@@ -143,7 +143,7 @@ impl Interp<'_, '_> {
                 })]
             }
             "backward" => {
-                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                let retain = self.keyword_on(args, known::RETAIN_GRAPH);
                 self.check_graph(&smallvec![recv], call, retain, true);
                 return smallvec![OTHER];
             }
@@ -183,6 +183,9 @@ impl Interp<'_, '_> {
     pub fn binary(&mut self, op: BinOp, a: &Vals, b: &Vals, origin: Span) -> Vals {
         let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
         if !any_tensor {
+            if let Some(s) = self.string_op(op, a, b) {
+                return s;
+            }
             // `list(a.parameters()) + list(b.parameters())`: the items of both lists.
             let seqs: Vec<Vec<Vals>> = a
                 .iter()

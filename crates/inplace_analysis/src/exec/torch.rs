@@ -14,28 +14,32 @@ pub(crate) fn strip_inplace(name: &str) -> Option<&str> {
 
 impl Interp<'_, '_> {
     /// The argument at position `i` or keyword `kw`, as written (the caller's expression).
+    /// The expression of an argument, by keyword or position, when it was written at the call.
     pub(super) fn arg_expr(&self, args: &Args, i: usize, kw: Name) -> Option<ExprId> {
         args.keyword(kw)
             .map(|(_, e, _)| e)
             .or_else(|| args.positional.get(i).and_then(|(_, e)| *e))
+            .and_then(ExprId::get)
     }
 
-    /// The argument is the literal `False`.
-    pub(super) fn arg_is_false(&self, c: Code<'_>, args: &Args, i: usize, kw: Name) -> bool {
-        self.arg_expr(args, i, kw)
-            .is_some_and(|e| matches!(c.expr(e), Expr::False))
-    }
-
-    /// A keyword given as the literal `False` (`bias=False`).
-    pub(super) fn keyword_false(&self, c: Code<'_>, args: &Args, kw: Name) -> bool {
+    /// The argument is `False` on every path (`requires_grad=False`).
+    pub(super) fn arg_is_false(&self, args: &Args, i: usize, kw: Name) -> bool {
         args.keyword(kw)
-            .is_some_and(|(_, e, _)| matches!(c.expr(e), Expr::False))
+            .map(|(v, ..)| v)
+            .or_else(|| args.positional.get(i).map(|(v, _)| v))
+            .is_some_and(|v| v.as_slice() == [FALSE])
     }
 
-    /// A keyword given with any value but the literal `False`.
-    pub(super) fn keyword_on(&self, c: Code<'_>, args: &Args, kw: Name) -> bool {
+    /// A keyword given, `False` on every path (`bias=False`).
+    pub(super) fn keyword_false(&self, args: &Args, kw: Name) -> bool {
         args.keyword(kw)
-            .is_some_and(|(_, e, _)| !matches!(c.expr(e), Expr::False))
+            .is_some_and(|(v, ..)| v.as_slice() == [FALSE])
+    }
+
+    /// A keyword given, with a value that may be anything but `False`.
+    pub(super) fn keyword_on(&self, args: &Args, kw: Name) -> bool {
+        args.keyword(kw)
+            .is_some_and(|(v, ..)| v.as_slice() != [FALSE])
     }
 
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
@@ -46,7 +50,22 @@ impl Interp<'_, '_> {
             return self.call_map(c, e, args);
         }
         if let Some(b) = p.strip_prefix("builtins.") {
-            return self.call_builtin(b, args, call);
+            return self.call_builtin(c, e, b, args);
+        }
+        if p == "functools.partial" {
+            let Some((func, rest)) = args.positional.split_first() else {
+                return smallvec![self.alloc(Obj::Unknown)];
+            };
+            let partial = Obj::Partial {
+                func: func.0.clone(),
+                positional: rest.iter().map(|(v, _)| v.clone()).collect(),
+                keywords: args
+                    .keywords
+                    .iter()
+                    .map(|(n, v, _, s)| (*n, v.clone(), *s))
+                    .collect(),
+            };
+            return smallvec![self.alloc(partial)];
         }
         if !p.starts_with("torch") {
             return self.opaque_call(args, call);
@@ -56,7 +75,7 @@ impl Interp<'_, '_> {
         }
         match p.as_str() {
             "torch.autograd.backward" => {
-                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH);
+                let retain = self.keyword_on(args, known::RETAIN_GRAPH);
                 self.check_graph(&first_arg, call, retain, true);
                 return smallvec![OTHER];
             }
@@ -65,7 +84,7 @@ impl Interp<'_, '_> {
                     .keyword(known::OUTPUTS)
                     .map(|(v, ..)| v.clone())
                     .unwrap_or(first_arg);
-                let retain = self.keyword_on(c, args, known::RETAIN_GRAPH)
+                let retain = self.keyword_on(args, known::RETAIN_GRAPH)
                     || args.keyword(known::CREATE_GRAPH).is_some();
                 self.check_graph(&outputs, call, retain, true);
                 return smallvec![self.alloc(Obj::Unknown)];
@@ -77,8 +96,8 @@ impl Interp<'_, '_> {
             | "torch.autograd.functional.vhp"
             | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
-                let grad = p.ends_with("Parameter")
-                    && !self.arg_is_false(c, args, 1, known::REQUIRES_GRAD);
+                let grad =
+                    p.ends_with("Parameter") && !self.arg_is_false(args, 1, known::REQUIRES_GRAD);
                 return smallvec![self.new_leaf(grad, call)];
             }
             _ => {}
@@ -184,14 +203,14 @@ impl Interp<'_, '_> {
             }
             "torch.enable_grad" | "torch.autograd.enable_grad" => GradCtx::EnableGrad,
             "torch.inference_mode" | "torch.autograd.inference_mode" => {
-                if self.arg_is_false(c, args, 0, known::MODE) {
+                if self.arg_is_false(args, 0, known::MODE) {
                     GradCtx::EnableGrad
                 } else {
                     GradCtx::NoGrad
                 }
             }
             "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {
-                GradCtx::Set(!self.arg_is_false(c, args, 0, known::MODE))
+                GradCtx::Set(!self.arg_is_false(args, 0, known::MODE))
             }
             "torch.autograd.set_detect_anomaly"
             | "torch.autograd.detect_anomaly"
@@ -218,7 +237,8 @@ impl Interp<'_, '_> {
         Some(smallvec![self.alloc(Obj::GradCtx(ctx))])
     }
 
-    fn call_builtin(&mut self, name: &str, args: &Args, call: Span) -> Vals {
+    fn call_builtin(&mut self, c: Code<'_>, e: ExprId, name: &str, args: &Args) -> Vals {
+        let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
         match name {
             "isinstance" => self.eval_isinstance(args),
@@ -233,7 +253,19 @@ impl Interp<'_, '_> {
             }
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
-            | "callable" | "setattr" | "vars" | "dir" => smallvec![OTHER],
+            | "callable" | "vars" | "dir" => smallvec![OTHER],
+            "setattr" => {
+                if let [(owners, _), (names, _), (vals, _)] = args.positional.as_slice() {
+                    if let Some([attr]) = self.str_values(names).as_deref() {
+                        let stmt = self.stmt.filter(|s| s.item == c.item).map(|s| s.stmt);
+                        for o in owners.clone() {
+                            self.set_attribute(c, e, o, *attr, vals.clone(), stmt);
+                        }
+                    }
+                }
+                smallvec![OTHER]
+            }
+            "getattr" => self.call_getattr(c, e, args),
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
                 let source = if name == "filter" {
                     args.positional
@@ -260,7 +292,6 @@ impl Interp<'_, '_> {
                 smallvec![self.alloc(Obj::Seq(vec![smallvec![tuple]]))]
             }
             "next" => self.elements(&first),
-            "getattr" => smallvec![self.alloc(Obj::Unknown)],
             // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
             "super" => match self.state.env.get(&known::SELF).cloned() {
                 Some(s) => s,
@@ -268,6 +299,41 @@ impl Interp<'_, '_> {
             },
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// `getattr(o, "name")`, `getattr(nn, act)`, `getattr(self, f"layer{i}", None)`: the
+    /// attribute when its name is a known string, else unknown. The default stands in for an
+    /// attribute a module does not have.
+    fn call_getattr(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
+        let (Some((owners, _)), Some(names)) = (
+            args.positional.first(),
+            args.positional.get(1).and_then(|(n, _)| self.str_values(n)),
+        ) else {
+            return smallvec![self.alloc(Obj::Unknown)];
+        };
+        let default = args.positional.get(2).map(|(v, _)| v.clone());
+        let mut out = Vals::new();
+        for o in owners.clone() {
+            for &attr in &names {
+                let missing = match (self.obj(o), &default) {
+                    (Obj::Module(m), Some(_)) => {
+                        let method = m.local.as_ref().and_then(|k| self.find_method(k, attr));
+                        !m.attrs.contains_key(&attr) && method.is_none()
+                    }
+                    _ => false,
+                };
+                let vals = match (&default, missing) {
+                    (Some(d), true) => d.clone(),
+                    _ => self.attribute_of(c, e, o, attr),
+                };
+                for v in vals {
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// `max(x, dim)` saves other tensors than `max(x)`: the table has a `.dim` entry for such
@@ -339,7 +405,7 @@ impl Interp<'_, '_> {
             return out;
         }
         if ops::FACTORIES.contains(&f) {
-            let grad = self.keyword_on(c, args, known::REQUIRES_GRAD);
+            let grad = self.keyword_on(args, known::REQUIRES_GRAD);
             return smallvec![self.new_leaf(grad, call)];
         }
         let fname = self.intern(f);

@@ -101,6 +101,7 @@ fn is_atomic(e: &Expr) -> bool {
             | Expr::Int(_)
             | Expr::Float
             | Expr::Str(_)
+            | Expr::StrPattern(_)
             | Expr::OtherStr
             | Expr::True
             | Expr::False

@@ -159,6 +159,10 @@ pub enum CompKind {
     Dict,
 }
 
+/// What stands for an unknown part of a string (`f"layer{i}"`, `"layer%d" % i`,
+/// `"layer" + str(i)`): every spelling of one family of names reads the same.
+pub const STR_HOLE: char = '\u{1}';
+
 /// What a subscript indexes with, as far as it is a literal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Index {
@@ -262,7 +266,9 @@ pub enum Expr {
     Float,
     /// A plain string literal and its value.
     Str(Name),
-    /// An f-string, a concatenation with one, or bytes.
+    /// An f-string with interpolations: its text with each one a [`STR_HOLE`] (`f"layer{i}"`).
+    StrPattern(Name),
+    /// Bytes, template strings.
     OtherStr,
     Ellipsis,
     /// Anything else: its parts are evaluated, its value is unknown.
@@ -622,7 +628,7 @@ impl Body {
                 Expr::Name { name, .. } => m(name),
                 Expr::Attr { attr, .. } => m(attr),
                 Expr::Named { target, .. } => m(target),
-                Expr::Str(s) => m(s),
+                Expr::Str(s) | Expr::StrPattern(s) => m(s),
                 _ => {}
             }
         }

@@ -732,11 +732,30 @@ impl Lowerer<'_> {
             },
             "float" => Expr::Float,
             "ellipsis" => Expr::Ellipsis,
-            "string" => match self.plain_string(n) {
-                Some(s) => Expr::Str(self.names.intern(&s)),
-                None => Expr::OtherStr,
-            },
-            "concatenated_string" => Expr::OtherStr,
+            "string" | "concatenated_string" => {
+                let parts = if n.k() == "string" {
+                    vec![n]
+                } else {
+                    named_children(n)
+                };
+                let mut text = String::new();
+                let mut pattern = false;
+                for part in parts {
+                    match self.string_value(part) {
+                        Some((t, holes)) => {
+                            text.push_str(&t);
+                            pattern |= holes;
+                        }
+                        None => return Ok(Expr::OtherStr),
+                    }
+                }
+                let name = self.names.intern(&text);
+                if pattern {
+                    Expr::StrPattern(name)
+                } else {
+                    Expr::Str(name)
+                }
+            }
             "keyword_argument" => return Err(self.opt_expr(n.field("value"))),
             _ => {
                 let ids: Vec<u32> = named_children(n)
@@ -813,25 +832,32 @@ impl Lowerer<'_> {
         Expr::IfExp { body, test, orelse }
     }
 
-    /// The value of a string literal without interpolations (escapes kept as written).
-    fn plain_string(&self, n: Node<'_>) -> Option<String> {
+    /// The value of a string literal (escapes kept as written), and whether it has holes: an
+    /// f-string's interpolations are each [`STR_HOLE`]. Bytes and template strings have none.
+    fn string_value(&self, n: Node<'_>) -> Option<(String, bool)> {
+        if n.k() != "string" {
+            return None;
+        }
         let mut out = String::new();
+        let mut holes = false;
         for c in named_children(n) {
             match c.k() {
                 "string_start" => {
                     let t = self.text(c);
-                    if t.chars()
-                        .any(|ch| matches!(ch, 'f' | 'F' | 'b' | 'B' | 't' | 'T'))
-                    {
+                    if t.chars().any(|ch| matches!(ch, 'b' | 'B' | 't' | 'T')) {
                         return None;
                     }
                 }
                 "string_content" => out.push_str(self.text(c)),
+                "interpolation" => {
+                    out.push(STR_HOLE);
+                    holes = true;
+                }
                 "string_end" => {}
                 _ => return None,
             }
         }
-        Some(out)
+        Some((out, holes))
     }
 
     fn seq(&mut self, n: Node<'_>, kind: SeqKind) -> Expr {
