@@ -95,12 +95,14 @@ pub(crate) enum Event {
         name_at: u32,
         kept: bool,
     },
-    /// A name read after an in-place write changed its tensor under it.
+    /// A name read after an in-place write changed its tensor under it; `next_call`: a
+    /// dataset's stored tensor, read again by the next `__getitem__` (`read` is where).
     StaleRead {
         write: WriteId,
         name: Name,
         read: Span,
         bindings: SmallVec<[Binding; 2]>,
+        next_call: bool,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

@@ -83,7 +83,32 @@ impl Interp<'_, '_> {
                 name,
                 read,
                 bindings,
+                next_call: false,
             });
         }
+    }
+
+    /// A write in a dataset's `__getitem__`, through a local name, into a tensor it read out of
+    /// `self`: the stored sample changes, and every later access (the next epoch) reads the
+    /// changed one.
+    pub(super) fn check_stored_write(&mut self, wid: WriteId, storage: ObjId) {
+        if self.getitem_self.is_none() || self.writes[wid as usize].through_bound.is_none() {
+            return;
+        }
+        let Some(&(attr, read)) = self.stored_reads.get(&storage) else {
+            return;
+        };
+        let name = self.intern(&format!("self.{}", self.name(attr)));
+        let bindings = self.writes[wid as usize]
+            .through_bound
+            .into_iter()
+            .collect();
+        self.report(Event::StaleRead {
+            write: wid,
+            name,
+            read,
+            bindings,
+            next_call: true,
+        });
     }
 }

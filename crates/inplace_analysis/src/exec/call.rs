@@ -540,6 +540,7 @@ impl Interp<'_, '_> {
             }
         }
         let self_obj = class.map(|k| self.instance_for(&k));
+        self.getitem_self = self_obj.filter(|_| fd.name == known::GETITEM);
         let env = self.unknown_params(c, &fd, self_obj);
         self.state.env = env;
         self.exec_block(c, fd.body);

@@ -234,6 +234,12 @@ pub(crate) struct Interp<'p, 't> {
     pub position_bodies: FxHashMap<Span, bool>,
     /// One object per string value (they are never written).
     pub strings: FxHashMap<Name, ObjId>,
+    /// A dataset's `self` while its `__getitem__` runs on its own: what it keeps outlives the
+    /// call, and the next call reads it again.
+    pub getitem_self: Option<ObjId>,
+    /// Storage of the tensors `__getitem__` read out of `self` (or made share memory with,
+    /// `torch.from_numpy(self.arr[i])`): the attribute and where it was read.
+    pub stored_reads: FxHashMap<ObjId, (Name, Span)>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -273,6 +279,8 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             strings: FxHashMap::default(),
+            getitem_self: None,
+            stored_reads: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,
         };

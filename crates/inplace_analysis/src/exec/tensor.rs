@@ -520,8 +520,11 @@ impl Interp<'_, '_> {
                 self.tensor_attribute(c, e, o, &t, attr, range)
             }
             Obj::Module(m) => {
-                if let Some(v) = m.attrs.get(&attr) {
-                    return v.clone();
+                if let Some(v) = m.attrs.get(&attr).cloned() {
+                    if self.getitem_self == Some(o) {
+                        self.remember_stored(&v, attr, range);
+                    }
+                    return v;
                 }
                 let method = m.local.as_ref().and_then(|k| self.find_method(k, attr));
                 if let Some(def) = method {
@@ -545,6 +548,18 @@ impl Interp<'_, '_> {
                 items[at].clone()
             }
             _ => smallvec![self.loose_attr(o, attr)],
+        }
+    }
+
+    /// The tensors in `vals` (read out of the dataset's `self.attr` at `read`) are kept by it.
+    pub(super) fn remember_stored(&mut self, vals: &Vals, attr: Name, read: Span) {
+        let mut flat = Vals::new();
+        self.flatten(vals, &mut flat, &mut FxHashSet::default());
+        for t in flat {
+            if let Some(tt) = self.tensor(t).filter(|tt| tt.counter) {
+                let storage = tt.storage;
+                self.stored_reads.entry(storage).or_insert((attr, read));
+            }
         }
     }
 

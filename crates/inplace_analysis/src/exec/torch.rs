@@ -406,7 +406,21 @@ impl Interp<'_, '_> {
         }
         if ops::FACTORIES.contains(&f) {
             let grad = self.keyword_on(args, known::REQUIRES_GRAD);
-            return smallvec![self.new_leaf(grad, call)];
+            let t = self.new_leaf(grad, call);
+            // `torch.from_numpy(self.arr[i])` shares the array's memory (so does `as_tensor`
+            // without a dtype or device to convert to).
+            let shares =
+                f == "from_numpy" || (args.positional.len() == 1 && args.keywords.is_empty());
+            if matches!(f, "from_numpy" | "as_tensor" | "asarray")
+                && shares
+                && self.getitem_self.is_some()
+            {
+                let source = args.positional.first().and_then(|(_, e)| *e);
+                if let Some((attr, read)) = source.and_then(|s| self_attr_root(c, s)) {
+                    self.remember_stored(&smallvec![t], attr, read);
+                }
+            }
+            return smallvec![t];
         }
         let fname = self.intern(f);
         if matches!(
@@ -522,5 +536,18 @@ impl Interp<'_, '_> {
             Some((range, name)) if range == call => Some(name),
             _ => through,
         }
+    }
+}
+
+/// `self.attr`, possibly indexed (`self.arr[i]`, `self.arr[i, :]`): the attribute and where it
+/// is read.
+fn self_attr_root(c: Code<'_>, e: ExprId) -> Option<(Name, Span)> {
+    match *c.expr(e) {
+        Expr::Subscript { value, .. } => self_attr_root(c, value),
+        Expr::Attr { value, attr, .. } => match *c.expr(value) {
+            Expr::Name { name, .. } if name == known::SELF => Some((attr, c.span(e))),
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -145,6 +145,7 @@ impl Interp<'_, '_> {
             // step is meant to be seen).
             if tt.known && single && w.kind != WriteKind::Step {
                 self.mark_stale(*t, wid, w.keep);
+                self.check_stored_write(wid, tt.storage);
             }
             let grad_on = self.grad_enabled;
             if let (Some(g), Some(tm)) = (value_grad, self.tensor_mut(*t)) {

@@ -62,6 +62,7 @@ known! {
     OUTPUTS = "outputs",
     MODE = "mode",
     DIM = "dim",
+    GETITEM = "__getitem__",
     EMPTY = "",
 }
 

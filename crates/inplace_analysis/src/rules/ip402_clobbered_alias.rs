@@ -7,6 +7,12 @@
 //! x = self.relu(x)` with `nn.ReLU(inplace=True)`; `out += identity`). The finding is at the write;
 //! the later read and the aliasing assignment are related locations.
 //!
+//! A dataset's `__getitem__` that writes in place into a sample it keeps (`img = self.data[i];
+//! img -= mean`, `row = torch.from_numpy(self.table[i]); row.sub_(m)`, an element of a list
+//! kept on `self`) is the same hazard across calls: the next access, the next epoch, reads the
+//! changed sample. Writes into `self`'s tensors by their own name (`self.cache[i] = x`) are
+//! meant to last and are not reported.
+//!
 //! **Why it breaks.** Names are not values: `y = x` makes a second name for the same storage,
 //! and an in-place op returns its input. The reader expects the old value and gets the new
 //! one; autograd does not mind, so nothing raises and the numbers are silently wrong (form ④).
@@ -60,6 +66,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         name,
         read,
         bindings,
+        next_call,
     } = ev
     else {
         return None;
@@ -68,10 +75,15 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let name = ctx.name(*name);
     let mut related = Vec::new();
     if let Some(range) = ctx.range(*read) {
+        let message = if *next_call {
+            format!("`{name}` is read here by every call, and the next one sees the changed values")
+        } else {
+            format!("`{name}` is read here and sees the value written in place")
+        };
         related.push(Related {
             source: None,
             range,
-            message: format!("`{name}` is read here and sees the value written in place"),
+            message,
         });
     }
     // The alias was made by the later binding that assigns a plain name (`y = x`).
@@ -101,14 +113,22 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
     };
+    let message = if *next_call {
+        format!(
+            "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
+            ctx.line(*read)
+        )
+    } else {
+        format!(
+            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later ({}) and silently sees the new values",
+            ctx.line(*read)
+        )
+    };
     Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
         range: ctx.range(range)?,
-        message: format!(
-            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later ({}) and silently sees the new values",
-            ctx.line(*read)
-        ),
+        message,
         related,
         fix,
     })
