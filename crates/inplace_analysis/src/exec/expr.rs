@@ -159,13 +159,8 @@ impl Interp<'_, '_> {
             CmpOp::IsNot => Some(false),
             _ => None,
         };
-        let parts: SmallVec<[Vals; 2]> = c
-            .body
-            .exprs_of(operands)
-            .collect::<SmallVec<[ExprId; 2]>>()
-            .into_iter()
-            .map(|p| self.eval(c, p))
-            .collect();
+        let exprs: SmallVec<[ExprId; 2]> = c.body.exprs_of(operands).collect();
+        let parts: SmallVec<[Vals; 2]> = exprs.iter().map(|p| self.eval(c, *p)).collect();
         if let ([a, b], Some(is)) = (parts.as_slice(), is) {
             if b.as_slice() == [NONE] && !a.is_empty() {
                 let known = |v: &ObjId| {
@@ -194,6 +189,25 @@ impl Interp<'_, '_> {
         if let [a, b] = parts.as_slice() {
             if let Some(truth) = self.compare_strings(op, a, b) {
                 return smallvec![if truth { TRUE } else { FALSE }];
+            }
+        }
+        // `i == 0` with `i` a loop position (`for i, block in enumerate(self.blocks)`).
+        if let ([ea, eb], [a, b], CmpOp::Eq | CmpOp::NotEq) =
+            (exprs.as_slice(), parts.as_slice(), op)
+        {
+            let position = |v: &Vals| match v.as_slice() {
+                [one] => self.positions.get(one).copied(),
+                _ => None,
+            };
+            let int = |e: ExprId, v: &Vals| match *c.expr(e) {
+                Expr::Int(n) => Some(n),
+                _ => position(v),
+            };
+            if position(a).is_some() || position(b).is_some() {
+                if let (Some(x), Some(y)) = (int(*ea, a), int(*eb, b)) {
+                    let truth = (x == y) == (op == CmpOp::Eq);
+                    return smallvec![if truth { TRUE } else { FALSE }];
+                }
             }
         }
         smallvec![OTHER]
@@ -348,18 +362,33 @@ impl Interp<'_, '_> {
                 self.eval(c, cond);
             }
         }
+        let before = self.heap.len() as ObjId;
         let result = match (elt.get(), value.get()) {
-            (_, Some(v)) => {
-                if let Some(k) = elt.get() {
-                    let _ = k;
-                }
-                self.eval(c, v)
-            }
+            (_, Some(v)) => self.eval(c, v),
             (Some(e), None) => self.eval(c, e),
             (None, None) => Vals::new(),
         };
+        let mut slots = vec![result];
+        // `nn.ModuleList([Block() for _ in range(n)])`: blocks built afresh each time, as many
+        // as a loop that appends them makes (its body runs twice): a block can write into what
+        // the one before it saved.
+        let one_generator = gens.len == 1
+            && c.body
+                .list(gens)
+                .first()
+                .is_some_and(|g| c.body.generators[*g as usize].ifs.len == 0);
+        let fresh_modules = !slots[0].is_empty()
+            && slots[0]
+                .iter()
+                .all(|m| *m >= before && matches!(self.obj(*m), Obj::Module(_)));
+        if let (Some(e), true, true, true) =
+            (elt.get(), value.is_none(), one_generator, fresh_modules)
+        {
+            let again = self.eval(c, e);
+            slots.push(again);
+        }
         self.state.env = saved_env;
-        smallvec![self.alloc(Obj::Seq(vec![result]))]
+        smallvec![self.alloc(Obj::Seq(slots))]
     }
 
     fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {

@@ -238,27 +238,35 @@ impl Interp<'_, '_> {
 
     fn exec_for(&mut self, c: Code<'_>, target: ExprId, iter: ExprId, body: Block, orelse: Block) {
         let iter_expr = iter;
-        let iter = if iter.is_none() {
-            smallvec![UNKNOWN]
-        } else {
-            self.eval(c, iter)
+        let enumerated = self.enumerated(c, iter);
+        let mut iter = match (iter.get(), enumerated) {
+            (_, Some((inner, _))) => self.eval(c, inner),
+            (Some(iter), None) => self.eval(c, iter),
+            (None, None) => smallvec![UNKNOWN],
         };
+        if let Some((_, start)) = enumerated {
+            // `for i, block in enumerate(self.blocks)`: each child with its position.
+            if let Some(children) = self.unrollable(&iter) {
+                let each = children
+                    .into_iter()
+                    .zip(start..)
+                    .map(|(child, k)| {
+                        let pos = self.position(k);
+                        self.alloc(Obj::Seq(vec![smallvec![pos], smallvec![child]]))
+                    })
+                    .collect();
+                self.run_unrolled(c, target, body, each);
+                return;
+            }
+            iter = self.enumerate(&iter);
+        }
         // `for layer in self.layers:` runs each child in order, and so does
         // `for k in range(9): x = self.vgg[k](x)` (k bound to each position).
         let unrolled = match self.unrollable(&iter) {
             Some(children) => Some(children),
             None => self
                 .position_loop(c, target, iter_expr, body)
-                .map(|positions| {
-                    positions
-                        .into_iter()
-                        .map(|k| {
-                            let o = self.alloc(Obj::Other);
-                            self.positions.insert(o, k);
-                            o
-                        })
-                        .collect()
-                }),
+                .map(|positions| positions.into_iter().map(|k| self.position(k)).collect()),
         };
         if let Some(each) = unrolled {
             self.run_unrolled(c, target, body, each);
@@ -272,6 +280,34 @@ impl Interp<'_, '_> {
             it.exec_block(c, body);
         });
         self.exec_block(c, orelse);
+    }
+
+    /// The integer a loop over known positions binds.
+    fn position(&mut self, k: i64) -> ObjId {
+        let o = self.alloc(Obj::Other);
+        self.positions.insert(o, k);
+        o
+    }
+
+    /// `enumerate(xs)` / `enumerate(xs, start)` with `start` a literal: `xs` and the start.
+    fn enumerated(&self, c: Code<'_>, iter: ExprId) -> Option<(ExprId, i64)> {
+        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
+            return None;
+        };
+        if !self.is_name(c, func, "enumerate") {
+            return None;
+        }
+        let a = c.body.args[args as usize];
+        let positional: SmallVec<[ExprId; 2]> = c.body.exprs_of(a.positional).collect();
+        let start = match (positional.get(1), a.keywords.len) {
+            (None, 0) => 0,
+            (Some(s), 0) => match *c.expr(*s) {
+                Expr::Int(n) => n,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        Some((*positional.first()?, start))
     }
 
     /// A loop run once per value of `each`, in order, with `target` bound to it.

@@ -278,11 +278,7 @@ impl Interp<'_, '_> {
                 let e = self.elements(&source);
                 smallvec![self.alloc(Obj::Seq(vec![e]))]
             }
-            "enumerate" => {
-                let e = self.elements(&first);
-                let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
-                smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
-            }
+            "enumerate" => self.enumerate(&first),
             "zip" => {
                 let mut cols = Vec::new();
                 for (v, _) in &args.positional {
@@ -299,6 +295,13 @@ impl Interp<'_, '_> {
             },
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// `enumerate(xs)`: pairs of an index and an element.
+    pub(super) fn enumerate(&mut self, xs: &Vals) -> Vals {
+        let e = self.elements(xs);
+        let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
+        smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
     }
 
     /// `getattr(o, "name")`, `getattr(nn, act)`, `getattr(self, f"layer{i}", None)`: the
