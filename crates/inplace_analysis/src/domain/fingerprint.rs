@@ -80,6 +80,10 @@ impl Walk<'_, '_> {
                 let st = self.id(save.storage);
                 self.put((st, save.output, save.op));
                 self.span(save.range);
+                if let Some(g) = save.assumes {
+                    self.span(g.at);
+                    self.put(g.non_data);
+                }
             }
         }
         for p in &node.parents {
@@ -111,6 +115,10 @@ impl Walk<'_, '_> {
                 if let Some(g) = t.grad_tensor {
                     let g = self.id(g);
                     self.put(g);
+                }
+                if let Some(g) = t.grad_if {
+                    self.span(g.at);
+                    self.put(g.non_data);
                 }
             }
             Obj::Path(p) => self.put((3u8, *p)),

@@ -1,5 +1,6 @@
 //! Autograd history: a DAG of nodes, each listing the saves its op made.
 
+use super::GradIf;
 use crate::ir::{BinOp, Name, Span};
 use smallvec::SmallVec;
 
@@ -39,4 +40,6 @@ pub(crate) struct Save {
     pub output: bool,
     pub op: OpLabel,
     pub range: Span,
+    /// The save is made only if this argument requires grad.
+    pub assumes: Option<GradIf>,
 }

@@ -60,6 +60,19 @@ pub(crate) struct TensorObj {
     /// The tensor this one is `.detach()` of: the same memory and counter under another name,
     /// so a write through either changes what the other reads (IP402).
     pub detached_from: Option<ObjId>,
+    /// When the grad is only possible: the argument it rests on (the caller must pass one that
+    /// requires grad).
+    pub grad_if: Option<GradIf>,
+}
+
+/// An argument whose requiring grad a tensor's history rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct GradIf {
+    /// The parameter.
+    pub at: Span,
+    /// A parameter of a function other than `forward` (a size, a scale, a grid): not the data
+    /// a model computes on, so nothing says a caller ever passes one that requires grad.
+    pub non_data: bool,
 }
 
 impl TensorObj {
@@ -77,6 +90,7 @@ impl TensorObj {
             origin,
             grad_tensor: None,
             detached_from: None,
+            grad_if: None,
         }
     }
 

@@ -568,6 +568,12 @@ impl Interp<'_, '_> {
             } else {
                 let known = is_forward || p.annotation == Annotation::Tensor;
                 let t = self.param_tensor(Span::new(c.item, p.span), known);
+                if let Some(tt) = self.tensor_mut(t) {
+                    tt.grad_if = Some(GradIf {
+                        at: tt.origin,
+                        non_data: !is_forward,
+                    });
+                }
                 // Arguments of plain functions carry no grad unless a caller passes it.
                 if !in_module {
                     if let Some(tt) = self.tensor_mut(t) {

@@ -256,10 +256,11 @@ impl Interp<'_, '_> {
             self.write(&tensors, w);
             if spec.is_some_and(|s| s.inplace_result) && self.grad_enabled {
                 let mut saves = Saves::new();
+                let assumes = self.assumption(std::slice::from_ref(&tensors));
                 for t in tensors.clone() {
                     if let Some(tt) = self.tensor(t).filter(|tt| tt.grad.is_possible()) {
                         let st = tt.storage;
-                        saves.push(self.record_save(st, true, label, save_at));
+                        saves.push(self.record_save(st, true, label, save_at, assumes));
                     }
                 }
                 self.extend_history(&tensors, saves, None);
@@ -301,20 +302,21 @@ impl Interp<'_, '_> {
             return smallvec![out];
         }
         let mut new_saves = Saves::new();
+        let assumes = self.tensor(out).and_then(|t| t.grad_if);
         if saves_result {
-            new_saves.push(self.record_save(out, true, label, save_at));
+            new_saves.push(self.record_save(out, true, label, save_at, assumes));
         }
         if saves_input {
             for v in input.clone() {
                 if let Some(st) = self.tensor(v).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at));
+                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
                 }
             }
         }
         if input_grad {
             for p in params {
                 if let Some(st) = self.tensor(p).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at));
+                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
                 }
             }
         }

@@ -313,12 +313,13 @@ impl Interp<'_, '_> {
         if !self.grad_enabled {
             grad = Tri::No;
         }
+        let assumes = self.assumption(inputs);
         let id = self.heap.len() as ObjId;
         let label = op.unwrap_or(OpLabel::Static(""));
         let mut node_saves = Saves::new();
         if grad.is_possible() {
             if saves.result {
-                node_saves.push(self.record_save(id, true, label, origin));
+                node_saves.push(self.record_save(id, true, label, origin, assumes));
             }
             for (i, flag) in [(0usize, saves.input), (1usize, saves.other)] {
                 if !flag {
@@ -328,7 +329,8 @@ impl Interp<'_, '_> {
                     for v in vals.clone() {
                         if let Some(t) = self.tensor(v) {
                             let storage = t.storage;
-                            node_saves.push(self.record_save(storage, false, label, origin));
+                            node_saves
+                                .push(self.record_save(storage, false, label, origin, assumes));
                         }
                     }
                 }
@@ -342,7 +344,20 @@ impl Interp<'_, '_> {
         });
         let mut t = TensorObj::fresh(id, grad, known, origin);
         t.node = node;
+        t.grad_if = assumes.filter(|_| grad == Tri::Maybe);
         self.alloc(Obj::Tensor(t))
+    }
+
+    /// What an op's history over `inputs` rests on: nothing when an input surely requires grad,
+    /// else the argument the first input that may is waiting for.
+    pub(super) fn assumption(&self, inputs: &[Vals]) -> Option<GradIf> {
+        let tensors = || inputs.iter().flatten().filter_map(|v| self.tensor(*v));
+        if tensors().any(|t| t.grad == Tri::Yes) {
+            return None;
+        }
+        tensors()
+            .filter(|t| t.grad == Tri::Maybe)
+            .find_map(|t| t.grad_if)
     }
 
     pub(super) fn record_save(
@@ -351,12 +366,14 @@ impl Interp<'_, '_> {
         output: bool,
         op: OpLabel,
         range: Span,
+        assumes: Option<GradIf>,
     ) -> SaveId {
         let id = self.saves.push(Save {
             storage,
             output,
             op,
             range,
+            assumes,
         });
         self.state.live.entry(storage).or_default().push(id);
         id
@@ -389,6 +406,7 @@ impl Interp<'_, '_> {
         if !grad_any {
             return;
         }
+        let assumes = self.assumption(&[targets.clone(), other.cloned().unwrap_or_default()]);
         // Whether or not it saves anything, the write links the written value's history into
         // the target (`x += conv(x)`), so a later backward reaches the saves on either side.
         let label = OpLabel::Inplace(self.intern(base));
@@ -397,7 +415,7 @@ impl Interp<'_, '_> {
             if let Some(tt) = self.tensor(t) {
                 let storage = tt.storage;
                 if s.result {
-                    saves.push(self.record_save(storage, true, label, origin));
+                    saves.push(self.record_save(storage, true, label, origin, assumes));
                 }
             }
         }
@@ -405,7 +423,7 @@ impl Interp<'_, '_> {
             for v in o.clone() {
                 if let Some(tt) = self.tensor(v) {
                     let storage = tt.storage;
-                    saves.push(self.record_save(storage, false, label, origin));
+                    saves.push(self.record_save(storage, false, label, origin, assumes));
                 }
             }
         }

@@ -36,10 +36,10 @@
 //! is bound to the same name and nothing else saw the old one); *unsafe* otherwise, since the
 //! other names no longer see the write. A copy is always *unsafe* for that reason.
 
-use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
+use super::{clobber, form3_related, form3_severity, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Finding, Severity};
+use crate::finding::{Applicability, Finding};
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
@@ -70,14 +70,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     };
     Some(Finding {
         rule: Rule::SavedOutputInplace,
-        severity: Severity::Error,
+        severity: form3_severity(save),
         range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into the output of `{}` ({}), which its backward needs; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),
-            trigger_clause(ctx, &t)
+            trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
         fix: out_of_place(ctx, w, applicability),

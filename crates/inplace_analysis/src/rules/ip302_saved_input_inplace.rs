@@ -29,10 +29,10 @@
 //! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor; a copy is
 //! *unsafe*.
 
-use super::{clobber, form3_related, out_of_place, trigger_clause, RuleImpl};
+use super::{clobber, form3_related, form3_severity, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Finding, Severity};
+use crate::finding::{Applicability, Finding};
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
@@ -63,14 +63,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     };
     Some(Finding {
         rule: Rule::SavedInputInplace,
-        severity: Severity::Error,
+        severity: form3_severity(save),
         range: ctx.range(w.range)?,
         message: format!(
             "`{}` writes in place into a tensor that `{}` ({}) saved as an input for its backward; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),
-            trigger_clause(ctx, &t)
+            trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
         // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.

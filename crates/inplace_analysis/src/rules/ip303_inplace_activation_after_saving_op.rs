@@ -25,10 +25,10 @@
 //!
 //! **Fix safety.** *Safe*: the activation computes the same values into new memory.
 
-use super::{clobber, form3_related, trigger_clause, RuleImpl};
+use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Finding, Related, Severity};
+use crate::finding::{Applicability, Finding, Related};
 use crate::fix;
 use crate::ir::Span;
 use crate::registry::Rule;
@@ -78,14 +78,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     };
     Some(Finding {
         rule: Rule::InplaceActivationAfterSavingOp,
-        severity: Severity::Error,
+        severity: form3_severity(save),
         range: ctx.range(w.range)?,
         message: format!(
             "`{}` overwrites {what} `{}` ({}) in place, which its backward needs; {}",
             ctx.snippet(activation),
             ctx.op(save.op),
             ctx.line(save.range),
-            trigger_clause(ctx, &t)
+            trigger_clause(ctx, &t, save)
         ),
         related,
         fix: fix::inplace_false(ctx, w.range, Applicability::Safe),

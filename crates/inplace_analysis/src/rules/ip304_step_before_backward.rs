@@ -35,10 +35,10 @@
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
 //! reach the discriminator), so what is trained changes.
 
-use super::{clobber, form3_related, trigger_clause, RuleImpl};
+use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Finding, Severity};
+use crate::finding::Finding;
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
@@ -60,14 +60,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let (w, save, t) = clobber(ev, ctx.unit)?;
     Some(Finding {
         rule: Rule::StepBeforeBackward,
-        severity: Severity::Error,
+        severity: form3_severity(save),
         range: ctx.range(w.range)?,
         message: format!(
             "`{}` updates parameters in place that `{}` ({}) saved for a backward that has not run yet; {}",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),
-            trigger_clause(ctx, &t)
+            trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {

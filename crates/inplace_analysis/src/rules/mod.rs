@@ -17,7 +17,7 @@ pub(crate) mod ip501_anomaly_mode_left_on;
 use crate::domain::Save;
 use crate::events::{Event, Trigger, Write, WriteId};
 use crate::exec::UnitOutput;
-use crate::finding::{Finding, Related};
+use crate::finding::{Finding, Related, Severity};
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
@@ -125,21 +125,43 @@ pub(crate) fn write_related(ctx: &RenderCtx<'_>, w: &Write, out: &mut Vec<Relate
 }
 
 /// "`loss.backward()` (line 9) will raise: ..." / "the graph is returned (line 9), and ..."
-pub(crate) fn trigger_clause(ctx: &RenderCtx<'_>, t: &Trigger) -> String {
+pub(crate) fn trigger_clause(ctx: &RenderCtx<'_>, t: &Trigger, save: &Save) -> String {
+    // A save made only when an argument requires grad raises only then: say so.
+    let condition = save
+        .assumes
+        .map(|g| format!(" if `{}` requires grad", param_name(&ctx.snippet(g.at))))
+        .unwrap_or_default();
     if t.backward {
         format!(
-            "`{}` ({}) will raise: {}",
+            "`{}` ({}) will raise{condition}: {}",
             ctx.snippet(t.range),
             ctx.line(t.range),
             FORM3_MESSAGE
         )
     } else {
         format!(
-            "the graph is returned ({}), and a `backward()` through it will raise: {}",
+            "the graph is returned ({}), and a `backward()` through it will raise{condition}: {}",
             ctx.line(t.range),
             FORM3_MESSAGE
         )
     }
+}
+
+/// A form ③ finding is an error, or a warning when the save it needs rests on an argument
+/// that is not the model's data (`scale` of a helper): no caller may ever pass one that
+/// requires grad.
+pub(crate) fn form3_severity(save: &Save) -> Severity {
+    if save.assumes.is_some_and(|g| g.non_data) {
+        Severity::Warning
+    } else {
+        Severity::Error
+    }
+}
+
+/// The name a parameter's text binds (`x` of `x: Tensor = None`, `*args`).
+fn param_name(text: &str) -> &str {
+    let end = text.find([':', '=']).unwrap_or(text.len());
+    text[..end].trim().trim_start_matches('*')
 }
 
 /// Related entries for a form ③ finding: the saving op, the trigger, the view and call.
