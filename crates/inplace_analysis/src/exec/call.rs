@@ -369,6 +369,15 @@ impl Interp<'_, '_> {
             } else {
                 smallvec![self.alloc(Obj::Unknown)]
             };
+            // `n: int`: numbers, as declared, whatever the analysis guessed a caller passes
+            // (`x.shape[2]` of an unknown, a tensor it took a count for).
+            let mut vals = vals;
+            if p.annotation == Annotation::Scalar {
+                vals.retain(|v| !matches!(self.obj(*v), Obj::Unknown | Obj::Tensor(_)));
+                if vals.is_empty() {
+                    vals.push(OTHER);
+                }
+            }
             env.insert(p.name, vals);
         }
         env
@@ -560,7 +569,9 @@ impl Interp<'_, '_> {
             let p = c.body.params[*p as usize];
             let obj = if let Some(s) = self_pending.take() {
                 s
-            } else if p.literal_default || p.annotation == Annotation::NonTensor {
+            } else if p.literal_default
+                || matches!(p.annotation, Annotation::NonTensor | Annotation::Scalar)
+            {
                 // `n=3`, `n: int`, `config: BertConfig`: not a tensor.
                 OTHER
             } else if p.kind != ParamKind::Normal {

@@ -195,6 +195,12 @@ impl Interp<'_, '_> {
                     _ => None,
                 })
                 .collect();
+            // Numbers give numbers (`n // k`): a name bound to one is never written in place
+            // (`n += 1` rebinds it).
+            let plain = |v: &ObjId| matches!(self.obj(*v), Obj::Other | Obj::Str(_));
+            if !a.is_empty() && !b.is_empty() && a.iter().chain(b.iter()).all(plain) {
+                return smallvec![OTHER];
+            }
             if op == BinOp::Add && !seqs.is_empty() {
                 let mut items = seqs.concat();
                 if items.len() > MAX_SLOTS {

@@ -415,8 +415,10 @@ pub enum Annotation {
     None,
     /// Mentions `Tensor`.
     Tensor,
-    /// A type that is no tensor (`int`, `str`, a config class).
+    /// A type that is no tensor (a config class, `list[int]`).
     NonTensor,
+    /// A number, string or flag (`int`, `Optional[float]`): what a caller passes is one.
+    Scalar,
     /// Mentions modules, containers or `Any`: it may hold tensors.
     Other,
 }

@@ -532,7 +532,9 @@ impl Lowerer<'_> {
                 let t = self.text(t);
                 if t.contains("Tensor") {
                     Annotation::Tensor
-                } else if only_plain_values(t) {
+                } else if only_words(t, SCALAR) {
+                    Annotation::Scalar
+                } else if only_words(t, PLAIN) {
                     // `tuple[int, int]`, `Optional[List[float]]`: containers of numbers.
                     Annotation::NonTensor
                 } else if TENSORISH.iter().any(|k| t.contains(k)) {
@@ -1049,21 +1051,27 @@ impl Lowerer<'_> {
     }
 }
 
-/// Words in an annotation that say it may hold tensors.
-/// Whether an annotation names only Python values and containers of them: every word of it is
-/// a number, string or container type (`tuple[int, ...]`, `Optional[Sequence[float]]`).
-fn only_plain_values(annotation: &str) -> bool {
-    const PLAIN: &[&str] = &[
-        "int", "float", "bool", "str", "bytes", "complex", "None", "tuple", "Tuple", "list",
-        "List", "Sequence", "Iterable", "Optional", "Union", "dict", "Dict", "set", "Set",
-        "typing", "Mapping",
-    ];
+/// Numbers, strings and flags (`int`, `Optional[float]`, `Union[int, str]`).
+const SCALAR: &[&str] = &[
+    "int", "float", "bool", "str", "bytes", "complex", "None", "Optional", "Union", "typing",
+];
+
+/// Python values and containers of them (`tuple[int, ...]`, `Optional[Sequence[float]]`).
+const PLAIN: &[&str] = &[
+    "int", "float", "bool", "str", "bytes", "complex", "None", "tuple", "Tuple", "list", "List",
+    "Sequence", "Iterable", "Optional", "Union", "dict", "Dict", "set", "Set", "typing", "Mapping",
+];
+
+/// Whether every word of an annotation is one of `allowed`.
+fn only_words(annotation: &str, allowed: &[&str]) -> bool {
     let mut words = annotation
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
         .peekable();
-    words.peek().is_some() && words.all(|w| PLAIN.contains(&w))
+    words.peek().is_some() && words.all(|w| allowed.contains(&w))
 }
+
+/// Words in an annotation that say it may hold tensors.
 
 const TENSORISH: &[&str] = &[
     "Tensor",
