@@ -1072,7 +1072,6 @@ fn only_words(annotation: &str, allowed: &[&str]) -> bool {
 }
 
 /// Words in an annotation that say it may hold tensors.
-
 const TENSORISH: &[&str] = &[
     "Tensor",
     "Module",
