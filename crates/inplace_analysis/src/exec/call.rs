@@ -111,9 +111,15 @@ impl Interp<'_, '_> {
         for k in c.body.list(spec.keywords) {
             let kw = c.body.keywords[*k as usize];
             let v = self.eval_opt(c, kw.value);
-            if let Some(name) = kw.name {
-                out.keywords
-                    .push((name, v, kw.value, Span::new(c.item, kw.span)));
+            let span = Span::new(c.item, kw.span);
+            match kw.name {
+                Some(name) => out.keywords.push((name, v, kw.value, span)),
+                // `f(**kwargs)` with the dict's keys known: one keyword each.
+                None => {
+                    for (name, v, at) in self.keyed_entries(&v).unwrap_or_default() {
+                        out.keywords.push((name, v, ExprId::NONE, at));
+                    }
+                }
             }
         }
         out
@@ -359,7 +365,20 @@ impl Interp<'_, '_> {
                 let rest: Vec<Vals> = positional.by_ref().map(|(v, _)| v.clone()).collect();
                 smallvec![self.alloc(Obj::Seq(rest))]
             } else if p.kind == ParamKind::KwArgs {
-                smallvec![self.alloc(Obj::Unknown)]
+                // The keywords no other parameter takes.
+                let named: SmallVec<[Name; 8]> = c
+                    .body
+                    .list(fd.params)
+                    .iter()
+                    .map(|q| c.body.params[*q as usize].name)
+                    .collect();
+                let rest = args
+                    .keywords
+                    .iter()
+                    .filter(|(n, ..)| !named.contains(n))
+                    .map(|(n, v, _, at)| (Some((*n, *at)), v.clone()))
+                    .collect();
+                smallvec![self.keyed_dict(rest)]
             } else if let Some((v, ..)) = args.keyword(p.name) {
                 v.clone()
             } else if let Some((v, _)) = positional.next() {

@@ -98,17 +98,27 @@ impl Interp<'_, '_> {
                     let (k, v) = (ExprId(k), ExprId(v));
                     match k.get() {
                         Some(k) => {
-                            self.eval(c, k);
-                            slots.push(self.eval_opt(c, v));
+                            let key = self.eval(c, k);
+                            let key = match key.as_slice() {
+                                [one] => self.exact_str(*one),
+                                _ => None,
+                            };
+                            let at = v.get().map_or(c.span(e), |v| c.span(v));
+                            slots.push((key.map(|k| (k, at)), self.eval_opt(c, v)));
                         }
                         None => {
-                            // `**other`: evaluated, its entries unknown.
-                            self.eval_opt(c, v);
-                            slots.push(smallvec![self.alloc(Obj::Unknown)]);
+                            // `**other`: its entries, when its keys are known.
+                            let other = self.eval_opt(c, v);
+                            match self.keyed_entries(&other) {
+                                Some(entries) => slots.extend(
+                                    entries.into_iter().map(|(k, v, at)| (Some((k, at)), v)),
+                                ),
+                                None => slots.push((None, smallvec![self.alloc(Obj::Unknown)])),
+                            }
                         }
                     }
                 }
-                smallvec![self.alloc(Obj::Seq(slots))]
+                smallvec![self.keyed_dict(slots)]
             }
             Expr::Comp {
                 elt, value, gens, ..
@@ -276,6 +286,29 @@ impl Interp<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// A dict of these entries; its keys are remembered when some are known strings.
+    pub(super) fn keyed_dict(&mut self, entries: Vec<(Option<(Name, Span)>, Vals)>) -> ObjId {
+        let keys: Vec<Option<(Name, Span)>> = entries.iter().map(|(k, _)| *k).collect();
+        let d = self.alloc(Obj::Seq(entries.into_iter().map(|(_, v)| v).collect()));
+        if keys.iter().any(Option::is_some) {
+            self.dict_keys.insert(d, keys);
+        }
+        d
+    }
+
+    /// The entries of the one dict in `vals` when every key of it is a known string.
+    pub(super) fn keyed_entries(&self, vals: &Vals) -> Option<Vec<(Name, Vals, Span)>> {
+        let [d] = vals.as_slice() else { return None };
+        let keys = self.dict_keys.get(d)?;
+        let Obj::Seq(slots) = self.obj(*d) else {
+            return None;
+        };
+        keys.iter()
+            .zip(slots)
+            .map(|(k, v)| k.map(|(k, at)| (k, v.clone(), at)))
+            .collect()
     }
 
     /// The one object of a string value in this unit.

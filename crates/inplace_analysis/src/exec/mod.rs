@@ -234,6 +234,10 @@ pub(crate) struct Interp<'p, 't> {
     pub position_bodies: FxHashMap<Span, bool>,
     /// One object per string value (they are never written).
     pub strings: FxHashMap<Name, ObjId>,
+    /// The keys of dicts whose keys are known strings (`{"relu_type": r}`, `dict(a=1)`, a
+    /// function's `**kwargs`), slot by slot, with where each value was written (`None`: a key
+    /// that is not such a string).
+    pub dict_keys: FxHashMap<ObjId, Vec<Option<(Name, Span)>>>,
     /// A dataset's `self` while its `__getitem__` runs on its own: what it keeps outlives the
     /// call, and the next call reads it again.
     pub getitem_self: Option<ObjId>,
@@ -279,6 +283,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             strings: FxHashMap::default(),
+            dict_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             deps: Deps::default(),
@@ -393,6 +398,8 @@ impl<'p, 't> Interp<'p, 't> {
     /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
     /// parameters, containers) is kept, and at most `MAX_SEQ` values per slot.
     pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
+        // (A dict written to no longer has the keys it was built with.)
+        self.dict_keys.remove(&seq);
         let keep: Vals = vals
             .iter()
             .copied()

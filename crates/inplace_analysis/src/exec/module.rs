@@ -474,6 +474,33 @@ impl Interp<'_, '_> {
                 self.seq_insert(s, slot, &add);
                 smallvec![OTHER]
             }
+            m @ ("pop" | "get") if self.dict_keys.contains_key(&s) => {
+                // `kwargs.get("act", nn.ReLU)`: the entry, or the default where there is none;
+                // `pop` takes the entry out.
+                let key = args.first().and_then(|k| match k.as_slice() {
+                    [one] => self.exact_str(*one),
+                    _ => None,
+                });
+                let entries = self.keyed_entries(&smallvec![s]);
+                let (Some(key), Some(entries)) = (key, entries) else {
+                    return self.elements(&smallvec![s]);
+                };
+                let Some(at) = entries.iter().position(|(k, ..)| *k == key) else {
+                    return args
+                        .positional
+                        .get(1)
+                        .map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
+                };
+                if m == "pop" {
+                    if let Obj::Seq(items) = self.obj_mut(s) {
+                        items.remove(at);
+                    }
+                    if let Some(keys) = self.dict_keys.get_mut(&s) {
+                        keys.remove(at);
+                    }
+                }
+                entries[at].1.clone()
+            }
             m @ ("pop" | "get" | "values" | "copy") => {
                 let whole = matches!(m, "values" | "copy");
                 let e = self.elements(&smallvec![s]);

@@ -288,6 +288,15 @@ impl Interp<'_, '_> {
                 smallvec![self.alloc(Obj::Seq(vec![smallvec![tuple]]))]
             }
             "next" => self.elements(&first),
+            // `dict(act_layer=nn.ReLU, inplace=True)`: a dict with those keys.
+            "dict" if args.positional.is_empty() => {
+                let entries = args
+                    .keywords
+                    .iter()
+                    .map(|(n, v, _, at)| (Some((*n, *at)), v.clone()))
+                    .collect();
+                smallvec![self.keyed_dict(entries)]
+            }
             // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
             "super" => match self.state.env.get(&known::SELF).cloned() {
                 Some(s) => s,
