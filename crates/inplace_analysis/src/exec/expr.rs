@@ -487,11 +487,23 @@ impl Interp<'_, '_> {
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
         let base = self.eval_opt(c, value);
-        let index = self.index_of(c, sub);
+        let (index, key) = self.index_of(c, sub);
         let mut out = Vals::new();
         for b in base {
             if out.len() > MAX_VALUES {
                 return smallvec![UNKNOWN];
+            }
+            // `cfg["act"]` of a dict whose keys are known: that entry.
+            let entry = key.and_then(|k| {
+                let entries = self.keyed_entries(&smallvec![b])?;
+                entries
+                    .into_iter()
+                    .find(|(n, ..)| *n == k)
+                    .map(|(_, v, _)| v)
+            });
+            if let Some(v) = entry {
+                out.extend(v);
+                continue;
             }
             match self.obj(b) {
                 // A string key means a dict (or a mapping-like output), never tensor indexing.
@@ -582,21 +594,26 @@ impl Interp<'_, '_> {
     }
 
     /// What a subscript indexes with, after evaluating its parts.
-    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> Index {
+    /// What a subscript indexes with, and the key when it is one known string (`d["act"]`,
+    /// `d[name]`).
+    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>) {
         let s = c.body.subscripts[sub as usize];
         let mut position = None;
+        let mut key = None;
         let mut parts = 0;
         for p in c.body.exprs_of(s.parts) {
             let v = self.eval(c, p);
             parts += 1;
             if let [one] = v.as_slice() {
                 position = self.positions.get(one).copied();
+                key = self.exact_str(*one);
             }
         }
+        let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
         match (s.index, position) {
-            (Index::Other, Some(k)) if parts == 1 => Index::At(k),
-            _ => s.index,
+            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key),
+            _ => (s.index, key),
         }
     }
 
