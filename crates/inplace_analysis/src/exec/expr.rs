@@ -99,10 +99,7 @@ impl Interp<'_, '_> {
                     match k.get() {
                         Some(k) => {
                             let key = self.eval(c, k);
-                            let key = match key.as_slice() {
-                                [one] => self.exact_str(*one),
-                                _ => None,
-                            };
+                            let key = self.one_exact_str(&key);
                             let at = v.get().map_or(c.span(e), |v| c.span(v));
                             slots.push((key.map(|k| (k, at)), self.eval_opt(c, v)));
                         }
@@ -325,6 +322,14 @@ impl Interp<'_, '_> {
     pub(super) fn exact_str(&self, o: ObjId) -> Option<Name> {
         match self.obj(o) {
             Obj::Str(n) if !self.name(*n).contains(STR_HOLE) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The string, when `vals` is that one string on every path.
+    pub(super) fn one_exact_str(&self, vals: &Vals) -> Option<Name> {
+        match vals.as_slice() {
+            [one] => self.exact_str(*one),
             _ => None,
         }
     }
@@ -606,8 +611,8 @@ impl Interp<'_, '_> {
             parts += 1;
             if let [one] = v.as_slice() {
                 position = self.positions.get(one).copied();
-                key = self.exact_str(*one);
             }
+            key = self.one_exact_str(&v);
         }
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.

@@ -477,10 +477,7 @@ impl Interp<'_, '_> {
             m @ ("pop" | "get") if self.dict_keys.contains_key(&s) => {
                 // `kwargs.get("act", nn.ReLU)`: the entry, or the default where there is none;
                 // `pop` takes the entry out.
-                let key = args.first().and_then(|k| match k.as_slice() {
-                    [one] => self.exact_str(*one),
-                    _ => None,
-                });
+                let key = args.first().and_then(|k| self.one_exact_str(k));
                 let entries = self.keyed_entries(&smallvec![s]);
                 let (Some(key), Some(entries)) = (key, entries) else {
                     return self.elements(&smallvec![s]);

@@ -256,6 +256,7 @@ impl Interp<'_, '_> {
                     })
                     .collect();
                 self.run_unrolled(c, target, body, each);
+                self.exec_block(c, orelse);
                 return;
             }
             iter = self.enumerate(&iter);
@@ -270,6 +271,7 @@ impl Interp<'_, '_> {
         };
         if let Some(each) = unrolled {
             self.run_unrolled(c, target, body, each);
+            self.exec_block(c, orelse);
             return;
         }
         let elems = self.elements(&iter);

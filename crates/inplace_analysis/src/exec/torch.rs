@@ -13,8 +13,8 @@ pub(crate) fn strip_inplace(name: &str) -> Option<&str> {
 }
 
 impl Interp<'_, '_> {
-    /// The argument at position `i` or keyword `kw`, as written (the caller's expression).
-    /// The expression of an argument, by keyword or position, when it was written at the call.
+    /// The argument at position `i` or keyword `kw`, as written (the caller's expression; none
+    /// for an argument bound by `functools.partial` or passed through `**kwargs`).
     pub(super) fn arg_expr(&self, args: &Args, i: usize, kw: Name) -> Option<ExprId> {
         args.keyword(kw)
             .map(|(_, e, _)| e)
