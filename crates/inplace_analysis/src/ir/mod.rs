@@ -450,7 +450,10 @@ pub struct Decorators {
     pub classmethod: bool,
     /// `@torch.no_grad()`, `@torch.inference_mode()`.
     pub no_grad: bool,
+    /// `@property` (a getter: reading the attribute runs it).
     pub property: bool,
+    /// `@x.setter` / `@x.deleter`.
+    pub setter: bool,
 }
 
 /// Where a function is defined.

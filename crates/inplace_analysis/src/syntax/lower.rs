@@ -453,7 +453,8 @@ impl Lowerer<'_> {
             flags.staticmethod |= t.contains("staticmethod");
             flags.classmethod |= t.contains("classmethod");
             flags.no_grad |= t.contains("no_grad") || t.contains("inference_mode");
-            flags.property |= t.contains("property") || t.contains(".setter");
+            flags.property |= t.contains("property");
+            flags.setter |= t.contains(".setter") || t.contains(".deleter");
         }
         let params = self.params(n.field("parameters"));
         let saved_owner = std::mem::replace(&mut self.owner, Owner::None);
