@@ -2,8 +2,8 @@
 //!
 //! **What it finds.** A name or attribute that holds a parameter is rebound to a *new* object:
 //! `w = w - lr * w.grad` (out-of-place update of a leaf that requires grad), `v = v - 0.1 * v.grad`
-//! after `opt = torch.optim.SGD([v])`, `self.w = nn.Parameter(...)` or `model = Net()` after the
-//! optimizer was built from the old parameters.
+//! after `opt = torch.optim.SGD([v])`, `self.w = nn.Parameter(...)`, `setattr(model, "head",
+//! nn.Linear(...))` or `model = Net()` after the optimizer was built from the old parameters.
 //!
 //! **Why it breaks.** An optimizer holds tensor *objects*. The new object is not what it
 //! updates, and `w - lr * w.grad` is no leaf: its `.grad` stays `None`. Training silently stops
