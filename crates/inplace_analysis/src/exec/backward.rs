@@ -3,7 +3,7 @@
 //! And stale reads: a name read after an in-place write changed its tensor (IP402).
 
 use super::*;
-use crate::events::{Event, Trigger, WriteId};
+use crate::events::{Event, Trigger, WriteId, WriteKind};
 
 impl Interp<'_, '_> {
     pub fn check_graph(&mut self, roots: &Vals, trigger: Span, retain: bool, backward: bool) {
@@ -88,11 +88,12 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// A write in a dataset's `__getitem__`, through a local name, into a tensor it read out of
-    /// `self`: the stored sample changes, and every later access (the next epoch) reads the
-    /// changed one.
+    /// A write in a dataset's `__getitem__` that changes a tensor it read out of `self` from its
+    /// own values (`x -= mean`, `x.mul_(g)`, an in-place activation): the stored sample
+    /// changes, and every later access (the next epoch) reads the changed one. A store
+    /// (`self.cache[i] = x`, `x.copy_(v)`, `x.fill_(0)`) gives the same result every time.
     pub(super) fn check_stored_write(&mut self, wid: WriteId, storage: ObjId) {
-        if self.getitem_self.is_none() || self.writes[wid as usize].through_bound.is_none() {
+        if self.getitem_self.is_none() || !self.compounds(self.writes[wid as usize].kind) {
             return;
         }
         let Some(&(attr, read)) = self.stored_reads.get(&storage) else {
@@ -110,5 +111,26 @@ impl Interp<'_, '_> {
             bindings,
             next_call: true,
         });
+    }
+
+    /// Whether a write computes the new values from the old ones (rather than storing values).
+    fn compounds(&self, kind: WriteKind) -> bool {
+        const STORES: &[&str] = &[
+            "copy_",
+            "fill_",
+            "zero_",
+            "set_",
+            "masked_fill_",
+            "index_fill_",
+            "fill_diagonal_",
+        ];
+        match kind {
+            WriteKind::AugAssign
+            | WriteKind::TorchFn(_)
+            | WriteKind::InplaceModule { .. }
+            | WriteKind::InplaceFunctional => true,
+            WriteKind::Method(m) => !STORES.contains(&self.name(m)),
+            _ => false,
+        }
     }
 }

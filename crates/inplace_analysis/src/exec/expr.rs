@@ -308,6 +308,13 @@ impl Interp<'_, '_> {
             .collect()
     }
 
+    /// Where `key` sits in dict `d` whose keys are known, and whether it is there: `None` when
+    /// `d` is no such dict.
+    pub(super) fn key_slot(&self, d: ObjId, key: Name) -> Option<Option<usize>> {
+        let keys = self.dict_keys.get(&d)?;
+        Some(keys.iter().position(|k| k.is_some_and(|(n, _)| n == key)))
+    }
+
     /// The one object of a string value in this unit.
     pub(super) fn string(&mut self, n: Name) -> ObjId {
         if let Some(o) = self.strings.get(&n) {
@@ -499,15 +506,10 @@ impl Interp<'_, '_> {
                 return smallvec![UNKNOWN];
             }
             // `cfg["act"]` of a dict whose keys are known: that entry.
-            let entry = key.and_then(|k| {
-                let entries = self.keyed_entries(&smallvec![b])?;
-                entries
-                    .into_iter()
-                    .find(|(n, ..)| *n == k)
-                    .map(|(_, v, _)| v)
-            });
-            if let Some(v) = entry {
-                out.extend(v);
+            if let (Some(at), Obj::Seq(items)) =
+                (key.and_then(|k| self.key_slot(b, k)).flatten(), self.obj(b))
+            {
+                out.extend(items[at].iter().copied());
                 continue;
             }
             match self.obj(b) {

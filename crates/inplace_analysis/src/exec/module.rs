@@ -477,26 +477,31 @@ impl Interp<'_, '_> {
             m @ ("pop" | "get") if self.dict_keys.contains_key(&s) => {
                 // `kwargs.get("act", nn.ReLU)`: the entry, or the default where there is none;
                 // `pop` takes the entry out.
-                let key = args.first().and_then(|k| self.one_exact_str(k));
-                let entries = self.keyed_entries(&smallvec![s]);
-                let (Some(key), Some(entries)) = (key, entries) else {
+                let slot = args
+                    .first()
+                    .and_then(|k| self.one_exact_str(k))
+                    .and_then(|key| self.key_slot(s, key));
+                let Some(slot) = slot else {
                     return self.elements(&smallvec![s]);
                 };
-                let Some(at) = entries.iter().position(|(k, ..)| *k == key) else {
+                let Some(at) = slot else {
                     return args
                         .positional
                         .get(1)
                         .map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
                 };
-                if m == "pop" {
-                    if let Obj::Seq(items) = self.obj_mut(s) {
-                        items.remove(at);
-                    }
-                    if let Some(keys) = self.dict_keys.get_mut(&s) {
-                        keys.remove(at);
-                    }
+                let pop = m == "pop";
+                let Obj::Seq(items) = self.obj_mut(s) else {
+                    return smallvec![UNKNOWN];
+                };
+                if !pop {
+                    return items[at].clone();
                 }
-                entries[at].1.clone()
+                let entry = items.remove(at);
+                if let Some(keys) = self.dict_keys.get_mut(&s) {
+                    keys.remove(at);
+                }
+                entry
             }
             m @ ("pop" | "get" | "values" | "copy") => {
                 let whole = matches!(m, "values" | "copy");

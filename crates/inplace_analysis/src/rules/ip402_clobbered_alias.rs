@@ -108,7 +108,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             | WriteKind::InplaceModule { .. }
             | WriteKind::InplaceFunctional => out_of_place(ctx, w, Applicability::Unsafe),
             _ => None,
-        });
+        })
+        // A write straight on what a dataset keeps (`self.x[i].div_(m)`) has no local name to
+        // rewrite or copy into: a copy would be kept in its place.
+        .filter(|_| !*next_call || !bindings.is_empty());
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
