@@ -7,11 +7,11 @@
 //! x = self.relu(x)` with `nn.ReLU(inplace=True)`; `out += identity`). The finding is at the write;
 //! the later read and the aliasing assignment are related locations.
 //!
-//! A dataset's `__getitem__` that writes in place into a sample it keeps (`img = self.data[i];
-//! img -= mean`, `row = torch.from_numpy(self.table[i]); row.sub_(m)`, an element of a list
-//! kept on `self`) is the same hazard across calls: the next access, the next epoch, reads the
-//! changed sample. Writes into `self`'s tensors by their own name (`self.cache[i] = x`) are
-//! meant to last and are not reported.
+//! A dataset's `__getitem__` that changes a sample it keeps from its own values (`img =
+//! self.data[i]; img -= mean`, `self.waves[i].div_(peak)`, `row = torch.from_numpy(self.table[i]);
+//! row.sub_(m)`, an element of a list kept on `self`) is the same hazard across calls: the next
+//! access, the next epoch, reads the changed sample. Stores (`self.cache[i] = x`, `copy_`,
+//! `fill_`) give the same result on every access and are not reported.
 //!
 //! **Why it breaks.** Names are not values: `y = x` makes a second name for the same storage,
 //! and an in-place op returns its input. The reader expects the old value and gets the new
