@@ -61,7 +61,9 @@ impl Interp<'_, '_> {
                 out.extend(res);
             }
             if !tensors.is_empty() {
-                out.extend(self.tensor_method(c, e, &tensors, attr, &a, value));
+                let moved = a.operands_by_position(true);
+                let a = moved.as_ref().unwrap_or(&a);
+                out.extend(self.tensor_method(c, e, &tensors, attr, a, value));
             }
             if out.is_empty() {
                 out.push(UNKNOWN);

@@ -121,6 +121,42 @@ impl Args {
             .map(|(v, _)| v)
             .chain(self.keywords.iter().map(|(_, v, ..)| v))
     }
+    /// The arguments with the keywords that name an op's tensor operands moved to their
+    /// positions (`F.linear(input=x, weight=w)`, `torch.mm(input=a, mat2=b)`, `x.add(other=y)`):
+    /// the op table reads operands by position. `method`: the receiver is the first operand.
+    /// `None` when no keyword moves.
+    pub fn operands_by_position(&self, method: bool) -> Option<Args> {
+        /// Names of the second operand, across torch's signatures.
+        const SECOND: &[Name] = &[
+            known::OTHER,
+            known::MAT2,
+            known::WEIGHT,
+            known::TARGET,
+            known::EXPONENT,
+            known::VEC,
+        ];
+        let first = (!method && self.positional.is_empty())
+            .then(|| self.keyword(known::INPUT).map(|_| known::INPUT))
+            .flatten();
+        let second_at = usize::from(!method);
+        let second = |n: usize| {
+            (n == second_at)
+                .then(|| SECOND.iter().copied().find(|k| self.keyword(*k).is_some()))
+                .flatten()
+        };
+        let moved = self.positional.len() + usize::from(first.is_some());
+        if first.is_none() && second(moved).is_none() {
+            return None;
+        }
+        let mut out = self.clone();
+        for name in first.into_iter().chain(second(moved)) {
+            if let Some(i) = out.keywords.iter().position(|(n, ..)| *n == name) {
+                let (_, v, e, _) = out.keywords.remove(i);
+                out.positional.push((v, Some(e)));
+            }
+        }
+        Some(out)
+    }
     pub fn one(v: Vals) -> Args {
         Args {
             positional: vec![(v, None)],

@@ -121,7 +121,8 @@ impl Interp<'_, '_> {
             return first_arg;
         }
         if let Some(f) = p.strip_prefix("torch.nn.functional.") {
-            return self.call_functional(c, e, f, args);
+            let moved = args.operands_by_position(false);
+            return self.call_functional(c, e, f, moved.as_ref().unwrap_or(args));
         }
         let is_nn_class = p.starts_with("torch.nn.")
             && last
@@ -135,7 +136,8 @@ impl Interp<'_, '_> {
         if let Some(f) = p.strip_prefix("torch.") {
             if !f.contains('.') || f.starts_with("special.") || f.starts_with("linalg.") {
                 let f = f.rsplit('.').next().unwrap_or(f);
-                return self.call_torch_fn(c, e, f, args);
+                let moved = args.operands_by_position(false);
+                return self.call_torch_fn(c, e, f, moved.as_ref().unwrap_or(args));
             }
         }
         self.opaque_call(args, call)
@@ -519,10 +521,7 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
-        if let (1, Some((w, ..))) = (inputs.len(), args.keyword(known::WEIGHT)) {
-            inputs.push(w.clone());
-        }
+        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         self.op_result(f, OpLabel::Functional(fname), &inputs, call, true)
     }
 

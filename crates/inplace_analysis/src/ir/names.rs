@@ -63,6 +63,12 @@ known! {
     MODE = "mode",
     DIM = "dim",
     GETITEM = "__getitem__",
+    INPUT = "input",
+    OTHER = "other",
+    MAT2 = "mat2",
+    TARGET = "target",
+    EXPONENT = "exponent",
+    VEC = "vec",
     EMPTY = "",
 }
 
