@@ -50,7 +50,14 @@ DIM_ARGS = {"kthvalue": (1, 0), "topk": (1, 0), "norm": (2, 0)}
 MODULES = """Sigmoid Tanh ReLU Softmax LogSoftmax GELU SiLU ELU SELU CELU LeakyReLU Hardtanh ReLU6
 Softplus Mish Hardsigmoid Hardswish LogSigmoid Softsign Tanhshrink Softshrink Hardshrink Threshold
 PReLU Linear Conv1d Conv2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm Dropout Identity Flatten
-GLU Softmin RReLU RNN LSTM GRU RNNCell LSTMCell GRUCell Embedding Bilinear""".split()
+GLU Softmin RReLU RNN LSTM GRU RNNCell LSTMCell GRUCell Embedding Bilinear
+Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d BatchNorm3d InstanceNorm1d InstanceNorm2d
+InstanceNorm3d LocalResponseNorm MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d
+AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d
+ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d CircularPad1d CircularPad2d
+Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle
+Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Softmax2d Unflatten""".split()
 
 MODULE_ARGS = {
     "Softmax": dict(dim=-1), "LogSoftmax": dict(dim=-1), "Softmin": dict(dim=-1),
@@ -59,8 +66,32 @@ MODULE_ARGS = {
     "GroupNorm": (1, 2), "Dropout": dict(p=0.5), "RReLU": dict(),
     "RNN": (3, 3), "LSTM": (3, 3), "GRU": (3, 3), "RNNCell": (3, 3), "LSTMCell": (3, 3),
     "GRUCell": (3, 3), "Embedding": (10, 3), "Bilinear": (3, 3, 2),
+    "Conv3d": (2, 2, 1), "ConvTranspose1d": (2, 2, 1), "ConvTranspose2d": (2, 2, 1),
+    "ConvTranspose3d": (2, 2, 1), "BatchNorm3d": (2,), "InstanceNorm1d": (2,),
+    "InstanceNorm2d": (2,), "InstanceNorm3d": (2,), "LocalResponseNorm": (2,),
+    "Upsample": dict(scale_factor=2), "UpsamplingNearest2d": dict(scale_factor=2),
+    "UpsamplingBilinear2d": dict(scale_factor=2), "PixelShuffle": (2,), "PixelUnshuffle": (2,),
+    "ChannelShuffle": (2,), "Dropout1d": dict(p=0.5), "Dropout2d": dict(p=0.5),
+    "Dropout3d": dict(p=0.5), "AlphaDropout": dict(p=0.5), "FeatureAlphaDropout": dict(p=0.5),
+    "Unflatten": (1, (3, 1)),
+    **{f"{k}{d}d": (2,) for k in ("MaxPool", "AvgPool") for d in (1, 2, 3)},
+    **{f"Adaptive{k}Pool{d}d": (1,) for k in ("Avg", "Max") for d in (1, 2, 3)},
+    **{f"{k}Pad{d}d": (1,) for k in ("Reflection", "Replication", "Zero", "Circular")
+       for d in (1, 2, 3)},
+    **{f"ConstantPad{d}d": (1, 0.5) for d in (1, 2, 3)},
 }
-MODULE_SHAPE = {"Conv1d": (2, 2, 3), "Conv2d": (1, 2, 3, 3), "BatchNorm2d": (2, 2, 3, 3)}
+# Inputs by the number of spatial dimensions a module's name ends with (`...2d`: (N, C, H, W)).
+SPATIAL_SHAPE = {"1d": (1, 2, 4), "2d": (1, 4, 4, 4), "3d": (1, 2, 4, 4, 4)}
+MODULE_SHAPE = {
+    "Conv1d": (2, 2, 3), "Conv2d": (1, 2, 3, 3), "BatchNorm2d": (2, 2, 3, 3),
+    "InstanceNorm1d": (2, 2, 4), "InstanceNorm2d": (2, 2, 3, 3), "InstanceNorm3d": (2, 2, 3, 3, 3),
+    "BatchNorm3d": (2, 2, 3, 3, 3), "Conv3d": (1, 2, 3, 3, 3), "ConvTranspose2d": (1, 2, 3, 3),
+    "LocalResponseNorm": (1, 2, 3, 3), "Upsample": (1, 2, 3, 3),
+    "UpsamplingNearest2d": (1, 2, 3, 3), "UpsamplingBilinear2d": (1, 2, 3, 3),
+    "PixelShuffle": (1, 4, 2, 2), "PixelUnshuffle": (1, 2, 4, 4), "ChannelShuffle": (1, 4, 2, 2),
+    "Dropout1d": (2, 3, 4), "Dropout2d": (2, 3, 4, 4), "Dropout3d": (2, 3, 4, 4, 4),
+    "FeatureAlphaDropout": (2, 3, 4, 4), "Softmax2d": (1, 2, 3, 3),
+}
 EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
@@ -210,7 +241,7 @@ def resolve(name):
 def measure_module(cls_name):
     cls = getattr(nn, cls_name)
     args = MODULE_ARGS.get(cls_name, ())
-    shape = MODULE_SHAPE.get(cls_name, (2, 3))
+    shape = MODULE_SHAPE.get(cls_name) or SPATIAL_SHAPE.get(cls_name[-2:], (2, 3))
 
     def new():
         return cls(**args) if isinstance(args, dict) else cls(*args)
