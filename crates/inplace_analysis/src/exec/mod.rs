@@ -22,6 +22,7 @@ mod optim;
 mod stmt;
 mod tensor;
 mod torch;
+mod unswitch;
 mod write;
 
 use crate::domain::*;
@@ -268,6 +269,11 @@ pub(crate) struct Interp<'p, 't> {
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
     /// variable (decided once: a scan of the body's expressions).
     pub position_bodies: FxHashMap<Span, bool>,
+    /// Per loop body (its first statement's span): the condition it may be unswitched on.
+    pub invariant_bodies: FxHashMap<Span, unswitch::Invariant>,
+    /// Conditions decided for the loop running (see [`unswitch`]): where, at which frame
+    /// depth, and the value assumed.
+    pub assumed: Vec<(Span, usize, bool)>,
     /// One object per string value (they are never written).
     pub strings: FxHashMap<Name, ObjId>,
     /// The keys of dicts whose keys are known strings (`{"relu_type": r}`, `dict(a=1)`, a
@@ -318,6 +324,8 @@ impl<'p, 't> Interp<'p, 't> {
             positions: FxHashMap::default(),
             element_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
+            invariant_bodies: FxHashMap::default(),
+            assumed: Vec::new(),
             strings: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             getitem_self: None,

@@ -138,7 +138,11 @@ impl Interp<'_, '_> {
     }
 
     fn exec_if(&mut self, c: Code<'_>, cond: ExprId, body: Block, clauses: List) {
-        let cond = self.eval_opt(c, cond);
+        let assumed = self.assumed_value(c, cond);
+        let mut cond = self.eval_opt(c, cond);
+        if let Some(v) = assumed {
+            cond = smallvec::smallvec![v];
+        }
         // A condition known to be true or false takes one branch only.
         if cond.as_slice() == [TRUE] {
             return self.exec_block(c, body);
@@ -202,8 +206,27 @@ impl Interp<'_, '_> {
         self.join_here(&taken);
     }
 
+    /// Run a loop whose body is `block`: unswitched on a condition that cannot change while
+    /// it runs (see [`super::unswitch`]), else as it is.
+    fn run_loop(&mut self, c: Code<'_>, block: Block, mut body: impl FnMut(&mut Self)) {
+        let Some(cond) = self.invariant_condition(c, block) else {
+            return self.run_loop_body(body);
+        };
+        let entry = self.fork();
+        let depth = self.frames.len();
+        self.assumed.push((cond, depth, true));
+        self.run_loop_body(&mut body);
+        let taken = std::mem::replace(&mut self.state, entry);
+        if let Some(last) = self.assumed.last_mut() {
+            last.2 = false;
+        }
+        self.run_loop_body(&mut body);
+        self.assumed.pop();
+        self.join_here(&taken);
+    }
+
     /// Run a loop body (twice, or once when the budget is low) and join the exits.
-    fn run_loop(&mut self, mut body: impl FnMut(&mut Self)) {
+    fn run_loop_body(&mut self, mut body: impl FnMut(&mut Self)) {
         let entry = self.fork();
         let mut exit = entry;
         let runs = if self.exhausted() { 1 } else { LOOP_RUNS };
@@ -275,7 +298,7 @@ impl Interp<'_, '_> {
             return;
         }
         let elems = self.elements(&iter);
-        self.run_loop(|it| {
+        self.run_loop(c, body, |it| {
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);
             }
@@ -406,7 +429,7 @@ impl Interp<'_, '_> {
     }
 
     fn exec_while(&mut self, c: Code<'_>, cond: ExprId, body: Block, orelse: Block) {
-        self.run_loop(|it| {
+        self.run_loop(c, body, |it| {
             if !cond.is_none() {
                 it.eval(c, cond);
             }
