@@ -120,12 +120,13 @@ impl Interp<'_, '_> {
                 }
                 let mut vals = vals;
                 if family {
-                    for v in old {
+                    for &v in &old {
                         if !vals.contains(&v) {
                             vals.push(v);
                         }
                     }
                 }
+                self.note_attr_write(o, attr, &old);
                 if let Obj::Module(m) = self.obj_mut(o) {
                     m.attrs.insert(attr, vals);
                 }

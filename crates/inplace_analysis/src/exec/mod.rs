@@ -13,6 +13,7 @@
 
 mod assign;
 mod backward;
+mod branch_attrs;
 mod call;
 mod expr;
 mod imports;
@@ -274,6 +275,10 @@ pub(crate) struct Interp<'p, 't> {
     /// Conditions decided for the loop running (see [`unswitch`]): where, at which frame
     /// depth, and the value assumed.
     pub assumed: Vec<(Span, usize, bool)>,
+    /// How many `if`s are running, and the module attributes their arms replaced, with the
+    /// values before (see [`branch_attrs`]).
+    pub branching: u32,
+    pub attr_log: Vec<(ObjId, Name, Vals)>,
     /// One object per string value (they are never written).
     pub strings: FxHashMap<Name, ObjId>,
     /// The keys of dicts whose keys are known strings (`{"relu_type": r}`, `dict(a=1)`, a
@@ -326,6 +331,8 @@ impl<'p, 't> Interp<'p, 't> {
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),
             assumed: Vec::new(),
+            branching: 0,
+            attr_log: Vec::new(),
             strings: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             getitem_self: None,

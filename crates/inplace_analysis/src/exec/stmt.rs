@@ -157,7 +157,9 @@ impl Interp<'_, '_> {
             return self.exec_alternatives(c, &clauses);
         }
         let before = self.fork();
+        let mark = self.arms_begin();
         self.exec_block(c, body);
+        let mut arms = vec![self.arm_end(mark)];
         let mut out = std::mem::take(&mut self.state);
         let mut has_else = false;
         let mut running = before;
@@ -175,12 +177,14 @@ impl Interp<'_, '_> {
                     self.exec_block(c, clause.body);
                 }
             }
+            arms.push(self.arm_end(mark));
             let st = std::mem::take(&mut self.state);
             self.join(&mut out, &st);
         }
         if !has_else {
             self.join(&mut out, &running);
         }
+        self.arms_end(arms, !has_else);
         self.state = out;
     }
 
@@ -197,12 +201,16 @@ impl Interp<'_, '_> {
             return self.exec_alternatives(c, rest);
         }
         let before = self.fork();
+        let mark = self.arms_begin();
         self.exec_block(c, first.body);
+        let taken_arm = self.arm_end(mark);
         if cond.as_slice() == [TRUE] {
-            return;
+            return self.arms_end(vec![taken_arm], false);
         }
         let taken = std::mem::replace(&mut self.state, before);
         self.exec_alternatives(c, rest);
+        let rest_arm = self.arm_end(mark);
+        self.arms_end(vec![taken_arm, rest_arm], false);
         self.join_here(&taken);
     }
 
