@@ -71,10 +71,7 @@ impl Interp<'_, '_> {
             return out;
         }
         let callee = self.eval_opt(c, func);
-        let mut out = Vals::new();
-        for f in callee {
-            out.extend(self.call_value(c, e, f, &a));
-        }
+        let mut out = self.call_one_of(c, e, &callee, &a);
         if out.is_empty() {
             out.push(UNKNOWN);
         }
@@ -124,6 +121,34 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        out
+    }
+
+    /// Call what may be one of several callees (`self.ls` is a `LayerScale` or an `Identity`):
+    /// only one runs, so each runs on its own copy of the state and the paths join.
+    pub(super) fn call_one_of(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        callees: &Vals,
+        args: &Args,
+    ) -> Vals {
+        let mut out = Vals::new();
+        if callees.len() < 2 {
+            for f in callees {
+                out.extend(self.call_value(c, e, *f, args));
+            }
+            return out;
+        }
+        let before = self.fork();
+        let mut joined = State::dead();
+        for f in callees {
+            self.state = before.clone();
+            out.extend(self.call_value(c, e, *f, args));
+            let st = std::mem::take(&mut self.state);
+            self.join(&mut joined, &st);
+        }
+        self.state = joined;
         out
     }
 

@@ -363,11 +363,7 @@ impl Interp<'_, '_> {
         let call = c.span(e);
         if let Obj::Module(module) = self.obj(m) {
             if let Some(v) = module.attrs.get(&meth).cloned() {
-                let mut out = Vals::new();
-                for f in v {
-                    out.extend(self.call_value(c, e, f, args));
-                }
-                return out;
+                return self.call_one_of(c, e, &v, args);
             }
             if let Some(k) = module.local.clone() {
                 if let Some(def) = self.find_method(&k, meth) {
