@@ -147,14 +147,27 @@ pub fn reads_imports(text: &str) -> bool {
 }
 
 /// The dotted paths a module's text imports at its top level (in `if`/`try` blocks too),
-/// relative ones with their dots.
+/// relative ones with their dots: what importing it runs.
 pub fn imported_paths(text: &str) -> Vec<String> {
+    paths_imported(text, false)
+}
+
+/// The dotted paths the analysed file imports anywhere: at its top level and inside its
+/// functions and methods (`def main(): from models import Net`), which run when they are
+/// called. (An imported module's own function-level imports are not followed: they would load
+/// modules for every importer whether or not the function is ever reached.)
+pub fn entry_imported_paths(text: &str) -> Vec<String> {
+    paths_imported(text, true)
+}
+
+fn paths_imported(text: &str, anywhere: bool) -> Vec<String> {
     let mut names = Interner::new();
     let prog = Program::of(text, &mut names);
     let mut out = Vec::new();
     for item in &prog.items {
-        if item.parent().is_some()
-            || item.kind() != crate::syntax::outline::ItemKind::Statement
+        let top_statement =
+            item.parent().is_none() && item.kind() == crate::syntax::outline::ItemKind::Statement;
+        if !(top_statement || anywhere && item.kind() != crate::syntax::outline::ItemKind::Class)
             || !has_import_line(&text[item.outline.start as usize..item.outline.end as usize])
         {
             continue;
@@ -163,7 +176,7 @@ pub fn imported_paths(text: &str) -> Vec<String> {
             continue;
         };
         out.extend(
-            body.all_imports()
+            body.imports_within(anywhere)
                 .iter()
                 .map(|i| names.resolve(i.full).to_string()),
         );
@@ -191,13 +204,13 @@ fn has_import_line(statement: &str) -> bool {
 /// `lookup` finds them. Every package on a dotted path is a module too (`import a.b.c` runs
 /// `a`, `a.b` and `a.b.c`).
 pub fn collect(text: &str, entry: Option<ModuleName>, lookup: &dyn ModuleLookup) -> Imports {
-    collect_from(Arc::new(imported_paths(text)), entry, lookup)
+    collect_from(Arc::new(entry_imported_paths(text)), entry, lookup)
 }
 
-/// A key of what [`imported_paths`] reads in a text: its lines that mention `import` (with the
-/// lines a parenthesis or a backslash continues them onto) and its top-level `def`/`class`
-/// lines (which decide whether an indented import is inside a function). The same key means
-/// the same imported paths; an editor can keep them while the user types elsewhere.
+/// A key of what [`entry_imported_paths`] reads in a text: its lines that mention `import`
+/// (with the lines a parenthesis or a backslash continues them onto) and its top-level
+/// `def`/`class` lines (which decide the items an import belongs to). The same key means the
+/// same imported paths; an editor can keep them while the user types elsewhere.
 pub fn imports_key(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
@@ -465,6 +478,24 @@ mod tests {
         assert_eq!(
             paths,
             [".m.x", ".m.y", ".u", "a.b", "pkg.fast.f", "torch"].map(String::from)
+        );
+        // The analysed file's own functions and methods import too.
+        let text = format!("{text}class K:\n    def run(self):\n        from .models import Net\n");
+        let mut paths = entry_imported_paths(&text);
+        paths.sort();
+        assert_eq!(
+            paths,
+            [
+                ".m.x",
+                ".m.y",
+                ".models.Net",
+                ".u",
+                "a.b",
+                "lazy",
+                "pkg.fast.f",
+                "torch"
+            ]
+            .map(String::from)
         );
     }
 

@@ -163,7 +163,7 @@ fn entry_of(session: &Session, uri: &Uri, file: &Path, text: &str) -> Entry {
     let entry = Entry {
         layout,
         key,
-        paths: Arc::new(project::imported_paths(text)),
+        paths: Arc::new(project::entry_imported_paths(text)),
         collected: None,
     };
     session.workspace.entries.insert(uri.clone(), entry.clone());

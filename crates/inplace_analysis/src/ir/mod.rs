@@ -557,13 +557,23 @@ impl Body {
     /// Every import of the body, in its nested blocks too (not in nested functions' bodies
     /// when they are items of their own).
     pub fn all_imports(&self) -> Vec<Import> {
+        self.imports_within(false)
+    }
+
+    /// Every import of the body, in its nested blocks and, with `in_defs`, in the bodies of
+    /// the functions it defines (a function item's own body among them).
+    pub fn imports_within(&self, in_defs: bool) -> Vec<Import> {
         let mut out = Vec::new();
         let mut blocks = vec![self.root];
         while let Some(b) = blocks.pop() {
             for s in self.stmts_of(b) {
                 blocks.extend(self.inner_blocks(s));
-                if let Stmt::Import(list) = *self.stmt(s) {
-                    out.extend(self.list(list).iter().map(|i| self.imports[*i as usize]));
+                match *self.stmt(s) {
+                    Stmt::Import(list) => {
+                        out.extend(self.list(list).iter().map(|i| self.imports[*i as usize]))
+                    }
+                    Stmt::Def(f) if in_defs => blocks.push(self.func(f).body),
+                    _ => {}
                 }
             }
         }
