@@ -147,9 +147,8 @@ impl Interp<'_, '_> {
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],
             Expr::Str(n) | Expr::StrPattern(n) => smallvec![self.string(n)],
-            Expr::Int(_) | Expr::Float | Expr::OtherStr | Expr::Ellipsis => {
-                smallvec![OTHER]
-            }
+            Expr::Int(n) => smallvec![self.int(n)],
+            Expr::Float | Expr::OtherStr | Expr::Ellipsis => smallvec![OTHER],
             Expr::Other(list) => {
                 for x in c.body.exprs_of(list) {
                     self.eval(c, x);
@@ -316,6 +315,19 @@ impl Interp<'_, '_> {
     }
 
     /// The one object of a string value in this unit.
+    /// The object of an integer constant (one per value; a plain value whose value is known).
+    /// Unlike a loop position it does not pin down an element of a list built by a loop or a
+    /// comprehension (`xs[i]` with `i = 1` stands for any element).
+    pub(super) fn int(&mut self, n: i64) -> ObjId {
+        if let Some(o) = self.ints.get(&n) {
+            return *o;
+        }
+        let o = self.alloc(Obj::Other);
+        self.ints.insert(n, o);
+        self.int_values.insert(o, n);
+        o
+    }
+
     pub(super) fn string(&mut self, n: Name) -> ObjId {
         if let Some(o) = self.strings.get(&n) {
             return *o;

@@ -281,6 +281,10 @@ pub(crate) struct Interp<'p, 't> {
     pub attr_log: Vec<(ObjId, Name, Vals)>,
     /// One object per string value (they are never written).
     pub strings: FxHashMap<Name, ObjId>,
+    /// Integer constants by value, and the value of every object known to be an integer
+    /// (constants, loop positions, sums of them): loop bounds and `range(...)` arguments.
+    pub ints: FxHashMap<i64, ObjId>,
+    pub int_values: FxHashMap<ObjId, i64>,
     /// The keys of dicts whose keys are known strings (`{"relu_type": r}`, `dict(a=1)`, a
     /// function's `**kwargs`), slot by slot, with where each value was written (`None`: a key
     /// that is not such a string).
@@ -334,6 +338,8 @@ impl<'p, 't> Interp<'p, 't> {
             branching: 0,
             attr_log: Vec::new(),
             strings: FxHashMap::default(),
+            ints: FxHashMap::default(),
+            int_values: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),

@@ -319,6 +319,7 @@ impl Interp<'_, '_> {
     fn position(&mut self, k: i64) -> ObjId {
         let o = self.alloc(Obj::Other);
         self.positions.insert(o, k);
+        self.int_values.insert(o, k);
         o
     }
 
@@ -404,7 +405,8 @@ impl Interp<'_, '_> {
         let indexes_with_k = match self.position_bodies.get(&key) {
             Some(known) => *known,
             None => {
-                let found = indexes_with(c, body, k);
+                let range = self.intern("range");
+                let found = uses_position(c, body, k, range);
                 self.position_bodies.insert(key, found);
                 found
             }
@@ -429,6 +431,15 @@ impl Interp<'_, '_> {
                 // (Not a list's: one built by a comprehension or in a loop is a summary.)
                 match self.obj(*one) {
                     Obj::Module(m) if !m.children.is_empty() => Some(m.children.len() as i64),
+                    _ => None,
+                }
+            }
+            // `self.end_level + 1`, `n`, `self.depth`: a name, attribute or sum that holds one
+            // known integer.
+            Expr::Name { .. } | Expr::Attr { .. } | Expr::Binary { .. } => {
+                let v = self.eval(c, e);
+                match v.as_slice() {
+                    [one] => self.int_values.get(one).copied(),
                     _ => None,
                 }
             }
@@ -509,8 +520,10 @@ impl Interp<'_, '_> {
     }
 }
 
-/// Whether a loop body subscripts anything with the bare name `k` (`self.layers[k]`).
-fn indexes_with(c: Code<'_>, body: Block, k: Name) -> bool {
+/// Whether a loop body uses the loop variable `k` as a position: subscripts anything with the
+/// bare name (`self.layers[k]`), compares it (`if k == 0:`) or bounds a `range` with it
+/// (`for j in range(k):`). Such a loop runs once per position.
+fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
     let (Some(start), Some(end)) = (c.body.stmts_of(body).next(), c.body.stmts_of(body).last())
     else {
         return false;
@@ -519,14 +532,24 @@ fn indexes_with(c: Code<'_>, body: Block, k: Name) -> bool {
         start: c.body.stmt_span(start).start,
         end: c.body.stmt_span(end).end,
     };
+    let is_k = |e: ExprId| matches!(*c.expr(e), Expr::Name { name, .. } if name == k);
     (0..c.body.exprs.len()).any(|i| {
-        let Expr::Subscript { sub, .. } = c.body.exprs[i] else {
+        if !within.contains(c.body.expr_spans[i]) {
             return false;
-        };
-        let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
-        let only = (parts.next(), parts.next());
-        within.contains(c.body.expr_spans[i])
-            && matches!(only, (Some(p), None)
-                if matches!(*c.expr(p), Expr::Name { name, .. } if name == k))
+        }
+        match c.body.exprs[i] {
+            Expr::Subscript { sub, .. } => {
+                let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
+                matches!((parts.next(), parts.next()), (Some(p), None) if is_k(p))
+            }
+            Expr::Compare { operands, .. } => c.body.exprs_of(operands).any(is_k),
+            Expr::Call { func, args } => {
+                matches!(*c.expr(func), Expr::Name { name, .. } if name == range)
+                    && c.body
+                        .exprs_of(c.body.args[args as usize].positional)
+                        .any(is_k)
+            }
+            _ => false,
+        }
     })
 }

@@ -180,6 +180,23 @@ impl Interp<'_, '_> {
         self.opaque_call(args, call)
     }
 
+    /// `+ - * // %` of two known integers (small ones: loop bounds and sizes).
+    fn int_arith(&self, op: BinOp, a: &Vals, b: &Vals) -> Option<i64> {
+        let (&[x], &[y]) = (a.as_slice(), b.as_slice()) else {
+            return None;
+        };
+        let (x, y) = (*self.int_values.get(&x)?, *self.int_values.get(&y)?);
+        let n = match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::FloorDiv if y != 0 => Some(x.div_euclid(y)),
+            BinOp::Mod if y != 0 => Some(x.rem_euclid(y)),
+            _ => None,
+        }?;
+        (n.abs() < 1 << 20).then_some(n)
+    }
+
     pub fn binary(&mut self, op: BinOp, a: &Vals, b: &Vals, origin: Span) -> Vals {
         let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
         if !any_tensor {
@@ -197,6 +214,9 @@ impl Interp<'_, '_> {
                 .collect();
             // Numbers give numbers (`n // k`): a name bound to one is never written in place
             // (`n += 1` rebinds it).
+            if let Some(n) = self.int_arith(op, a, b) {
+                return smallvec![self.int(n)];
+            }
             let plain = |v: &ObjId| matches!(self.obj(*v), Obj::Other | Obj::Str(_));
             if !a.is_empty() && !b.is_empty() && a.iter().chain(b.iter()).all(plain) {
                 return smallvec![OTHER];

@@ -38,7 +38,7 @@ impl Interp<'_, '_> {
         let plain = |it: &Self, n: &Name| {
             it.state.env.get(n).is_some_and(|vals| {
                 vals.iter()
-                    .all(|v| matches!(*v, OTHER | TRUE | FALSE | NONE) || it.is_str(*v))
+                    .all(|v| matches!(it.obj(*v), Obj::Other | Obj::Str(_)))
             })
         };
         if !names.iter().all(|n| plain(self, n)) {
@@ -58,10 +58,6 @@ impl Interp<'_, '_> {
             .iter()
             .find(|(s, depth, _)| (*s, *depth) == at)
             .map(|(.., v)| if *v { TRUE } else { FALSE })
-    }
-
-    fn is_str(&self, v: ObjId) -> bool {
-        matches!(self.obj(v), Obj::Str(_))
     }
 }
 
