@@ -70,26 +70,21 @@ fn candidate(body: &Body, block: Block) -> Invariant {
     if !scan(body, block, &mut bound, &mut conds) {
         return None;
     }
-    // Walrus targets anywhere in the block's expressions.
-    let (Some(first), Some(last)) = (body.stmts_of(block).next(), body.stmts_of(block).last())
-    else {
-        return None;
-    };
-    let within = Rel::new(body.stmt_span(first).start, body.stmt_span(last).end);
-    for (i, e) in body.exprs.iter().enumerate() {
-        if let Expr::Named { target, .. } = e {
-            if within.contains(body.expr_spans[i]) {
-                bound.insert(*target);
-            }
-        }
-    }
-    conds.into_iter().find_map(|cond| {
+    let (cond, names) = conds.into_iter().find_map(|cond| {
         let mut names = SmallVec::new();
-        (plain_test(body, cond, &mut names) && !names.is_empty())
-            .then_some(())
-            .filter(|()| names.iter().all(|n| !bound.contains(n)))
-            .map(|()| (cond, names))
-    })
+        (plain_test(body, cond, &mut names)
+            && !names.is_empty()
+            && names.iter().all(|n| !bound.contains(n)))
+        .then_some((cond, names))
+    })?;
+    // A walrus in the block's expressions may rebind them too (looked for only now: most loops
+    // have no candidate, and this reads the whole body's expressions).
+    let (first, last) = (body.stmts_of(block).next()?, body.stmts_of(block).last()?);
+    let within = Rel::new(body.stmt_span(first).start, body.stmt_span(last).end);
+    let rebound = body.exprs.iter().zip(&body.expr_spans).any(|(e, at)| {
+        matches!(e, Expr::Named { target, .. } if names.contains(target)) && within.contains(*at)
+    });
+    (!rebound).then_some((cond, names))
 }
 
 /// Collect the names `block` binds and the conditions of its `if`s; false where a statement
