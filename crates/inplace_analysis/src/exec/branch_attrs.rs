@@ -8,7 +8,6 @@
 use super::Interp;
 use crate::domain::*;
 use crate::ir::Name;
-use rustc_hash::FxHashMap;
 
 /// What one arm did: per attribute it set, the value before the `if` and the value it left.
 pub(super) type Arm = Vec<((ObjId, Name), Vals, Vals)>;
@@ -45,37 +44,27 @@ impl Interp<'_, '_> {
     /// before when a path runs no arm that set it).
     pub(super) fn arms_end(&mut self, arms: Vec<Arm>, falls_through: bool) {
         self.branching -= 1;
-        let mut merged: FxHashMap<(ObjId, Name), (Vals, Vals)> = FxHashMap::default();
-        let mut order = Vec::new();
-        for arm in &arms {
-            for (key, before, _) in arm {
-                merged.entry(*key).or_insert_with(|| {
-                    order.push(*key);
-                    (before.clone(), Vals::new())
-                });
+        // Every attribute some arm set, in order, with its value before the `if` (the same in
+        // every arm: each starts from it).
+        let mut keys: Vec<((ObjId, Name), Vals)> = Vec::new();
+        for (key, before, _) in arms.iter().flatten() {
+            if !keys.iter().any(|(k, _)| k == key) {
+                keys.push((*key, before.clone()));
             }
         }
-        for key in &order {
-            let (before, out) = merged.get_mut(key).expect("just inserted");
-            let mut add = |vals: &Vals| {
-                for v in vals {
-                    if !out.contains(v) {
-                        out.push(*v);
-                    }
-                }
-            };
-            for arm in &arms {
-                match arm.iter().find(|(k, ..)| k == key) {
-                    Some((_, _, now)) => add(now),
-                    None => add(before),
+        for (key, before) in keys {
+            let mut value = Vals::new();
+            let arm_values = arms.iter().map(|arm| {
+                arm.iter()
+                    .find(|(k, ..)| *k == key)
+                    .map_or(&before, |(.., now)| now)
+            });
+            let fallthrough = falls_through.then_some(&before);
+            for v in arm_values.chain(fallthrough).flatten() {
+                if !value.contains(v) {
+                    value.push(*v);
                 }
             }
-            if falls_through || arms.is_empty() {
-                add(before);
-            }
-        }
-        for key in order {
-            let (before, value) = merged.remove(&key).expect("merged above");
             self.note_attr_write(key.0, key.1, &before);
             self.set_module_attr(key.0, key.1, value);
         }

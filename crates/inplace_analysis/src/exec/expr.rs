@@ -197,23 +197,12 @@ impl Interp<'_, '_> {
                 return smallvec![if truth { TRUE } else { FALSE }];
             }
         }
-        // `i == 0` with `i` a loop position (`for i, block in enumerate(self.blocks)`).
-        if let ([ea, eb], [a, b], CmpOp::Eq | CmpOp::NotEq) =
-            (exprs.as_slice(), parts.as_slice(), op)
-        {
-            let position = |v: &Vals| match v.as_slice() {
-                [one] => self.positions.get(one).copied(),
-                _ => None,
-            };
-            let int = |e: ExprId, v: &Vals| match *c.expr(e) {
-                Expr::Int(n) => Some(n),
-                _ => position(v),
-            };
-            if position(a).is_some() || position(b).is_some() {
-                if let (Some(x), Some(y)) = (int(*ea, a), int(*eb, b)) {
-                    let truth = (x == y) == (op == CmpOp::Eq);
-                    return smallvec![if truth { TRUE } else { FALSE }];
-                }
+        // `i == 0` with `i` a loop position (`for i, block in enumerate(self.blocks)`), or any
+        // two known integers (`self.depth == 1`).
+        if let ([a, b], CmpOp::Eq | CmpOp::NotEq) = (parts.as_slice(), op) {
+            if let (Some(x), Some(y)) = (self.one_int(a), self.one_int(b)) {
+                let truth = (x == y) == (op == CmpOp::Eq);
+                return smallvec![if truth { TRUE } else { FALSE }];
             }
         }
         smallvec![OTHER]
@@ -314,7 +303,6 @@ impl Interp<'_, '_> {
         Some(keys.iter().position(|k| k.is_some_and(|(n, _)| n == key)))
     }
 
-    /// The one object of a string value in this unit.
     /// The object of an integer constant (one per value; a plain value whose value is known).
     /// Unlike a loop position it does not pin down an element of a list built by a loop or a
     /// comprehension (`xs[i]` with `i = 1` stands for any element).
@@ -328,6 +316,15 @@ impl Interp<'_, '_> {
         o
     }
 
+    /// The integer, when `vals` is one known integer on every path.
+    pub(super) fn one_int(&self, vals: &Vals) -> Option<i64> {
+        match vals.as_slice() {
+            [one] => self.int_values.get(one).copied(),
+            _ => None,
+        }
+    }
+
+    /// The one object of a string value in this unit.
     pub(super) fn string(&mut self, n: Name) -> ObjId {
         if let Some(o) = self.strings.get(&n) {
             return *o;
@@ -612,9 +609,8 @@ impl Interp<'_, '_> {
         false
     }
 
-    /// What a subscript indexes with, after evaluating its parts.
-    /// What a subscript indexes with, and the key when it is one known string (`d["act"]`,
-    /// `d[name]`).
+    /// What a subscript indexes with, after evaluating its parts, and the key when it is one
+    /// known string (`d["act"]`, `d[name]`).
     pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>) {
         let s = c.body.subscripts[sub as usize];
         let mut position = None;
@@ -624,7 +620,9 @@ impl Interp<'_, '_> {
             let v = self.eval(c, p);
             parts += 1;
             if let [one] = v.as_slice() {
-                position = self.positions.get(one).copied();
+                position = Some(*one)
+                    .filter(|o| self.positions.contains(o))
+                    .and_then(|o| self.int_values.get(&o).copied());
             }
             key = self.one_exact_str(&v);
         }

@@ -262,8 +262,9 @@ pub(crate) struct Interp<'p, 't> {
     /// The right-hand side of the plain assignment being evaluated and its target name.
     pub assign_rhs: Option<(Span, Name)>,
     /// The integers a `for k in range(...)` loop over a container's positions binds (objects
-    /// that are plain values otherwise): `self.layers[k]` is then that child.
-    pub positions: FxHashMap<ObjId, i64>,
+    /// that are plain values otherwise; their values are in `int_values`): `self.layers[k]`
+    /// is then that child.
+    pub positions: FxHashSet<ObjId>,
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
@@ -330,7 +331,7 @@ impl<'p, 't> Interp<'p, 't> {
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),
             assign_rhs: None,
-            positions: FxHashMap::default(),
+            positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),

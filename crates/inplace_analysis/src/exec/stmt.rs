@@ -318,7 +318,7 @@ impl Interp<'_, '_> {
     /// The integer a loop over known positions binds.
     fn position(&mut self, k: i64) -> ObjId {
         let o = self.alloc(Obj::Other);
-        self.positions.insert(o, k);
+        self.positions.insert(o);
         self.int_values.insert(o, k);
         o
     }
@@ -438,10 +438,7 @@ impl Interp<'_, '_> {
             // known integer.
             Expr::Name { .. } | Expr::Attr { .. } | Expr::Binary { .. } => {
                 let v = self.eval(c, e);
-                match v.as_slice() {
-                    [one] => self.int_values.get(one).copied(),
-                    _ => None,
-                }
+                self.one_int(&v)
             }
             _ => None,
         }

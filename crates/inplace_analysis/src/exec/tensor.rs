@@ -182,10 +182,7 @@ impl Interp<'_, '_> {
 
     /// `+ - * // %` of two known integers (small ones: loop bounds and sizes).
     fn int_arith(&self, op: BinOp, a: &Vals, b: &Vals) -> Option<i64> {
-        let (&[x], &[y]) = (a.as_slice(), b.as_slice()) else {
-            return None;
-        };
-        let (x, y) = (*self.int_values.get(&x)?, *self.int_values.get(&y)?);
+        let (x, y) = (self.one_int(a)?, self.one_int(b)?);
         let n = match op {
             BinOp::Add => x.checked_add(y),
             BinOp::Sub => x.checked_sub(y),
@@ -212,11 +209,11 @@ impl Interp<'_, '_> {
                     _ => None,
                 })
                 .collect();
-            // Numbers give numbers (`n // k`): a name bound to one is never written in place
-            // (`n += 1` rebinds it).
             if let Some(n) = self.int_arith(op, a, b) {
                 return smallvec![self.int(n)];
             }
+            // Numbers give numbers (`n // k`): a name bound to one is never written in place
+            // (`n += 1` rebinds it).
             let plain = |v: &ObjId| matches!(self.obj(*v), Obj::Other | Obj::Str(_));
             if !a.is_empty() && !b.is_empty() && a.iter().chain(b.iter()).all(plain) {
                 return smallvec![OTHER];
