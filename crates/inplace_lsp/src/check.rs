@@ -112,16 +112,18 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Applicability::Safe
     };
     let fixing = args.fix || args.diff;
-    let reader = DiskReader::default();
+    // The run's caches (module texts, resolved imports, shared bodies) live until the process
+    // exits: freeing them one allocation at a time would only delay the exit.
+    let reader = std::mem::ManuallyDrop::new(DiskReader::default());
     let cwd = std::env::current_dir().unwrap_or_default();
-    let run = Run {
+    let run = std::mem::ManuallyDrop::new(Run {
         settings: &settings,
         fixing,
         min,
         reader: &reader,
         shared: Arc::default(),
         cwd: &cwd,
-    };
+    });
     let results: Vec<Result<Checked, String>> = stack_pool().install(|| {
         inputs
             .par_iter()

@@ -22,8 +22,15 @@ const MAX_MODULE_FILE: u64 = 4 << 20;
 /// Most import lists kept (one per module text seen).
 const MAX_CACHED_IMPORT_LISTS: usize = 4096;
 
+/// A module file found under a layout's roots, read once per run.
+struct Located {
+    path: PathBuf,
+    text: Arc<str>,
+    is_package: bool,
+}
+
 /// The module files of a name, in search order.
-type Found = Arc<[PathBuf]>;
+type Found = Arc<[Located]>;
 
 /// Texts that win over the disk's, by path.
 pub type Overlay<'a> = &'a dyn Fn(&Path) -> Option<Arc<str>>;
@@ -37,8 +44,11 @@ pub struct DiskReader {
     cache: Mutex<FxHashMap<PathBuf, Option<Arc<str>>>>,
     /// By origin: the text read, and the paths it imports.
     imports: Mutex<FxHashMap<Arc<str>, ImportList>>,
-    /// By the roots searched (their fingerprint) and a dotted name: the module files found.
-    found: Mutex<FxHashMap<(u64, Box<str>), Found>>,
+    /// By a root searched, then a dotted name: the module files found under that root. Each
+    /// file checked resolves every import of the modules it reads, and the roots above its
+    /// own folder are shared by the whole package; the name is looked up without building a
+    /// key.
+    found: Mutex<FxHashMap<PathBuf, FxHashMap<Box<str>, Found>>>,
     /// The names in each folder looked into (most imported names are not the project's: one
     /// listing of a root answers them all, without a system call per candidate file).
     listings: Mutex<FxHashMap<PathBuf, Arc<FxHashSet<OsString>>>>,
@@ -129,22 +139,43 @@ impl DiskReader {
         true
     }
 
-    /// The readable module files of a dotted name under a layout's roots, in search order
-    /// (searched once per roots and name).
-    fn found(&self, layout: &ProjectLayout, name: &str) -> Found {
-        let key = (layout.roots_key, Box::from(name));
-        if let Some(hit) = self.found.lock().ok().and_then(|c| c.get(&key).cloned()) {
-            return hit;
+    /// The readable module files of a dotted name under the `i`th of a layout's roots, in
+    /// search order (searched once per root and name).
+    fn found(&self, root: &Path, name: &str) -> Found {
+        let lock = || self.found.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(hit) = lock().get(root).and_then(|m| m.get(name)) {
+            return hit.clone();
         }
-        let paths: Found = layout
-            .locate_in_roots(name)
-            .filter(|(root, p)| self.listed(root, p) && self.read(p).is_some())
-            .map(|(_, p)| p)
-            .collect();
-        if let Ok(mut c) = self.found.lock() {
-            c.insert(key, paths.clone());
-        }
+        let first = name.split('.').next().unwrap_or(name);
+        // Most imported names are not the project's: the root's listing rules them out before
+        // any path is built.
+        let paths: Found = if self.may_hold(root, first, name.len() == first.len()) {
+            candidates(root, name)
+                .filter(|p| self.listed(root, p))
+                .filter_map(|path| {
+                    Some(Located {
+                        text: self.read(&path)?,
+                        is_package: path.ends_with("__init__.py"),
+                        path,
+                    })
+                })
+                .collect()
+        } else {
+            Arc::new([])
+        };
+        lock()
+            .entry(root.to_path_buf())
+            .or_default()
+            .insert(Box::from(name), paths.clone());
         paths
+    }
+
+    /// Whether a root may hold a module whose dotted name starts with `first`: a folder of
+    /// that name, or (for a name of one part) a `first.py`.
+    fn may_hold(&self, root: &Path, first: &str, one_part: bool) -> bool {
+        let listing = self.listing(root);
+        listing.contains(std::ffi::OsStr::new(first))
+            || one_part && listing.contains(std::ffi::OsStr::new(&format!("{first}.py")))
     }
 
     /// Read every file again next time (files appeared or went away).
@@ -182,8 +213,6 @@ pub struct ProjectLayout {
     pub root: PathBuf,
     /// The file's module name (`pkg.train`), when it lies under a root other than its folder.
     pub entry: Option<ModuleName>,
-    /// A fingerprint of the roots.
-    roots_key: u64,
 }
 
 /// Whether a folder is a project root.
@@ -228,36 +257,22 @@ impl ProjectLayout {
             .iter()
             .find_map(|r| module_name_of(file, r))
             .or_else(|| module_name_of(file, &dir));
-        let roots_key = {
-            use std::hash::{Hash, Hasher};
-            let mut h = rustc_hash::FxHasher::default();
-            roots.hash(&mut h);
-            h.finish()
-        };
-        ProjectLayout {
-            roots,
-            root,
-            entry,
-            roots_key,
-        }
+        ProjectLayout { roots, root, entry }
     }
 
     /// Where a dotted module name's file is, under the roots.
     pub fn locate(&self, name: &str) -> Vec<PathBuf> {
-        self.locate_in_roots(name).map(|(_, p)| p).collect()
+        self.roots
+            .iter()
+            .flat_map(|r| candidates(r, name))
+            .collect()
     }
+}
 
-    /// [`ProjectLayout::locate`], each file with its root.
-    fn locate_in_roots<'a>(&'a self, name: &str) -> impl Iterator<Item = (&'a Path, PathBuf)> + 'a {
-        let rel: PathBuf = name.split('.').collect();
-        self.roots.iter().flat_map(move |r| {
-            let base = r.join(&rel);
-            [
-                (r.as_path(), base.with_extension("py")),
-                (r.as_path(), base.join("__init__.py")),
-            ]
-        })
-    }
+/// Where a dotted module name's file may be under one root: `a/b.py`, `a/b/__init__.py`.
+fn candidates(root: &Path, name: &str) -> impl Iterator<Item = PathBuf> {
+    let base: PathBuf = root.join(name.split('.').collect::<PathBuf>());
+    [base.with_extension("py"), base.join("__init__.py")].into_iter()
 }
 
 /// The dotted module name of `file` under `root` (`root/pkg/m.py`: `pkg.m`;
@@ -298,29 +313,35 @@ pub struct FileLookup<'a> {
 
 impl ModuleLookup for FileLookup<'_> {
     fn find(&self, name: &str) -> Option<ModuleSource> {
-        let (candidates, overlay) = match self.overlay {
-            Some(o) => (Arc::from(self.layout.locate(name)), Some(o)),
-            None => (self.reader.found(self.layout, name), None),
+        let source = |path: &Path, text: Arc<str>, is_package: bool| {
+            let label = path.strip_prefix(&self.layout.root).unwrap_or(path);
+            Some(ModuleSource {
+                name: ModuleName::new(name, is_package),
+                origin: Arc::from((self.origin)(path)),
+                label: Arc::from(label.display().to_string()),
+                text,
+            })
         };
-        for path in candidates.iter() {
+        let Some(overlay) = self.overlay else {
+            for root in &self.layout.roots {
+                let found = self.reader.found(root, name);
+                if let Some(m) = found
+                    .iter()
+                    .find(|m| m.path.as_os_str() != self.file.as_os_str())
+                {
+                    return source(&m.path, m.text.clone(), m.is_package);
+                }
+            }
+            return None;
+        };
+        for path in self.layout.locate(name) {
             if path == self.file {
                 continue;
             }
-            let open = overlay.and_then(|o| o(path));
-            let Some(text) = open.or_else(|| self.reader.read(path)) else {
+            let Some(text) = overlay(&path).or_else(|| self.reader.read(&path)) else {
                 continue;
             };
-            let label = path
-                .strip_prefix(&self.layout.root)
-                .unwrap_or(path)
-                .display()
-                .to_string();
-            return Some(ModuleSource {
-                name: ModuleName::new(name, path.ends_with("__init__.py")),
-                origin: Arc::from((self.origin)(path)),
-                label: Arc::from(label),
-                text,
-            });
+            return source(&path, text, path.ends_with("__init__.py"));
         }
         None
     }
