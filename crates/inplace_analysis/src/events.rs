@@ -58,6 +58,9 @@ pub(crate) struct Write {
     /// The written tensor was read out of a list or dict (`outs[i].add_(1)`): the element is
     /// what a copy replaces, not the container.
     pub element: Option<Span>,
+    /// Every tensor written is a leaf that requires grad (a parameter) or a view of one: a copy
+    /// would not be what the module and the optimizer hold.
+    pub into_leaf: bool,
 }
 
 /// What makes autograd read the saves: a `backward()`, or a graph a function returns.

@@ -405,7 +405,7 @@ impl<'t> Program<'t> {
     }
 
     /// The methods of a class item: its function items, by name.
-    pub fn class_methods(&self, id: ItemId) -> Vec<(Name, ItemId)> {
+    pub fn class_methods(&self, id: ItemId) -> Vec<(Name, ItemId, MethodRole)> {
         let Some(item) = self.item(id) else {
             return Vec::new();
         };
@@ -413,7 +413,10 @@ impl<'t> Program<'t> {
             .iter()
             .map(|c| &self.items[*c as usize])
             .filter(|c| c.kind() == ItemKind::Function)
-            .filter_map(|c| Some((c.name?, c.id)))
+            .filter_map(|c| {
+                let text = &self.text[c.outline.start as usize..c.outline.end as usize];
+                Some((c.name?, c.id, MethodRole::of(text)?))
+            })
             .collect()
     }
 
@@ -426,6 +429,35 @@ impl<'t> Program<'t> {
                 .filter(|b| *b == b'\n')
                 .count()
         })
+    }
+}
+
+/// What a method of a class is for, read off its decorators in the outline (the methods of a
+/// class item are looked up without lowering them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MethodRole {
+    /// Called by name, or read as a `@property`.
+    Method,
+    /// `@x.setter`: assigning the attribute runs it.
+    Setter,
+}
+
+impl MethodRole {
+    /// The role of a method from its text (decorators first); `None` for a `@x.deleter`.
+    fn of(text: &str) -> Option<MethodRole> {
+        let mut role = MethodRole::Method;
+        for line in text.lines().map(str::trim_start) {
+            if !line.starts_with('@') {
+                break;
+            }
+            if line.contains(".deleter") {
+                return None;
+            }
+            if line.contains(".setter") {
+                role = MethodRole::Setter;
+            }
+        }
+        Some(role)
     }
 }
 

@@ -147,6 +147,8 @@ pub(crate) struct ClassObj {
     /// The class definition.
     pub span: Span,
     pub methods: FxHashMap<Name, DefLoc>,
+    /// `@x.setter`s, by the attribute they set.
+    pub setters: FxHashMap<Name, DefLoc>,
     pub bases: Vec<ObjId>,
 }
 

@@ -113,6 +113,17 @@ impl Interp<'_, '_> {
     ) {
         match self.obj(o) {
             Obj::Module(m) => {
+                // `obj.scale = v` of an `@scale.setter`: the setter runs with `v`.
+                let setter = m.local.as_ref().and_then(|k| self.find_setter(k, attr));
+                if let Some(def) = setter {
+                    let args = Args {
+                        positional: vec![(vals, None)],
+                        keywords: Vec::new(),
+                    };
+                    let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+                    self.inline(def, Some(o), &args, site);
+                    return;
+                }
                 let old = m.attrs.get(&attr).cloned().unwrap_or_default();
                 let family = self.name(attr).contains(STR_HOLE);
                 if let (Some(s), false) = (stmt, family) {

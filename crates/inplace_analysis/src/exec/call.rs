@@ -450,21 +450,27 @@ impl Interp<'_, '_> {
     /// A class of the file: its methods and (evaluated) base classes.
     pub fn class_ref(&mut self, c: Code<'_>, k: ClassId) -> ClassObj {
         let def = *c.body.class(k);
-        let mut methods = FxHashMap::default();
+        let (mut methods, mut setters) = (FxHashMap::default(), FxHashMap::default());
         for f in c.body.list(def.methods) {
-            let name = c.body.funcs[*f as usize].name;
-            methods.insert(
-                name,
-                DefLoc {
-                    item: c.item,
-                    func: FuncId(*f),
-                },
-            );
+            let func = &c.body.funcs[*f as usize];
+            let at = DefLoc {
+                item: c.item,
+                func: FuncId(*f),
+            };
+            match (func.decorators.setter, func.decorators.deleter) {
+                (_, true) => {}
+                (true, _) => _ = setters.insert(func.name, at),
+                _ => _ = methods.insert(func.name, at),
+            }
         }
         // A class item: its methods are the function items of its body.
         if c.body.root_class() == Some(k) {
-            for (name, item) in self.class_methods(c.item) {
-                methods.insert(name, self.prog.item_def(item));
+            for (name, item, role) in self.class_methods(c.item) {
+                let table = match role {
+                    MethodRole::Method => &mut methods,
+                    MethodRole::Setter => &mut setters,
+                };
+                table.insert(name, self.prog.item_def(item));
             }
         }
         let mut bases = Vec::new();
@@ -479,30 +485,39 @@ impl Interp<'_, '_> {
             },
             span: Span::new(c.item, def.span),
             methods,
+            setters,
             bases,
         }
     }
 
     /// Find a method on a class of the file or its bases of the file.
     pub fn find_method(&self, class: &ClassObj, name: Name) -> Option<DefLoc> {
-        self.find_method_depth(class, name, 0)
+        self.find_in_mro(class, &|k| k.methods.get(&name).copied(), 0)
     }
 
-    fn find_method_depth(&self, class: &ClassObj, name: Name, depth: usize) -> Option<DefLoc> {
-        if let Some(m) = class.methods.get(&name) {
-            return Some(*m);
+    /// The `@name.setter` of a class of the file or of its bases of the file.
+    pub fn find_setter(&self, class: &ClassObj, name: Name) -> Option<DefLoc> {
+        self.find_in_mro(class, &|k| k.setters.get(&name).copied(), 0)
+    }
+
+    /// The first answer of `get` for a class or its bases (depth first, as Python's method
+    /// resolution for single inheritance).
+    fn find_in_mro(
+        &self,
+        class: &ClassObj,
+        get: &dyn Fn(&ClassObj) -> Option<DefLoc>,
+        depth: usize,
+    ) -> Option<DefLoc> {
+        if let Some(m) = get(class) {
+            return Some(m);
         }
         if depth > 16 {
             return None;
         }
-        for b in &class.bases {
-            if let Obj::Class(k) = self.obj(*b) {
-                if let Some(m) = self.find_method_depth(k, name, depth + 1) {
-                    return Some(m);
-                }
-            }
-        }
-        None
+        class.bases.iter().find_map(|b| match self.obj(*b) {
+            Obj::Class(k) => self.find_in_mro(k, get, depth + 1),
+            _ => None,
+        })
     }
 
     /// Whether a class of the file derives (directly or through the file's classes) from

@@ -29,7 +29,7 @@ mod write;
 use crate::domain::*;
 use crate::events::{Event, Write};
 use crate::ir::*;
-use crate::program::Program;
+use crate::program::{MethodRole, Program};
 use crate::syntax::outline::ItemKind;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::{smallvec, SmallVec};
@@ -407,7 +407,7 @@ impl<'p, 't> Interp<'p, 't> {
     }
 
     /// The methods of a class item, noting that this unit depends on them.
-    pub fn class_methods(&mut self, item: ItemId) -> Vec<(Name, ItemId)> {
+    pub fn class_methods(&mut self, item: ItemId) -> Vec<(Name, ItemId, MethodRole)> {
         let methods = self.prog.class_methods(item);
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();

@@ -70,6 +70,14 @@ impl Interp<'_, '_> {
         let first = targets.first().copied().unwrap_or(UNKNOWN);
         let view_origin = self.tensor(first).and_then(|t| t.view_origin);
         let through_bound = w.through.and_then(|n| self.state.bound_at.get(&n).copied());
+        // A write through a name that may point to several tensors counts only where every
+        // possibility agrees: all are leaves (forms ①②), all carry a live save (form ③), or
+        // there is just one (IP402).
+        let tensors: SmallVec<[TensorObj; 2]> = targets
+            .iter()
+            .filter_map(|t| self.tensor(*t).cloned())
+            .collect();
+        let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
         self.writes.push(Write {
             range: w.range,
             site: w.site,
@@ -81,6 +89,7 @@ impl Interp<'_, '_> {
             through_bound,
             under_no_grad: !self.grad_enabled,
             element: w.element,
+            into_leaf: all_leaf && !tensors.is_empty(),
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
@@ -89,20 +98,12 @@ impl Interp<'_, '_> {
             v.iter()
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
         });
-        // A write through a name that may point to several tensors counts only where every
-        // possibility agrees: all are leaves (forms ①②), all carry a live save (form ③), or
-        // there is just one (IP402).
-        let tensors: SmallVec<[TensorObj; 2]> = targets
-            .iter()
-            .filter_map(|t| self.tensor(*t).cloned())
-            .collect();
         let single = tensors.len() == 1;
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
             && tensors
                 .iter()
                 .all(|t| t.grad == Tri::No && t.node.is_none() && t.counter);
-        let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
         let all_saved = tensors.iter().all(|t| {
             self.state
                 .live

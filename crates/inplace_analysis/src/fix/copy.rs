@@ -27,6 +27,11 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     if let Some(fix) = copy_detached(ctx, w) {
         return Some(fix);
     }
+    if w.into_leaf {
+        // `p = p.clone()` of a parameter: not a parameter any more (a module refuses it, an
+        // optimizer keeps updating the old one).
+        return None;
+    }
     let s = w.stmt?;
     let (at, root) = match (
         w.element,

@@ -16,7 +16,9 @@ pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, inplace_false, straight_through,
 };
-pub(crate) use reorder::{detach_carried_state, move_after, rebuild_optimizer};
+pub(crate) use reorder::{
+    detach_carried_state, move_after, parameter_write_after, rebuild_optimizer,
+};
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {

@@ -62,6 +62,27 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     })
 }
 
+/// A write into a parameter (under `no_grad`) between a forward and the `backward()` that
+/// reads what the forward saved of it: the statement that writes, or the call it is made in,
+/// moves after the `backward()` (a parameter cannot be written on a copy).
+pub(crate) fn parameter_write_after(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    trigger: &crate::events::Trigger,
+) -> Option<Fix> {
+    if !w.into_leaf || !trigger.backward {
+        return None;
+    }
+    let s = match w.call_site {
+        Some(site) => StmtRef {
+            item: site.item,
+            stmt: simple_statement_at(&*ctx.body(site.item)?, site.rel)?,
+        },
+        None => w.stmt?,
+    };
+    move_after(ctx, s, trigger.range)
+}
+
 /// A recurrent state carried from one step of a training loop into the next
 /// (`out, hidden = model(x, hidden)`) keeps the previous step's graph, whose saved weights the
 /// `step()` (`s`) changed: the state is detached right after the call that makes it

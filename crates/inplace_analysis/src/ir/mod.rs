@@ -452,8 +452,10 @@ pub struct Decorators {
     pub no_grad: bool,
     /// `@property` (a getter: reading the attribute runs it).
     pub property: bool,
-    /// `@x.setter` / `@x.deleter`.
+    /// `@x.setter` (assigning the attribute runs it).
     pub setter: bool,
+    /// `@x.deleter`.
+    pub deleter: bool,
 }
 
 /// Where a function is defined.

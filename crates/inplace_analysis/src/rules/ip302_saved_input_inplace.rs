@@ -75,6 +75,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related: form3_related(ctx, w, save, &t),
         // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.
         fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
-            .or_else(|| out_of_place(ctx, w, applicability)),
+            .or_else(|| out_of_place(ctx, w, applicability))
+            .or_else(|| crate::fix::parameter_write_after(ctx, w, &t)),
     })
 }

@@ -454,7 +454,8 @@ impl Lowerer<'_> {
             flags.classmethod |= t.contains("classmethod");
             flags.no_grad |= t.contains("no_grad") || t.contains("inference_mode");
             flags.property |= t.contains("property");
-            flags.setter |= t.contains(".setter") || t.contains(".deleter");
+            flags.setter |= t.contains(".setter");
+            flags.deleter |= t.contains(".deleter");
         }
         let params = self.params(n.field("parameters"));
         let saved_owner = std::mem::replace(&mut self.owner, Owner::None);
