@@ -63,6 +63,19 @@ pub(crate) struct Write {
     pub into_leaf: bool,
 }
 
+/// What a name bound from a call's result holds (for a fix that detaches it: a tensor has
+/// `.detach()`, a tuple or a `NamedTuple` of tensors is rebuilt from its detached items).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Tensor,
+    /// A tuple or list of tensors.
+    Tensors,
+    /// A `NamedTuple` whose fields are tensors.
+    NamedTuple,
+    /// Anything else, or several of the above.
+    Other,
+}
+
 /// What makes autograd read the saves: a `backward()`, or a graph a function returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Trigger {

@@ -204,16 +204,15 @@ struct DepsCheck {
 
 impl DepsCheck {
     fn hold(&mut self, deps: &Deps, prog: &Program<'_>) -> bool {
-        use std::hash::{Hash, Hasher};
         deps.items
             .iter()
             .all(|(item, v)| prog.version(*item) == Some(*v))
             && deps.classes.iter().all(|(class, h)| {
-                *self.classes.entry(*class).or_insert_with(|| {
-                    let mut f = rustc_hash::FxHasher::default();
-                    prog.class_methods(*class).hash(&mut f);
-                    f.finish()
-                }) == *h
+                *self
+                    .classes
+                    .entry(*class)
+                    .or_insert_with(|| prog.class_fingerprint(*class))
+                    == *h
             })
     }
 }

@@ -420,6 +420,29 @@ impl<'t> Program<'t> {
             .collect()
     }
 
+    /// The statement items of a class item's body, in order (a record class's fields).
+    pub fn class_statements(&self, id: ItemId) -> Vec<ItemId> {
+        let Some(item) = self.item(id) else {
+            return Vec::new();
+        };
+        item.children
+            .iter()
+            .map(|c| &self.items[*c as usize])
+            .filter(|c| c.kind() == ItemKind::Statement)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// A fingerprint of what a class item's body holds: its methods (names, items, roles) and
+    /// its statement items.
+    pub fn class_fingerprint(&self, id: ItemId) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        self.class_methods(id).hash(&mut h);
+        self.class_statements(id).hash(&mut h);
+        h.finish()
+    }
+
     /// Lines of an item (its share of a step budget).
     pub fn item_lines(&self, id: ItemId) -> usize {
         self.item(id).map_or(1, |it| {

@@ -20,6 +20,57 @@ impl Interp<'_, '_> {
         for t in targets.iter().rev() {
             self.bind_target(c, *t, vals.clone(), Some(s));
         }
+        if matches!(c.expr(value), Expr::Call { .. }) {
+            for t in &targets {
+                self.note_shapes(c, *t);
+            }
+        }
+    }
+
+    /// What each name of a target now holds (see [`Shape`]), joined with what it held on
+    /// other paths through the same statement.
+    fn note_shapes(&mut self, c: Code<'_>, target: ExprId) {
+        match *c.expr(target) {
+            Expr::Name { name, .. } => {
+                let vals = self.state.env.get(&name).cloned().unwrap_or_default();
+                let shape = self.shape_of(&vals);
+                let at = c.span(target);
+                let entry = self.shapes.entry(at).or_insert(shape);
+                if *entry != shape {
+                    *entry = Shape::Other;
+                }
+            }
+            Expr::Seq { items, .. } => {
+                for t in c.body.exprs_of(items) {
+                    self.note_shapes(c, t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn shape_of(&self, vals: &Vals) -> Shape {
+        let tensors = |vs: &Vals| !vs.is_empty() && vs.iter().all(|v| self.tensor(*v).is_some());
+        let one = |v: ObjId| match self.obj(v) {
+            Obj::Tensor(_) => Shape::Tensor,
+            Obj::Seq(items) if !items.is_empty() && items.iter().all(tensors) => Shape::Tensors,
+            Obj::Module(m)
+                if m.local.as_ref().is_some_and(|k| self.is_named_tuple(k, 0))
+                    && !m.attrs.is_empty()
+                    && m.attrs.values().all(tensors) =>
+            {
+                Shape::NamedTuple
+            }
+            _ => Shape::Other,
+        };
+        // (`None` on a path that made nothing yet: `state = None` before the first step.)
+        let mut shapes = vals.iter().filter(|v| **v != NONE).map(|v| one(*v));
+        let first = shapes.next().unwrap_or(Shape::Other);
+        if shapes.all(|s| s == first) {
+            first
+        } else {
+            Shape::Other
+        }
     }
 
     /// Bind an assignment target (name, attribute, subscript or pattern) to values.

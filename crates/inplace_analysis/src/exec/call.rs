@@ -550,6 +550,8 @@ impl Interp<'_, '_> {
         let obj = self.alloc(Obj::Module(Box::new(module)));
         if let Some(init) = self.find_method(class, known::INIT) {
             self.inline(init, Some(obj), args, call);
+        } else if self.init_record(obj, class, args, call) {
+            // A `NamedTuple` or a dataclass: its fields are bound.
         } else if let Some(kind) = self.torch_container_base(class) {
             // `class Stack(nn.Sequential)` with no `__init__` of its own: the base's takes the
             // layers.

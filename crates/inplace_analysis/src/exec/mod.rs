@@ -8,8 +8,8 @@
 //! Split by concern: [`stmt`] statements and control flow, [`assign`] binding targets,
 //! [`expr`] expressions, [`call`] calls and inlining of the file's functions and classes,
 //! [`torch`] torch functions and builtins, [`tensor`] tensor methods, ops and their saves,
-//! [`module`] `nn` modules, [`optim`] optimizers and rebinding, [`write`] in-place writes,
-//! [`backward`] what a backward reaches.
+//! [`module`] `nn` modules, [`records`] `NamedTuple`s and dataclasses, [`optim`] optimizers
+//! and rebinding, [`write`] in-place writes, [`backward`] what a backward reaches.
 
 mod assign;
 mod backward;
@@ -20,6 +20,7 @@ mod imports;
 mod module;
 pub(crate) use module::Container;
 mod optim;
+mod records;
 mod stmt;
 mod tensor;
 mod torch;
@@ -27,7 +28,7 @@ mod unswitch;
 mod write;
 
 use crate::domain::*;
-use crate::events::{Event, Write};
+use crate::events::{Event, Shape, Write};
 use crate::ir::*;
 use crate::program::{MethodRole, Program};
 use crate::syntax::outline::ItemKind;
@@ -198,6 +199,8 @@ pub(crate) struct UnitOutput {
     pub saves: FxHashMap<SaveId, Save>,
     /// Every in-place write: its range and the names sharing the written version counter.
     pub sites: Vec<(Span, Vec<Name>)>,
+    /// What the names bound from a call's result held (by the name's span in the target).
+    pub shapes: FxHashMap<Span, Shape>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
@@ -251,6 +254,7 @@ pub(crate) struct Interp<'p, 't> {
     /// The statement being executed.
     pub stmt: Option<StmtRef>,
     pub sites: FxHashMap<Span, Vec<Name>>,
+    pub shapes: FxHashMap<Span, Shape>,
     pub data_reads: FxHashMap<Span, DataRead>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
@@ -325,6 +329,7 @@ impl<'p, 't> Interp<'p, 't> {
             depth: 0,
             stmt: None,
             sites: FxHashMap::default(),
+            shapes: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             instances: (*frozen.instances).clone(),
@@ -408,12 +413,23 @@ impl<'p, 't> Interp<'p, 't> {
 
     /// The methods of a class item, noting that this unit depends on them.
     pub fn class_methods(&mut self, item: ItemId) -> Vec<(Name, ItemId, MethodRole)> {
-        let methods = self.prog.class_methods(item);
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        methods.hash(&mut h);
-        self.deps.classes.insert(item, h.finish());
-        methods
+        self.note_class(item);
+        self.prog.class_methods(item)
+    }
+
+    /// The statement items of a class item, noting that this unit depends on them.
+    pub fn class_statements(&mut self, item: ItemId) -> Vec<ItemId> {
+        self.note_class(item);
+        self.prog.class_statements(item)
+    }
+
+    /// This unit read a class item's body: its result holds while the body's methods and
+    /// statements are the same.
+    fn note_class(&mut self, item: ItemId) {
+        if !self.deps.classes.contains_key(&item) {
+            let key = self.prog.class_fingerprint(item);
+            self.deps.classes.insert(item, key);
+        }
     }
 
     pub fn exhausted(&self) -> bool {
@@ -670,6 +686,7 @@ impl<'p, 't> Interp<'p, 't> {
             writes: std::mem::take(&mut self.writes),
             saves,
             sites,
+            shapes: std::mem::take(&mut self.shapes),
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {

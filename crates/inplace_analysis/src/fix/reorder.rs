@@ -2,6 +2,7 @@
 //! optimizer built again after what it holds was replaced.
 
 use super::*;
+use crate::events::Shape;
 
 /// A one-line statement `s` moved to just after the statement around `after` (later in the
 /// same block: same indentation, and no line between them less indented; checked on the
@@ -116,14 +117,27 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         for t in body.exprs_of(targets) {
             names_in(&body, t, &mut bound);
         }
-        let carried: Vec<&str> = bound
+        let carried: Vec<(&str, ExprId)> = bound
             .iter()
-            .filter(|n| passed.contains(n))
-            .map(|n| ctx.name(*n))
+            .filter(|(n, _)| passed.iter().any(|(p, _)| p == n))
+            .map(|(n, e)| (ctx.name(*n), *e))
             .collect();
         if carried.is_empty() {
             continue;
         }
+        // Each carried value detached as what it is (a tensor, a tuple or a `NamedTuple` of
+        // tensors); anything else has no one-line detach.
+        let mut detached = Vec::new();
+        for (n, e) in &carried {
+            let shape = ctx.unit.shapes.get(&Span::new(s.item, body.expr_span(*e)));
+            detached.push(match shape {
+                Some(Shape::Tensor) => format!("{n}.detach()"),
+                Some(Shape::Tensors) => format!("type({n})(t.detach() for t in {n})"),
+                Some(Shape::NamedTuple) => format!("type({n})(*(t.detach() for t in {n}))"),
+                _ => return None,
+            });
+        }
+        let carried: Vec<&str> = carried.iter().map(|(n, _)| *n).collect();
         let at = ctx.range(Span::new(s.item, body.stmt_span(st)))?;
         let (indent, eol) = line_layout(ctx, at)?;
         let line = ctx.lines.line_of(at.end);
@@ -131,7 +145,6 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         if insert < at.end {
             return None;
         }
-        let detached: Vec<String> = carried.iter().map(|n| format!("{n}.detach()")).collect();
         let stmt = format!("{} = {}", carried.join(", "), detached.join(", "));
         let sep = line_break_before(ctx, insert, eol);
         return Some(Fix {
@@ -147,9 +160,9 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
 }
 
 /// The plain names in an expression that is a name or a tuple/list of them.
-fn names_in(body: &Body, e: ExprId, out: &mut Vec<Name>) {
+fn names_in(body: &Body, e: ExprId, out: &mut Vec<(Name, ExprId)>) {
     match *body.expr(e) {
-        Expr::Name { name, .. } => out.push(name),
+        Expr::Name { name, .. } => out.push((name, e)),
         Expr::Seq { items, .. } => {
             for i in body.exprs_of(items) {
                 names_in(body, i, out);

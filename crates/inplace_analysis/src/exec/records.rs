@@ -1,0 +1,132 @@
+//! Record classes: a `typing.NamedTuple` subclass or a `@dataclass` without an `__init__` of
+//! its own. Their fields are the annotated names of the class body, in order (a base record's
+//! first); calling the class binds each field, from the arguments by position or keyword, else
+//! from its default. `__post_init__` runs after.
+
+use super::{Args, Code, Interp};
+use crate::domain::*;
+use crate::ir::{ItemId, Name, Stmt};
+use smallvec::smallvec;
+use std::sync::Arc;
+
+/// A field: its name, and the item and expression of its default, if it has one.
+type Field = (Name, Option<(ItemId, crate::ir::ExprId)>);
+
+/// Deepest chain of record base classes followed.
+const MAX_RECORD_BASES: usize = 8;
+
+impl Interp<'_, '_> {
+    /// Bind a new instance's fields from a constructor call, when its class is a record.
+    /// False when it is not one.
+    pub(super) fn init_record(
+        &mut self,
+        obj: ObjId,
+        class: &Arc<ClassObj>,
+        args: &Args,
+        call: crate::ir::Span,
+    ) -> bool {
+        let mut fields = Vec::new();
+        if !self.record_fields(class, &mut fields, 0) {
+            return false;
+        }
+        for (i, (name, default)) in fields.into_iter().enumerate() {
+            let given = args
+                .positional
+                .get(i)
+                .map(|(v, _)| v.clone())
+                .or_else(|| args.keyword(name).map(|(v, ..)| v.clone()));
+            let vals = match (given, default) {
+                (Some(v), _) => v,
+                (None, Some((item, e))) => match self.body_of(item) {
+                    Some(body) => self.eval(Code { body: &body, item }, e),
+                    None => smallvec![UNKNOWN],
+                },
+                (None, None) => smallvec![UNKNOWN],
+            };
+            if let Obj::Module(m) = self.obj_mut(obj) {
+                m.attrs.insert(name, vals);
+            }
+        }
+        let post_init = self.intern("__post_init__");
+        if let Some(post) = self.find_method(class, post_init) {
+            self.inline(post, Some(obj), &Args::default(), call);
+        }
+        true
+    }
+
+    /// The fields of a record class, its record bases' first, added to `out`; false when the
+    /// class is not a record.
+    fn record_fields(&mut self, class: &ClassObj, out: &mut Vec<Field>, depth: usize) -> bool {
+        if depth > MAX_RECORD_BASES {
+            return false;
+        }
+        let mut record = self.is_dataclass(class.loc.item);
+        for b in class.bases.clone() {
+            match self.obj(b) {
+                Obj::Path(p) => record |= self.name(*p).ends_with("NamedTuple"),
+                Obj::Class(k) => {
+                    let k = k.clone();
+                    record |= self.record_fields(&k, out, depth + 1);
+                }
+                _ => {}
+            }
+        }
+        if !record {
+            return false;
+        }
+        for item in self.class_statements(class.loc.item) {
+            let Some(field) = self.field_of(item) else {
+                continue;
+            };
+            // A field declared again (in a subclass) keeps its place and takes the new default.
+            match out.iter_mut().find(|(n, _)| *n == field.0) {
+                Some(old) => *old = field,
+                None => out.push(field),
+            }
+        }
+        true
+    }
+
+    /// A subclass of `typing.NamedTuple` (directly or through the file's classes).
+    pub(super) fn is_named_tuple(&self, class: &ClassObj, depth: usize) -> bool {
+        depth <= MAX_RECORD_BASES
+            && class.bases.iter().any(|b| match self.obj(*b) {
+                Obj::Path(p) => self.name(*p).ends_with("NamedTuple"),
+                Obj::Class(k) => self.is_named_tuple(k, depth + 1),
+                _ => false,
+            })
+    }
+
+    /// A class item decorated with `@dataclass` (`@dataclasses.dataclass(...)`,
+    /// `@pydantic.dataclasses.dataclass`).
+    fn is_dataclass(&self, item: ItemId) -> bool {
+        let Some(it) = self.prog.item(item) else {
+            return false;
+        };
+        let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
+        text.lines()
+            .map(str::trim_start)
+            .take_while(|l| l.starts_with('@'))
+            .any(|l| l.contains("dataclass"))
+    }
+
+    /// `name: T` or `name: T = default` at the top of a class body.
+    fn field_of(&mut self, item: ItemId) -> Option<Field> {
+        let it = self.prog.item(item)?;
+        let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
+        let name_len = text
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(text.len());
+        let rest = text[name_len..].trim_start();
+        if name_len == 0 || !rest.starts_with(':') || rest.starts_with(":=") {
+            return None;
+        }
+        let name = self.intern(&text[..name_len]);
+        let body = self.body_of(item)?;
+        let default = body.stmts_of(body.root).find_map(|s| match *body.stmt(s) {
+            Stmt::Assign { value, .. } => Some((item, value)),
+            _ => None,
+        });
+        Some((name, default))
+    }
+}
