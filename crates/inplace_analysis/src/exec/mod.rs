@@ -8,7 +8,7 @@
 //! Split by concern: [`stmt`] statements and control flow, [`assign`] binding targets,
 //! [`expr`] expressions, [`call`] calls and inlining of the file's functions and classes,
 //! [`torch`] torch functions and builtins, [`tensor`] tensor methods, ops and their saves,
-//! [`module`] `nn` modules, [`records`] `NamedTuple`s and dataclasses, [`optim`] optimizers
+//! [`module`] `nn` modules, [`class_body`] class attributes, `NamedTuple`s and dataclasses, [`optim`] optimizers
 //! and rebinding, [`write`] in-place writes, [`backward`] what a backward reaches.
 
 mod assign;
@@ -19,8 +19,8 @@ mod expr;
 mod imports;
 mod module;
 pub(crate) use module::Container;
+mod class_body;
 mod optim;
-mod records;
 mod stmt;
 mod tensor;
 mod torch;

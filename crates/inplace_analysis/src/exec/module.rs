@@ -369,6 +369,10 @@ impl Interp<'_, '_> {
                 if let Some(def) = self.find_method(&k, meth) {
                     return self.inline(def, Some(m), args, call);
                 }
+                // `self.act_layer(inplace=True)` with `act_layer = nn.ReLU` in the class body.
+                if let Some(v) = self.class_attribute(&k, meth) {
+                    return self.call_one_of(c, e, &v, args);
+                }
             }
         }
         let name = self.name(meth).to_string();

@@ -578,6 +578,10 @@ impl Interp<'_, '_> {
                     }
                     return smallvec![self.alloc(Obj::Bound(o, def))];
                 }
+                let local = m.local.clone();
+                if let Some(v) = local.and_then(|k| self.class_attribute(&k, attr)) {
+                    return v;
+                }
                 if attr == known::TRAINING {
                     return smallvec![OTHER];
                 }
@@ -585,7 +589,13 @@ impl Interp<'_, '_> {
             }
             Obj::Class(k) => match self.find_method(k, attr) {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
-                None => smallvec![self.alloc(Obj::Unknown)],
+                None => {
+                    let k = k.clone();
+                    match self.class_attribute(&k, attr) {
+                        Some(v) => v,
+                        None => smallvec![self.alloc(Obj::Unknown)],
+                    }
+                }
             },
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
             // `x.max(dim=1).values`, `.indices`.

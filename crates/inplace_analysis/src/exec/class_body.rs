@@ -1,3 +1,9 @@
+//! What a class body binds besides its methods (its statement items).
+//!
+//! Class attributes: `expansion = 4`, `act_layer = nn.ReLU` read through an instance
+//! (`self.act_layer(inplace=True)`) or the class, when the instance has no attribute of that
+//! name; the value is evaluated where it is read.
+//!
 //! Record classes: a `typing.NamedTuple` subclass or a `@dataclass` without an `__init__` of
 //! its own. Their fields are the annotated names of the class body, in order (a base record's
 //! first); calling the class binds each field, from the arguments by position or keyword, else
@@ -5,15 +11,15 @@
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{ItemId, Name, Stmt};
+use crate::ir::{Expr, ItemId, Name, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
 /// A field: its name, and the item and expression of its default, if it has one.
 type Field = (Name, Option<(ItemId, crate::ir::ExprId)>);
 
-/// Deepest chain of record base classes followed.
-const MAX_RECORD_BASES: usize = 8;
+/// Deepest chain of base classes followed for fields and class attributes.
+const MAX_BASES: usize = 8;
 
 impl Interp<'_, '_> {
     /// Bind a new instance's fields from a constructor call, when its class is a record.
@@ -57,7 +63,7 @@ impl Interp<'_, '_> {
     /// The fields of a record class, its record bases' first, added to `out`; false when the
     /// class is not a record.
     fn record_fields(&mut self, class: &ClassObj, out: &mut Vec<Field>, depth: usize) -> bool {
-        if depth > MAX_RECORD_BASES {
+        if depth > MAX_BASES {
             return false;
         }
         let mut record = self.is_dataclass(class.loc.item);
@@ -87,9 +93,59 @@ impl Interp<'_, '_> {
         true
     }
 
+    /// `name` bound by the body of a class of the file or of its bases (`k = v`, `k: T = v`):
+    /// its value, evaluated now.
+    pub(super) fn class_attribute(&mut self, class: &ClassObj, name: Name) -> Option<Vals> {
+        self.class_attribute_depth(class, name, 0)
+    }
+
+    fn class_attribute_depth(
+        &mut self,
+        class: &ClassObj,
+        name: Name,
+        depth: usize,
+    ) -> Option<Vals> {
+        let wanted = self.name(name).to_string();
+        for item in self.class_statements(class.loc.item) {
+            let Some(it) = self.prog.item(item) else {
+                continue;
+            };
+            let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
+            let binds = text
+                .strip_prefix(wanted.as_str())
+                .is_some_and(|rest| rest.trim_start().starts_with(['=', ':']));
+            if !binds {
+                continue;
+            }
+            let body = self.body_of(item)?;
+            let value = body.stmts_of(body.root).find_map(|s| match *body.stmt(s) {
+                Stmt::Assign { targets, value } => body
+                    .exprs_of(targets)
+                    .any(|t| matches!(*body.expr(t), Expr::Name { name: n, .. } if n == name))
+                    .then_some(value),
+                _ => None,
+            });
+            if let Some(value) = value {
+                return Some(self.eval(Code { body: &body, item }, value));
+            }
+        }
+        if depth >= MAX_BASES {
+            return None;
+        }
+        for b in class.bases.clone() {
+            if let Obj::Class(k) = self.obj(b) {
+                let k = k.clone();
+                if let Some(v) = self.class_attribute_depth(&k, name, depth + 1) {
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
     /// A subclass of `typing.NamedTuple` (directly or through the file's classes).
     pub(super) fn is_named_tuple(&self, class: &ClassObj, depth: usize) -> bool {
-        depth <= MAX_RECORD_BASES
+        depth <= MAX_BASES
             && class.bases.iter().any(|b| match self.obj(*b) {
                 Obj::Path(p) => self.name(*p).ends_with("NamedTuple"),
                 Obj::Class(k) => self.is_named_tuple(k, depth + 1),
