@@ -347,6 +347,12 @@ impl Interp<'_, '_> {
                     }
                 }
                 Obj::Other | Obj::Str(_) => parts.iter_mut().for_each(|p| p.push(OTHER)),
+                // `h, c = state` of a `NamedTuple`: its fields in order.
+                Obj::Module(_) if let Some(fields) = self.named_tuple_items(*v, n) => {
+                    for (p, f) in parts.iter_mut().zip(fields) {
+                        p.extend(f);
+                    }
+                }
                 _ => {
                     for p in parts.iter_mut() {
                         p.push(self.alloc(Obj::Unknown));

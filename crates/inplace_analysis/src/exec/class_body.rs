@@ -93,6 +93,32 @@ impl Interp<'_, '_> {
         true
     }
 
+    /// The field values of an instance of a `NamedTuple` of `n` fields, in order.
+    pub(super) fn named_tuple_items(&mut self, obj: ObjId, n: usize) -> Option<Vec<Vals>> {
+        let Obj::Module(m) = self.obj(obj) else {
+            return None;
+        };
+        let class = m.local.clone().filter(|k| self.is_named_tuple(k, 0))?;
+        let mut fields = Vec::new();
+        if !self.record_fields(&class, &mut fields, 0) || fields.len() != n {
+            return None;
+        }
+        let Obj::Module(m) = self.obj(obj) else {
+            return None;
+        };
+        Some(
+            fields
+                .iter()
+                .map(|(name, _)| {
+                    m.attrs
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| smallvec![UNKNOWN])
+                })
+                .collect(),
+        )
+    }
+
     /// `name` bound by the body of a class of the file or of its bases (`k = v`, `k: T = v`):
     /// its value, evaluated now.
     pub(super) fn class_attribute(&mut self, class: &ClassObj, name: Name) -> Option<Vals> {
