@@ -227,7 +227,7 @@ impl Interp<'_, '_> {
         stmt: Option<StmtId>,
     ) {
         let base = self.eval(c, object);
-        let (index, _) = self.index_of(c, sub);
+        let (index, key) = self.index_of(c, sub);
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {
@@ -236,6 +236,10 @@ impl Interp<'_, '_> {
                 // dicts are written the same way).
                 Obj::Tensor(t) if index != Index::Key && t.known => tensors.push(b),
                 Obj::Seq(_) => seqs.push(b),
+                // `self.stages["proj"] = nn.Linear(...)` of an `nn.ModuleDict`.
+                Obj::Module(_) if key.is_some() && self.container_of(b).is_some() => {
+                    self.add_named_module(c, target, b, key, vals.clone());
+                }
                 _ => {}
             }
         }

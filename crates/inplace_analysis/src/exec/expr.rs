@@ -676,9 +676,12 @@ impl Interp<'_, '_> {
             }
             _ => return None,
         };
-        let modules = children
-            .iter()
-            .all(|c| matches!(self.obj(*c), Obj::Module(_)));
+        // (Or `(name, layer)` pairs: `for name, layer in self.blocks.items()`.)
+        let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));
+        let modules = children.iter().all(|c| match self.obj(*c) {
+            Obj::Seq(pair) => pair.len() == 2 && matches!(pair[1].as_slice(), [l] if module(*l)),
+            _ => module(*c),
+        });
         (modules && children.len() <= 32).then_some(children)
     }
 }

@@ -120,8 +120,29 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `m.add_module(key, v)`, `m[key] = v` of an `nn.ModuleDict`: `v` is an attribute of
+    /// `m`, and, when `m` is a container, also its next child (children keep insertion order,
+    /// whatever their names: `f"layer{i}"`).
+    pub(super) fn add_named_module(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        key: Option<Name>,
+        v: Vals,
+    ) {
+        if self.container_of(m).is_some() {
+            if let Obj::Module(module) = self.obj_mut(m) {
+                module.children.extend(v.iter().copied());
+            }
+        }
+        if let Some(key) = key {
+            self.set_attribute(c, e, m, key, v, None);
+        }
+    }
+
     /// The container a module is: a torch one, or a class of the file deriving from one.
-    fn container_of(&self, m: ObjId) -> Option<Container> {
+    pub(super) fn container_of(&self, m: ObjId) -> Option<Container> {
         let Obj::Module(module) = self.obj(m) else {
             return None;
         };
@@ -377,6 +398,23 @@ impl Interp<'_, '_> {
         }
         let name = self.name(meth).to_string();
         match name.as_str() {
+            // `for name, layer in self.blocks.items()` of an `nn.ModuleDict`: its layers in
+            // insertion order, each in a slot of its own (a loop runs them one by one).
+            "values" | "items" if self.container_of(m).is_some() => {
+                let children = match self.obj(m) {
+                    Obj::Module(module) => module.children.clone(),
+                    _ => Vec::new(),
+                };
+                let mut slots = Vec::with_capacity(children.len());
+                for child in children {
+                    slots.push(if name == "items" {
+                        smallvec![self.alloc(Obj::Seq(vec![smallvec![OTHER], smallvec![child]]))]
+                    } else {
+                        smallvec![child]
+                    });
+                }
+                smallvec![self.alloc(Obj::Seq(slots))]
+            }
             "parameters" | "named_parameters" => {
                 let mut ps = Vals::new();
                 self.module_params(m, &mut ps, &mut FxHashSet::default());
@@ -417,16 +455,7 @@ impl Interp<'_, '_> {
                         _ => None,
                     };
                     let v = v.clone();
-                    // A container's modules are also its children, in insertion order (whatever
-                    // their names: `f"layer{i}"`).
-                    if self.container_of(m).is_some() {
-                        if let Obj::Module(module) = self.obj_mut(m) {
-                            module.children.extend(v.iter().copied());
-                        }
-                    }
-                    if let Some(key) = key {
-                        self.set_attribute(c, e, m, key, v, None);
-                    }
+                    self.add_named_module(c, e, m, key, v);
                 }
                 smallvec![OTHER]
             }
