@@ -404,15 +404,18 @@ impl<'t> Program<'t> {
         it.parent().map(|p| self.items[p as usize].id)
     }
 
-    /// The methods of a class item: its function items, by name.
-    pub fn class_methods(&self, id: ItemId) -> Vec<(Name, ItemId, MethodRole)> {
-        let Some(item) = self.item(id) else {
-            return Vec::new();
-        };
-        item.children
+    /// The items of a class item's body of one kind, in order.
+    fn class_children(&self, id: ItemId, kind: ItemKind) -> impl Iterator<Item = &Item> {
+        let children = self.item(id).map_or(&[][..], |it| &it.children[..]);
+        children
             .iter()
             .map(|c| &self.items[*c as usize])
-            .filter(|c| c.kind() == ItemKind::Function)
+            .filter(move |c| c.kind() == kind)
+    }
+
+    /// The methods of a class item: its function items, by name.
+    pub fn class_methods(&self, id: ItemId) -> Vec<(Name, ItemId, MethodRole)> {
+        self.class_children(id, ItemKind::Function)
             .filter_map(|c| {
                 let text = &self.text[c.outline.start as usize..c.outline.end as usize];
                 Some((c.name?, c.id, MethodRole::of(text)?))
@@ -422,13 +425,7 @@ impl<'t> Program<'t> {
 
     /// The statement items of a class item's body, in order (a record class's fields).
     pub fn class_statements(&self, id: ItemId) -> Vec<ItemId> {
-        let Some(item) = self.item(id) else {
-            return Vec::new();
-        };
-        item.children
-            .iter()
-            .map(|c| &self.items[*c as usize])
-            .filter(|c| c.kind() == ItemKind::Statement)
+        self.class_children(id, ItemKind::Statement)
             .map(|c| c.id)
             .collect()
     }

@@ -331,8 +331,11 @@ impl Interp<'_, '_> {
             for &attr in &names {
                 let missing = match (self.obj(o), &default) {
                     (Obj::Module(m), Some(_)) => {
-                        let method = m.local.as_ref().and_then(|k| self.find_method(k, attr));
-                        !m.attrs.contains_key(&attr) && method.is_none()
+                        let local = m.local.clone();
+                        let method = local.as_ref().and_then(|k| self.find_method(k, attr));
+                        !m.attrs.contains_key(&attr)
+                            && method.is_none()
+                            && local.is_none_or(|k| self.class_attribute(&k, attr).is_none())
                     }
                     _ => false,
                 };
