@@ -90,15 +90,21 @@ pub(crate) fn inplace_false(
 ) -> Option<Fix> {
     let r = ctx.range(arg)?;
     let text = ctx.slice(r);
-    let at = if text == "True" {
-        0
+    let (at, applicability) = if text == "True" {
+        (0, applicability)
     } else {
         let eq = text.find('=')?;
         let (name, value) = (text[..eq].trim(), text[eq + 1..].trim_start());
-        if name != "inplace" || value != "True" {
+        if name != "inplace" {
             return None;
         }
-        text.len() - 4
+        // `inplace=cfg.inplace_act`: the setting is overridden here, whatever it says.
+        let applicability = if value == "True" {
+            applicability
+        } else {
+            Applicability::Unsafe
+        };
+        (text.len() - value.len(), applicability)
     };
     Some(one(
         "Set `inplace=False`".into(),
