@@ -23,7 +23,9 @@
 //!
 //! **Fix.** `inplace=False` (the default).
 //!
-//! **Fix safety.** *Safe*: the activation computes the same values into new memory.
+//! **Fix safety.** *Safe*: the activation computes the same values into new memory. Where
+//! `inplace` comes from a setting (`inplace=cfg.inplace_act`), replacing it is *unsafe*: the
+//! setting no longer decides.
 
 use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
