@@ -320,7 +320,7 @@ impl Interp<'_, '_> {
         );
         // Record the saves against the real inputs and parameters.
         if !self.grad_enabled || !self.tensor(out).is_some_and(|t| t.grad.is_possible()) {
-            return smallvec![out];
+            return self.layer_result(&class, out);
         }
         let mut new_saves = Saves::new();
         let assumes = self.tensor(out).and_then(|t| t.grad_if);
@@ -344,7 +344,33 @@ impl Interp<'_, '_> {
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {
             self.nodes.get_mut(n).saves.extend(new_saves);
         }
-        smallvec![out]
+        self.layer_result(&class, out)
+    }
+
+    /// What calling a torch layer returns: its output, or a recurrent layer's tuple of the
+    /// output and its states, all made by the one op: `(output, h_n)` of `RNN`/`GRU`,
+    /// `(output, (h_n, c_n))` of `LSTM`, `(h_1, c_1)` of `LSTMCell`.
+    fn layer_result(&mut self, class: &str, out: ObjId) -> Vals {
+        let (with_output, states) = match class {
+            "LSTM" => (true, 2),
+            "GRU" | "RNN" => (true, 1),
+            "LSTMCell" => (false, 1),
+            _ => return smallvec![out],
+        };
+        let Some(t) = self.tensor(out).cloned() else {
+            return smallvec![out];
+        };
+        let mut made: Vec<Vals> = Vec::new();
+        for _ in 0..states {
+            let state = t.sibling(self.heap.len() as ObjId);
+            made.push(smallvec![self.alloc(Obj::Tensor(state))]);
+        }
+        let tuple = match (with_output, made.len()) {
+            (true, 1) => vec![smallvec![out], made.remove(0)],
+            (true, _) => vec![smallvec![out], smallvec![self.alloc(Obj::Seq(made))]],
+            (false, _) => [vec![smallvec![out]], made].concat(),
+        };
+        smallvec![self.alloc(Obj::Seq(tuple))]
     }
 
     /// All parameters of a module and its submodules.
