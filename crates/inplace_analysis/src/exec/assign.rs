@@ -300,15 +300,19 @@ impl Interp<'_, '_> {
             return;
         }
         let through = self.obj_name(c, target);
+        // `outs["a"] += 1`, `feats[i] *= s`: an element read out of a list or dict is written
+        // as a whole (`outs["a"] = outs["a"] + 1` is out of place).
+        let element = Some(c.span(target)).filter(|t| self.element_reads.contains(t));
         // `x[:] += v` takes the view `x[:]` first, then writes it: never `whole`.
-        let kind = if matches!(c.expr(target), Expr::Subscript { .. }) {
+        let kind = if matches!(c.expr(target), Expr::Subscript { .. }) && element.is_none() {
             WriteKind::Subscript { whole: false }
         } else {
             WriteKind::AugAssign
         };
         let spec = WriteSpec::new(kind, span, span)
             .through(through, through)
-            .value(Some(&value));
+            .value(Some(&value))
+            .element(element);
         self.write(&tensors, spec);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         if let Some(name) = op.op_name() {
