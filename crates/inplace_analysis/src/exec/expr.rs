@@ -529,7 +529,7 @@ impl Interp<'_, '_> {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
                     self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
-                    if self.seq_element(&items, index, &mut out) {
+                    if self.seq_element(b, &items, index, &mut out) {
                         return smallvec![UNKNOWN];
                     }
                 }
@@ -553,8 +553,8 @@ impl Interp<'_, '_> {
         out
     }
 
-    /// The element(s) of a container at `index`; true when there are too many to keep.
-    fn seq_element(&mut self, items: &[Vals], index: Index, out: &mut Vals) -> bool {
+    /// The element(s) of container `seq` at `index`; true when there are too many to keep.
+    fn seq_element(&mut self, seq: ObjId, items: &[Vals], index: Index, out: &mut Vals) -> bool {
         let n = items.len() as i64;
         let resolve = |i: i64| {
             if i < 0 {
@@ -581,15 +581,24 @@ impl Interp<'_, '_> {
                 // reaches what autograd saved of it, but as another object, so that different
                 // elements never look like names of one tensor (IP402). At a known position of
                 // a slot that stands for many elements (a comprehension's): a stand-in with the
-                // history but its own memory, since `xs[0]` and `xs[1]` are different tensors.
-                let position = matches!(index, Index::At(_));
+                // history but its own memory, since `xs[0]` and `xs[1]` are different tensors,
+                // and the same one each time `xs[0]` is read.
+                let position = match index {
+                    Index::At(i) => Some(i),
+                    _ => None,
+                };
                 for v in items.iter().flatten() {
                     if out.len() > MAX_VALUES {
                         return true;
                     }
+                    if let Some(&same) = position.and_then(|i| self.elements_at.get(&(seq, i, *v)))
+                    {
+                        out.push(same);
+                        continue;
+                    }
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
-                            let t = if position {
+                            let t = if position.is_some() {
                                 // (Each element of a list of leaves is a leaf.)
                                 TensorObj {
                                     leaf: t.leaf,
@@ -599,7 +608,11 @@ impl Interp<'_, '_> {
                             } else {
                                 t.alias()
                             };
-                            out.push(self.alloc(Obj::Tensor(t)));
+                            let o = self.alloc(Obj::Tensor(t));
+                            if let Some(i) = position {
+                                self.elements_at.insert((seq, i, *v), o);
+                            }
+                            out.push(o);
                         }
                         _ => out.push(*v),
                     }

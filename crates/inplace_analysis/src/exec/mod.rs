@@ -258,6 +258,10 @@ pub(crate) struct Interp<'p, 't> {
     pub data_reads: FxHashMap<Span, DataRead>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
+    /// The element read at a known position of a container's slot that stands for many
+    /// (`xs[0]` of a comprehension's list), by container, position and the slot's value: the
+    /// same tensor each time it is read.
+    pub elements_at: FxHashMap<(ObjId, i64, ObjId), ObjId>,
     pub instances: FxHashMap<ClassLoc, ObjId>,
     /// Imported project modules whose body has run: their globals.
     pub modules: FxHashMap<Name, Arc<Env>>,
@@ -332,6 +336,7 @@ impl<'p, 't> Interp<'p, 't> {
             shapes: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
+            elements_at: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),
