@@ -66,15 +66,11 @@ impl Interp<'_, '_> {
         if depth > MAX_BASES {
             return false;
         }
-        let mut record = self.is_dataclass(class.loc.item);
+        let mut record = self.is_dataclass(class.loc.item) || self.is_named_tuple(class, depth);
         for b in class.bases.clone() {
-            match self.obj(b) {
-                Obj::Path(p) => record |= self.name(*p).ends_with("NamedTuple"),
-                Obj::Class(k) => {
-                    let k = k.clone();
-                    record |= self.record_fields(&k, out, depth + 1);
-                }
-                _ => {}
+            if let Obj::Class(k) = self.obj(b) {
+                let k = k.clone();
+                record |= self.record_fields(&k, out, depth + 1);
             }
         }
         if !record {
@@ -131,15 +127,10 @@ impl Interp<'_, '_> {
         name: Name,
         depth: usize,
     ) -> Option<Vals> {
-        let wanted = self.name(name).to_string();
         for item in self.class_statements(class.loc.item) {
-            let Some(it) = self.prog.item(item) else {
-                continue;
-            };
-            let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
-            let binds = text
-                .strip_prefix(wanted.as_str())
-                .is_some_and(|rest| rest.trim_start().starts_with(['=', ':']));
+            let binds = self
+                .bound_by(item)
+                .is_some_and(|(n, _)| n == self.name(name));
             if !binds {
                 continue;
             }
@@ -192,18 +183,28 @@ impl Interp<'_, '_> {
             .any(|l| l.contains("dataclass"))
     }
 
-    /// `name: T` or `name: T = default` at the top of a class body.
-    fn field_of(&mut self, item: ItemId) -> Option<Field> {
+    /// The name a class-body statement item binds, read off its text (`name = v`: false,
+    /// `name: T` or `name: T = v`: true for annotated), without lowering it.
+    fn bound_by(&self, item: ItemId) -> Option<(&str, bool)> {
         let it = self.prog.item(item)?;
         let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
-        let name_len = text
+        let len = text
             .find(|c: char| !(c.is_alphanumeric() || c == '_'))
             .unwrap_or(text.len());
-        let rest = text[name_len..].trim_start();
-        if name_len == 0 || !rest.starts_with(':') || rest.starts_with(":=") {
+        let rest = text[len..].trim_start();
+        let annotated = rest.starts_with(':') && !rest.starts_with(":=");
+        let assigned = rest.starts_with('=') && !rest.starts_with("==");
+        (len > 0 && (annotated || assigned)).then_some((&text[..len], annotated))
+    }
+
+    /// `name: T` or `name: T = default` at the top of a class body.
+    fn field_of(&mut self, item: ItemId) -> Option<Field> {
+        let (name, annotated) = self.bound_by(item)?;
+        if !annotated {
             return None;
         }
-        let name = self.intern(&text[..name_len]);
+        let name = name.to_string();
+        let name = self.intern(&name);
         let body = self.body_of(item)?;
         let default = body.stmts_of(body.root).find_map(|s| match *body.stmt(s) {
             Stmt::Assign { value, .. } => Some((item, value)),
