@@ -598,6 +598,7 @@ impl Interp<'_, '_> {
                     }
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
+                            let from = t.storage;
                             let t = if position.is_some() {
                                 // (Each element of a list of leaves is a leaf.)
                                 TensorObj {
@@ -611,6 +612,7 @@ impl Interp<'_, '_> {
                             let o = self.alloc(Obj::Tensor(t));
                             if let Some(i) = position {
                                 self.elements_at.insert((seq, i, *v), o);
+                                self.own_element_history(o, from);
                             }
                             out.push(o);
                         }
@@ -620,6 +622,37 @@ impl Interp<'_, '_> {
             }
         }
         false
+    }
+
+    /// The stand-in `o` for one element of a slot whose tensor (memory `from`) stands for
+    /// many: what was saved of the slot is saved of this element too (a write into `xs[0]`
+    /// clobbers the saves `sigmoid` or a loop over `xs` made of it), and the op that made it
+    /// is its own copy, saving this element's memory: a backward through `xs[0]` alone does
+    /// not reach what a write into `xs[1]` clobbers.
+    fn own_element_history(&mut self, o: ObjId, from: ObjId) {
+        if let Some(saves) = self.state.live.get(&from).cloned() {
+            self.state.live.insert(o, saves);
+        }
+        let Some(n) = self.tensor(o).and_then(|t| t.node) else {
+            return;
+        };
+        let node = self.nodes.get(n).clone();
+        let mut saves = SmallVec::<[SaveId; 2]>::new();
+        for s in node.saves {
+            let save = self.saves.get(s).clone();
+            saves.push(if save.storage == from {
+                self.record_save(o, save.output, save.op, save.range, save.assumes)
+            } else {
+                s
+            });
+        }
+        let own = self.nodes.push(GraphNode {
+            saves,
+            parents: node.parents,
+        });
+        if let Some(t) = self.tensor_mut(o) {
+            t.node = Some(own);
+        }
     }
 
     /// What a subscript indexes with, after evaluating its parts, and the key when it is one
