@@ -533,6 +533,15 @@ impl Interp<'_, '_> {
                         return smallvec![UNKNOWN];
                     }
                 }
+                // `self.blocks["conv"]`, `self.blocks[name]` of an `nn.ModuleDict`.
+                Obj::Module(m) if key.is_some_and(|k| m.attrs.contains_key(&k)) => {
+                    out.extend(
+                        key.and_then(|k| m.attrs.get(&k))
+                            .into_iter()
+                            .flatten()
+                            .copied(),
+                    );
+                }
                 Obj::Module(m) if !m.children.is_empty() => {
                     let ch = m.children.clone();
                     match index {
@@ -723,6 +732,10 @@ impl Interp<'_, '_> {
             _ => return None,
         };
         // (Or `(name, layer)` pairs: `for name, layer in self.blocks.items()`.)
+        // (Or known strings: the keys of an `nn.ModuleDict`, `for k in ("conv", "act")`.)
+        if children.iter().all(|c| self.exact_str(*c).is_some()) {
+            return (children.len() <= 32).then_some(children);
+        }
         let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));
         let modules = children.iter().all(|c| match self.obj(*c) {
             Obj::Seq(pair) => pair.len() == 2 && matches!(pair[1].as_slice(), [l] if module(*l)),

@@ -49,6 +49,10 @@ impl Interp<'_, '_> {
             "Sequential" | "ModuleList" | "ModuleDict" | "ParameterList" | "ParameterDict" => {
                 let kind = Container::of(class).unwrap_or(Container::Holder);
                 children = self.container_children(kind, args);
+                // `nn.ModuleDict({"conv": ..., "act": ...})`: each layer under its key.
+                if let Some(([d], _)) = args.positional.first().map(|(v, n)| (v.as_slice(), n)) {
+                    attrs = self.keyed_slots(*d);
+                }
             }
             _ => {
                 let params: Vec<String> = match ops::table().module(class) {
@@ -139,6 +143,51 @@ impl Interp<'_, '_> {
         if let Some(key) = key {
             self.set_attribute(c, e, m, key, v, None);
         }
+    }
+
+    /// The entries of a dict whose keys are all known strings, by key.
+    fn keyed_slots(&self, d: ObjId) -> FxHashMap<Name, Vals> {
+        let (Some(keys), Obj::Seq(slots)) = (self.dict_keys.get(&d), self.obj(d)) else {
+            return FxHashMap::default();
+        };
+        keys.iter()
+            .zip(slots)
+            .filter_map(|(k, v)| Some((k.as_ref()?.0, v.clone())))
+            .collect()
+    }
+
+    /// The keys of an `nn.ModuleDict` (or `nn.ParameterDict`) in insertion order, when each of
+    /// its children was added under a known one: what iterating it or `.keys()` gives.
+    pub(super) fn module_dict_keys(&self, m: ObjId) -> Option<Vec<Name>> {
+        let Obj::Module(module) = self.obj(m) else {
+            return None;
+        };
+        if self.container_of(m) != Some(Container::Holder) || module.children.is_empty() {
+            return None;
+        }
+        module
+            .children
+            .iter()
+            .map(|child| {
+                module
+                    .attrs
+                    .iter()
+                    .filter(|(_, v)| v.as_slice() == [*child])
+                    .map(|(k, _)| *k)
+                    .min()
+            })
+            .collect()
+    }
+
+    /// A keyed `nn.ModuleDict`'s keys as a list of strings, one slot each (a loop over it runs
+    /// each key in turn).
+    pub(super) fn module_dict_key_list(&mut self, m: ObjId) -> Option<ObjId> {
+        let keys = self.module_dict_keys(m)?;
+        let slots = keys
+            .into_iter()
+            .map(|k| smallvec![self.alloc(Obj::Str(k))])
+            .collect();
+        Some(self.alloc(Obj::Seq(slots)))
     }
 
     /// The container a module is: a torch one, or a class of the file deriving from one.
@@ -441,6 +490,10 @@ impl Interp<'_, '_> {
                 }
                 smallvec![self.alloc(Obj::Seq(slots))]
             }
+            "keys" if self.container_of(m).is_some() => match self.module_dict_key_list(m) {
+                Some(keys) => smallvec![keys],
+                None => smallvec![OTHER],
+            },
             "parameters" | "named_parameters" => {
                 let mut ps = Vals::new();
                 self.module_params(m, &mut ps, &mut FxHashSet::default());

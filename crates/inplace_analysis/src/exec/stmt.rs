@@ -275,6 +275,12 @@ impl Interp<'_, '_> {
             (Some(iter), None) => self.eval(c, iter),
             (None, None) => smallvec![UNKNOWN],
         };
+        // Iterating an `nn.ModuleDict` gives its keys.
+        if let [m] = iter.as_slice() {
+            if let Some(keys) = self.module_dict_key_list(*m) {
+                iter = smallvec![keys];
+            }
+        }
         if let Some((_, start)) = enumerated {
             // `for i, block in enumerate(self.blocks)`: each child with its position.
             if let Some(children) = self.unrollable(&iter) {
