@@ -61,6 +61,10 @@ pub(crate) struct Write {
     /// Every tensor written is a leaf that requires grad (a parameter) or a view of one: a copy
     /// would not be what the module and the optimizer hold.
     pub into_leaf: bool,
+    /// The written tensor is a field of a tuple-like record (`state.h` of a `namedtuple` or a
+    /// `NamedTuple`), which cannot be assigned: a rewrite replaces the record
+    /// (`state = state._replace(h=...)`).
+    pub record_field: bool,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -122,6 +122,10 @@ impl Walk<'_, '_> {
                 }
             }
             Obj::Path(p) => self.put((3u8, *p)),
+            Obj::Record(fields) => {
+                let fields: Vec<Name> = fields.to_vec();
+                self.put((15u8, fields));
+            }
             Obj::Module(m) => {
                 self.put((4u8, m.class, m.local.as_ref().map(|k| k.loc)));
                 self.put(m.inplace.map(|i| (i.arg, i.call)));

@@ -193,6 +193,9 @@ pub(crate) enum Obj {
     },
     /// A list, tuple or dict (its values), in order.
     Seq(Vec<Vals>),
+    /// A record type made by a call (`collections.namedtuple("State", "h c")`): calling it
+    /// makes a tuple whose slots its field names also name.
+    Record(Arc<[Name]>),
     /// `model.parameters()` and friends.
     Params {
         owners: Vals,

@@ -270,7 +270,8 @@ impl Interp<'_, '_> {
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .through(through, through)
                 .value(Some(&vals))
-                .element(element);
+                .element(element)
+                .field(self.field_read(c.span(object)));
             self.write(&tensors, spec);
         }
     }
@@ -312,7 +313,8 @@ impl Interp<'_, '_> {
         let spec = WriteSpec::new(kind, span, span)
             .through(through, through)
             .value(Some(&value))
-            .element(element);
+            .element(element)
+            .field(self.field_read(c.span(target)));
         self.write(&tensors, spec);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         if let Some(name) = op.op_name() {

@@ -172,6 +172,10 @@ impl Interp<'_, '_> {
                 smallvec![self.instantiate(&k, args, call)]
             }
             Obj::Module(_) => self.call_module(c, e, callee, args),
+            Obj::Record(fields) => {
+                let fields = fields.clone();
+                smallvec![self.new_record(&fields, args, call)]
+            }
             Obj::Partial {
                 func,
                 positional,

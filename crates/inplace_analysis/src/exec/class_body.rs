@@ -8,10 +8,14 @@
 //! its own. Their fields are the annotated names of the class body, in order (a base record's
 //! first); calling the class binds each field, from the arguments by position or keyword, else
 //! from its default. `__post_init__` runs after.
+//!
+//! Record types made by a call (`collections.namedtuple("State", ["h", "c"])`,
+//! `typing.NamedTuple("State", [("h", Tensor), ...])`): an instance is a tuple whose slots
+//! the field names also name (`state.h`, `state[0]`, `h, c = state`).
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{Expr, ItemId, Name, Stmt};
+use crate::ir::{Expr, ItemId, Name, Span, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -211,5 +215,61 @@ impl Interp<'_, '_> {
             _ => None,
         });
         Some((name, default))
+    }
+
+    /// The field names a `namedtuple(name, fields)` call gives: a string of names separated
+    /// by commas or spaces, or a list of names (or of `(name, type)` pairs).
+    pub(super) fn record_fields_given(&mut self, args: &Args) -> Option<Vec<Name>> {
+        let keyword = ["field_names", "fields"].into_iter().find_map(|k| {
+            let k = self.intern(k);
+            args.keyword(k).map(|(v, ..)| v.clone())
+        });
+        let given = args.positional.get(1).map(|(v, _)| v.clone()).or(keyword)?;
+        if let Some(text) = self.one_exact_str(&given) {
+            let text = self.name(text).to_string();
+            let names: Vec<Name> = text
+                .split(|ch: char| ch == ',' || ch.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .map(|s| self.intern(s))
+                .collect();
+            return (!names.is_empty()).then_some(names);
+        }
+        let [seq] = given.as_slice() else {
+            return None;
+        };
+        let Obj::Seq(slots) = self.obj(*seq) else {
+            return None;
+        };
+        slots
+            .clone()
+            .iter()
+            .map(|slot| match slot.as_slice() {
+                [one] => self.exact_str(*one).or_else(|| match self.obj(*one) {
+                    Obj::Seq(pair) => pair.first().and_then(|n| self.one_exact_str(n)),
+                    _ => None,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An instance of a record type made by a call: its fields from the arguments, by
+    /// position or keyword (unknown when not given).
+    pub(super) fn new_record(&mut self, fields: &[Name], args: &Args, call: Span) -> ObjId {
+        let slots: Vec<Vals> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                args.positional
+                    .get(i)
+                    .map(|(v, _)| v.clone())
+                    .or_else(|| args.keyword(*name).map(|(v, ..)| v.clone()))
+                    .unwrap_or_else(|| smallvec![UNKNOWN])
+            })
+            .collect();
+        let record = self.alloc(Obj::Seq(slots));
+        let keys = fields.iter().map(|n| Some((*n, call))).collect();
+        self.dict_keys.insert(record, keys);
+        record
     }
 }

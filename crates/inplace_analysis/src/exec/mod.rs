@@ -276,6 +276,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
+    /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
+    pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
     /// variable (decided once: a scan of the body's expressions).
     pub position_bodies: FxHashMap<Span, bool>,
@@ -343,6 +345,7 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
+            field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),
             assumed: Vec::new(),

@@ -104,6 +104,7 @@ impl Interp<'_, '_> {
                 .through(through, keep)
                 .value(value.as_ref())
                 .element(element)
+                .field(self.field_read(c.span(recv_expr)))
                 .call(e);
             self.write(recv, spec);
             self.inplace_saves_by_name(recv, base, value.as_ref(), call);
@@ -562,6 +563,9 @@ impl Interp<'_, '_> {
             }
             Obj::Module(m) => {
                 if let Some(v) = m.attrs.get(&attr).cloned() {
+                    if m.local.as_ref().is_some_and(|k| self.is_named_tuple(k, 0)) {
+                        self.field_reads.insert(range);
+                    }
                     if self.getitem_self == Some(o) {
                         self.remember_stored(&v, attr, range);
                     }
@@ -598,6 +602,13 @@ impl Interp<'_, '_> {
                 }
             },
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
+            // `state.h` of a `namedtuple`.
+            Obj::Seq(items) if self.key_slot(o, attr).flatten().is_some() => {
+                let at = self.key_slot(o, attr).flatten().unwrap_or_default();
+                let v = items[at].clone();
+                self.field_reads.insert(range);
+                v
+            }
             // `x.max(dim=1).values`, `.indices`.
             Obj::Seq(items)
                 if items.len() == 2 && matches!(self.name(attr), "values" | "indices") =>

@@ -67,6 +67,11 @@ impl Interp<'_, '_> {
             };
             return smallvec![self.alloc(partial)];
         }
+        if matches!(p.as_str(), "collections.namedtuple" | "typing.NamedTuple") {
+            if let Some(fields) = self.record_fields_given(args) {
+                return smallvec![self.alloc(Obj::Record(fields.into()))];
+            }
+        }
         if !p.starts_with("torch") {
             return self.opaque_call(args, call);
         }

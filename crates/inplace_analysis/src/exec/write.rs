@@ -23,6 +23,8 @@ pub(crate) struct WriteSpec<'v> {
     pub checks_leaf: bool,
     /// The receiver, when it is an element read out of a list or dict.
     pub element: Option<Span>,
+    /// The receiver, when it is read as a field of a tuple-like record.
+    pub field: Option<Span>,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -37,10 +39,15 @@ impl<'v> WriteSpec<'v> {
             value: None,
             checks_leaf: true,
             element: None,
+            field: None,
         }
     }
     pub fn element(mut self, e: Option<Span>) -> Self {
         self.element = e;
+        self
+    }
+    pub fn field(mut self, f: Option<Span>) -> Self {
+        self.field = f;
         self
     }
     pub fn through(mut self, through: Option<Name>, keep: Option<Name>) -> Self {
@@ -63,6 +70,11 @@ impl<'v> WriteSpec<'v> {
 }
 
 impl Interp<'_, '_> {
+    /// `receiver` when it was read as a field of a tuple-like record.
+    pub(super) fn field_read(&self, receiver: Span) -> Option<Span> {
+        Some(receiver).filter(|r| self.field_reads.contains(r))
+    }
+
     /// An in-place write into `targets`.
     pub fn write(&mut self, targets: &Vals, w: WriteSpec<'_>) -> WriteId {
         self.steps += targets.len() as u64;
@@ -90,6 +102,7 @@ impl Interp<'_, '_> {
             under_no_grad: !self.grad_enabled,
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
+            record_field: w.field.is_some(),
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;

@@ -27,7 +27,8 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     if let Some(fix) = copy_detached(ctx, w) {
         return Some(fix);
     }
-    if w.into_leaf {
+    // `state.h = state.h.clone()` of a record's field raises `AttributeError`.
+    if w.into_leaf || w.record_field {
         // `p = p.clone()` of a parameter: not a parameter any more (a module refuses it, an
         // optimizer keeps updating the old one).
         return None;

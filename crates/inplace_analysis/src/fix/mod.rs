@@ -130,6 +130,15 @@ fn op_text(op: BinOp) -> Option<&'static str> {
     })
 }
 
+/// `target = value`; for a field of a tuple-like record (`state.h`, which cannot be assigned)
+/// the record replaced: `state = state._replace(h=value)`.
+fn assignment(target: &str, value: &str, record_field: bool) -> String {
+    match target.rsplit_once('.').filter(|_| record_field) {
+        Some((record, field)) => format!("{record} = {record}._replace({field}={value})"),
+        None => format!("{target} = {value}"),
+    }
+}
+
 /// A single edit as a fix.
 fn one(title: String, applicability: Applicability, range: TextRange, content: String) -> Fix {
     Fix {

@@ -6,6 +6,7 @@ use super::*;
 pub(crate) fn aug_assign_out_of_place(
     ctx: &RenderCtx<'_>,
     s: StmtRef,
+    record_field: bool,
     applicability: Applicability,
 ) -> Option<Fix> {
     let body = ctx.body(s.item)?;
@@ -23,7 +24,7 @@ pub(crate) fn aug_assign_out_of_place(
     } else {
         format!("({r})")
     };
-    let new = format!("{l} = {l} {} {r}", op_text(op)?);
+    let new = assignment(l, &format!("{l} {} {r}", op_text(op)?), record_field);
     rewrite_statement(ctx, s, &body, new, applicability)
 }
 
@@ -36,6 +37,7 @@ pub(crate) fn call_out_of_place(
     call: ExprId,
     name: Name,
     method: bool,
+    record_field: bool,
     applicability: Applicability,
 ) -> Option<Fix> {
     let base = ctx.name(name).strip_suffix('_')?.to_string();
@@ -69,7 +71,7 @@ pub(crate) fn call_out_of_place(
             let t = ctx.text(span(target));
             let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
             let arg_text = ctx.text(Span::new(s.item, a.span));
-            let new = format!("{t} = {prefix}{base}{arg_text}");
+            let new = assignment(t, &format!("{prefix}{base}{arg_text}"), record_field);
             rewrite_statement(ctx, s, &body, new, applicability)
         }
         Stmt::Assign { value: v, .. } | Stmt::Return(v) if v == call => Some(one(

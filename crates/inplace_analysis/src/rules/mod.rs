@@ -214,13 +214,31 @@ pub(crate) fn out_of_place(
     } else {
         match w.kind {
             WriteKind::AugAssign => {
-                crate::fix::aug_assign_out_of_place(ctx, w.stmt?, applicability)
+                crate::fix::aug_assign_out_of_place(ctx, w.stmt?, w.record_field, applicability)
             }
             WriteKind::Method(name) => {
-                crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, true, applicability)
+                let (s, call) = (w.stmt?, w.call?);
+                crate::fix::call_out_of_place(
+                    ctx,
+                    s,
+                    call,
+                    name,
+                    true,
+                    w.record_field,
+                    applicability,
+                )
             }
             WriteKind::TorchFn(name) => {
-                crate::fix::call_out_of_place(ctx, w.stmt?, w.call?, name, false, applicability)
+                let (s, call) = (w.stmt?, w.call?);
+                crate::fix::call_out_of_place(
+                    ctx,
+                    s,
+                    call,
+                    name,
+                    false,
+                    w.record_field,
+                    applicability,
+                )
             }
             _ => None,
         }
