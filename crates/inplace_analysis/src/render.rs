@@ -106,6 +106,7 @@ impl<'a> RenderCtx<'a> {
             }
             .to_string(),
             OpLabel::Inplace(n) => format!("{}_", self.name(n)),
+            OpLabel::Function(n) => format!("{}.apply", self.name(n)),
             OpLabel::Module { origin, class } => {
                 let text = self.text(origin);
                 if !text.is_empty() && text.len() <= 48 && !text.contains('\n') {

@@ -30,6 +30,8 @@ pub(crate) enum OpLabel {
     Module { origin: Span, class: Name },
     /// `-` (negation)
     Static(&'static str),
+    /// A custom `torch.autograd.Function` subclass's `apply`, by the class's name.
+    Function(Name),
 }
 
 #[derive(Debug, Clone)]

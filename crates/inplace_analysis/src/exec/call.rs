@@ -48,6 +48,10 @@ impl Interp<'_, '_> {
                     Obj::Params { .. } => smallvec![r],
                     Obj::Class(k) => match self.find_method(&k.clone(), attr) {
                         Some(def) => self.inline(def, None, &a, call),
+                        None if attr == known::APPLY && self.is_autograd_function(k, 0) => {
+                            let k = k.clone();
+                            self.apply_function(&k, &a, call)
+                        }
                         None => self.opaque_call(&a, call),
                     },
                     Obj::GradCtx(_) => smallvec![r],
@@ -165,6 +169,13 @@ impl Interp<'_, '_> {
             }
             Obj::Bound(s, def) => {
                 let (s, def) = (*s, *def);
+                // `relu = MyReLU.apply` (see `attribute_of`): the custom function's `apply`.
+                if let Obj::Class(k) = self.obj(s) {
+                    if self.is_autograd_function(k, 0) {
+                        let k = k.clone();
+                        return self.apply_function(&k, args, call);
+                    }
+                }
                 self.inline(def, Some(s), args, call)
             }
             Obj::Class(k) => {

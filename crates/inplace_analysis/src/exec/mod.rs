@@ -16,6 +16,7 @@ mod backward;
 mod branch_attrs;
 mod call;
 mod expr;
+mod function;
 mod imports;
 mod module;
 pub(crate) use module::Container;

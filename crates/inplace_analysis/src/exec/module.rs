@@ -458,6 +458,10 @@ impl Interp<'_, '_> {
     ) -> Vals {
         let call = c.span(e);
         if let Obj::Module(module) = self.obj(m) {
+            if module.class == known::FUNCTION_CTX && meth == known::SAVE_FOR_BACKWARD {
+                self.save_for_backward(m, args);
+                return smallvec![OTHER];
+            }
             if let Some(v) = module.attrs.get(&meth).cloned() {
                 return self.call_one_of(c, e, &v, args);
             }

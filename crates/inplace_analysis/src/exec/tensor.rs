@@ -593,6 +593,13 @@ impl Interp<'_, '_> {
             }
             Obj::Class(k) => match self.find_method(k, attr) {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
+                // `relu = MyReLU.apply`: bound to its class, applied when called.
+                None if attr == known::APPLY && self.is_autograd_function(k, 0) => {
+                    match self.find_method(k, known::FORWARD) {
+                        Some(forward) => smallvec![self.alloc(Obj::Bound(o, forward))],
+                        None => smallvec![self.alloc(Obj::Unknown)],
+                    }
+                }
                 None => {
                     let k = k.clone();
                     match self.class_attribute(&k, attr) {

@@ -69,6 +69,10 @@ known! {
     TARGET = "target",
     EXPONENT = "exponent",
     VEC = "vec",
+    APPLY = "apply",
+    SAVE_FOR_BACKWARD = "save_for_backward",
+    SAVED_TENSORS = "saved_tensors",
+    FUNCTION_CTX = "FunctionCtx",
     EMPTY = "",
 }
 

@@ -1,0 +1,121 @@
+//! Custom autograd functions: `F.apply(*args)` of a `torch.autograd.Function` subclass.
+//!
+//! Its `forward(ctx, *args)` runs without grad, as torch runs it; the tensors it gives
+//! `ctx.save_for_backward` are saved by the op `apply` makes, and torch checks their versions
+//! when the backward runs like any built-in op's saves. The results get that op as their
+//! history, over the history of every tensor argument.
+
+use super::*;
+use crate::domain::graph::OpLabel;
+
+/// Deepest chain of base classes followed to find `torch.autograd.Function`.
+const MAX_BASES: usize = 8;
+
+impl Interp<'_, '_> {
+    /// Whether a class of the file derives from `torch.autograd.Function`.
+    pub(super) fn is_autograd_function(&self, class: &ClassObj, depth: usize) -> bool {
+        depth <= MAX_BASES
+            && class.bases.iter().any(|b| match self.obj(*b) {
+                Obj::Path(p) => {
+                    let p = self.name(*p);
+                    p.starts_with("torch.autograd") && p.ends_with("Function")
+                }
+                Obj::Class(k) => self.is_autograd_function(k, depth + 1),
+                _ => false,
+            })
+    }
+
+    /// `F.apply(*args)`: `forward` run without grad on a fresh `ctx`; its results get the op's
+    /// history and saves.
+    pub(super) fn apply_function(&mut self, class: &ClassObj, args: &Args, call: Span) -> Vals {
+        let Some(forward) = self.find_method(class, known::FORWARD) else {
+            return self.opaque_call(args, call);
+        };
+        let ctx = self.alloc(Obj::Module(Box::new(ModuleObj {
+            class: known::FUNCTION_CTX,
+            local: None,
+            inplace: None,
+            attrs: FxHashMap::default(),
+            children: Vec::new(),
+            origin: call,
+            hooks: Vec::new(),
+        })));
+        let mut full = args.clone();
+        full.positional.insert(0, (smallvec![ctx], None));
+        let grad_was = std::mem::replace(&mut self.grad_enabled, false);
+        let results = self.inline(forward, None, &full, call);
+        self.grad_enabled = grad_was;
+        let saved = match self.obj(ctx) {
+            Obj::Module(m) => m.attrs.get(&known::SAVED_TENSORS).cloned(),
+            _ => None,
+        };
+        let mut saved_flat = Vals::new();
+        self.flatten(
+            &saved.unwrap_or_default(),
+            &mut saved_flat,
+            &mut FxHashSet::default(),
+        );
+        let mut inputs = Vals::new();
+        for v in args.all_values() {
+            self.flatten(v, &mut inputs, &mut FxHashSet::default());
+        }
+        inputs.retain(|v| self.tensor(*v).is_some());
+        let mut outputs = Vals::new();
+        self.flatten(&results, &mut outputs, &mut FxHashSet::default());
+        outputs.retain(|v| self.tensor(*v).is_some());
+        // The op: no saves yet, the arguments' history below it.
+        let label = OpLabel::Function(class.name);
+        let op = self.derive(
+            &[inputs.clone()],
+            call,
+            Default::default(),
+            Some(label),
+            true,
+        );
+        let Some(node) = self.tensor(op).and_then(|t| t.node) else {
+            // No argument may require grad (or grad is off): no history to give.
+            return results;
+        };
+        let (grad, assumes) = self
+            .tensor(op)
+            .map_or((Tri::No, None), |t| (t.grad, t.grad_if));
+        let input_storages: SmallVec<[ObjId; 4]> = inputs
+            .iter()
+            .filter_map(|v| self.tensor(*v).map(|t| t.storage))
+            .collect();
+        // Each result made inside `forward` takes the op's history; one that is an argument
+        // passed through is that argument (torch makes it a view; its history stays).
+        for o in &outputs {
+            let fresh = self
+                .tensor(*o)
+                .is_some_and(|t| !input_storages.contains(&t.storage));
+            if let (true, Some(t)) = (fresh, self.tensor_mut(*o)) {
+                t.node = Some(node);
+                t.grad = grad;
+                t.grad_if = assumes;
+            }
+        }
+        let output_storages: SmallVec<[ObjId; 4]> = outputs
+            .iter()
+            .filter_map(|v| self.tensor(*v).map(|t| t.storage))
+            .collect();
+        for s in saved_flat {
+            let Some(storage) = self.tensor(s).map(|t| t.storage) else {
+                continue;
+            };
+            let output = output_storages.contains(&storage);
+            let id = self.record_save(storage, output, label, call, assumes);
+            self.nodes.get_mut(node).saves.push(id);
+        }
+        results
+    }
+
+    /// `ctx.save_for_backward(*tensors)` inside a custom function's `forward`.
+    pub(super) fn save_for_backward(&mut self, ctx: ObjId, args: &Args) {
+        let saved: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let seq = self.alloc(Obj::Seq(saved));
+        if let Obj::Module(m) = self.obj_mut(ctx) {
+            m.attrs.insert(known::SAVED_TENSORS, smallvec![seq]);
+        }
+    }
+}
