@@ -33,6 +33,9 @@ pub(crate) enum WriteKind {
     DataAssign,
     /// `nn.init.normal_(w)`
     Init(Name),
+    /// An `nn.Embedding(..., max_norm=...)` called: it renormalises the rows it looks up in
+    /// its weight, in place (under no grad).
+    Renorm,
 }
 
 /// An in-place write.

@@ -189,6 +189,10 @@ pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedia
 /// after the call makes `backward()` raise; the `*Cell` modules do not).
 pub const SAVES_WEIGHTS_ALWAYS: &[&str] = &["RNN", "LSTM", "GRU"];
 
+/// Modules whose input is indices, which never require grad: their weights are never saved
+/// for an input's gradient (an embedding's backward reads the indices only).
+pub const INDEX_INPUT: &[&str] = &["Embedding", "EmbeddingBag"];
+
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 

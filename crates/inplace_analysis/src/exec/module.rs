@@ -65,6 +65,17 @@ impl Interp<'_, '_> {
                     let kw = self.intern(kw);
                     self.keyword_false(args, kw)
                 };
+                // `nn.Embedding(n, d, max_norm=1.0)` (or the fourth positional argument):
+                // each call renormalises the rows it looks up, in place.
+                if matches!(class, "Embedding" | "EmbeddingBag") {
+                    let given = args
+                        .keyword(known::MAX_NORM)
+                        .map(|(v, ..)| v.clone())
+                        .or_else(|| args.positional.get(3).map(|(v, _)| v.clone()));
+                    if given.is_some_and(|v| !v.is_empty() && !v.contains(&NONE)) {
+                        attrs.insert(known::MAX_NORM, smallvec![OTHER]);
+                    }
+                }
                 let no_bias = off("bias");
                 let no_affine = off("affine") || off("elementwise_affine");
                 for p in params {
@@ -337,6 +348,14 @@ impl Interp<'_, '_> {
             }
             return input;
         }
+        if module.attrs.contains_key(&known::MAX_NORM) {
+            if let Some(weight) = module.attrs.get(&known::WEIGHT).cloned() {
+                let spec = WriteSpec::new(WriteKind::Renorm, call, call)
+                    .no_leaf_check()
+                    .call(e);
+                self.write(&weight, spec);
+            }
+        }
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
         let (saves_result, saves_input) = spec.map_or((false, false), |s| (s.result, s.input));
@@ -353,7 +372,8 @@ impl Interp<'_, '_> {
         }
         // The weights are saved for the inputs' gradients: when any input carries grad, and
         // always in a whole-sequence RNN, whose steps feed each other (measured with torch).
-        let input_grad = self.arg_kind(&inputs) == ArgKind::Grad
+        let input_grad = (self.arg_kind(&inputs) == ArgKind::Grad
+            && !ops::INDEX_INPUT.contains(&class.as_str()))
             || ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str());
         let grad_params: Vals = if self.grad_enabled {
             params.clone()

@@ -157,7 +157,7 @@ impl Interp<'_, '_> {
             }
             // IP402: other names bound to this very object now see the new value (an optimizer
             // step is meant to be seen).
-            if tt.known && single && w.kind != WriteKind::Step {
+            if tt.known && single && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
                 self.mark_stale(*t, wid, w.keep);
                 self.check_stored_write(wid, tt.storage);
             }

@@ -201,3 +201,43 @@ fn outermost_no_grad(ctx: &RenderCtx<'_>, body: &Body, item: ItemId, stmt: Rel) 
         })
         .max_by_key(|r| r.end - r.start)
 }
+
+/// A lookup of an `nn.Embedding` with `max_norm` (`self.emb(ids)`) renormalises the weight an
+/// op saved (`h @ self.emb.weight.t()`): that op reads a copy, `self.emb.weight.clone()` (the
+/// fix the `nn.Embedding` documentation gives). Gradients still flow into the weight.
+pub(crate) fn clone_renormalised_weight(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    saved_at: Span,
+) -> Option<Fix> {
+    let (s, call) = (w.stmt?, w.call?);
+    let Expr::Call { func, .. } = *ctx.body(s.item)?.expr(call) else {
+        return None;
+    };
+    let module = ctx.text(Span::new(s.item, ctx.body(s.item)?.expr_span(func)));
+    let body = ctx.body(saved_at.item)?;
+    let reads: Vec<ExprId> = (0..body.exprs.len())
+        .map(|i| ExprId(i as u32))
+        .filter(|e| saved_at.rel.contains(body.expr_span(*e)))
+        .filter(|e| match *body.expr(*e) {
+            Expr::Attr { value, attr, .. } => {
+                ctx.name(attr) == "weight"
+                    && ctx.text(Span::new(saved_at.item, body.expr_span(value))) == module
+            }
+            _ => false,
+        })
+        .collect();
+    let mut edits = Vec::new();
+    for e in &reads {
+        let r = ctx.range(Span::new(saved_at.item, body.expr_span(*e)))?;
+        edits.push(Edit {
+            range: TextRange::new(r.end, r.end),
+            content: ".clone()".into(),
+        });
+    }
+    (!edits.is_empty()).then(|| Fix {
+        title: format!("Let the op read a copy: `{module}.weight.clone()`"),
+        applicability: Applicability::Safe,
+        edits,
+    })
+}

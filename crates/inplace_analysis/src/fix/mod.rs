@@ -11,7 +11,9 @@ mod no_grad;
 mod out_of_place;
 mod reorder;
 
-pub(crate) use copy::{clone_before, clone_reads_in_value, copy_detached, insert_clone};
+pub(crate) use copy::{
+    clone_before, clone_reads_in_value, clone_renormalised_weight, copy_detached, insert_clone,
+};
 pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, inplace_false, straight_through,

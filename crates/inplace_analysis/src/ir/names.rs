@@ -70,6 +70,7 @@ known! {
     EXPONENT = "exponent",
     VEC = "vec",
     APPLY = "apply",
+    MAX_NORM = "max_norm",
     SAVE_FOR_BACKWARD = "save_for_backward",
     SAVED_TENSORS = "saved_tensors",
     FUNCTION_CTX = "FunctionCtx",

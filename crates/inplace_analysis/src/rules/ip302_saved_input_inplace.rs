@@ -6,7 +6,10 @@
 //! `gelu`, `silu`, `elu`, `leaky_relu`, `t ** 2`, `clamp`, `prod`, `max`, and every product of
 //! two tensors that need grad (`a * b`, `a / b`, `a @ b`, `matmul`, `linear`, `conv*`); a layer
 //! (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`) saves its input and its weight.
-//! `t * 2`, `t + 1`, `sum`, `mean`, `cat` save nothing.
+//! `t * 2`, `t + 1`, `sum`, `mean`, `cat` save nothing. Writes are every in-place op, and two
+//! that do not look like one: a call of an `nn.Embedding(..., max_norm=...)`, which
+//! renormalises in its weight the rows it looks up, and a custom `torch.autograd.Function`'s
+//! `ctx.save_for_backward(x)` makes its `apply` an op that saved `x`.
 //!
 //! **Why it breaks.** The saved input's version moved between forward and backward (form ③).
 //!
@@ -24,7 +27,9 @@
 //! ```
 //!
 //! **Fix.** Write out of place (`h = h + 1`), or, as IP301 does where no one-line rewrite
-//! exists, write into a copy made on the line before (`h = h.clone()`).
+//! exists, write into a copy made on the line before (`h = h.clone()`). For an embedding's
+//! `max_norm`, the op that saved its weight reads a copy (`emb.weight.clone() @ W.t()`, the fix
+//! of the `nn.Embedding` documentation; safe).
 //!
 //! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor; a copy is
 //! *unsafe*.
@@ -66,8 +71,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: form3_severity(save),
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into a tensor that `{}` ({}) saved as an input for its backward; {}",
+            "`{}` {} a tensor that `{}` ({}) saved as an input for its backward; {}",
             ctx.snippet(w.site),
+            match w.kind {
+                WriteKind::Renorm => {
+                    "renormalises in place (`max_norm`) the embedding rows it looks up, in"
+                }
+                _ => "writes in place into",
+            },
             ctx.op(save.op),
             ctx.line(save.range),
             trigger_clause(ctx, &t, save)
@@ -75,6 +86,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related: form3_related(ctx, w, save, &t),
         // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.
         fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
+            .or_else(|| crate::fix::clone_renormalised_weight(ctx, w, save.range))
             .or_else(|| out_of_place(ctx, w, applicability))
             .or_else(|| crate::fix::parameter_write_after(ctx, w, &t)),
     })

@@ -215,6 +215,8 @@ static SPECIAL: LazyLock<FxHashMap<u64, (&'static str, Special)>> = LazyLock::ne
     let mut m = FxHashMap::default();
     let words = [
         ("inplace", Special::Inplace),
+        // `nn.Embedding(..., max_norm=1.0)` writes its weight in place when called.
+        ("max_norm", Special::Inplace),
         ("out", Special::Out),
         ("step", Special::Step),
         ("self", Special::SelfName),
