@@ -519,6 +519,7 @@ impl Interp<'_, '_> {
                 (key.and_then(|k| self.key_slot(b, k)).flatten(), self.obj(b))
             {
                 out.extend(items[at].iter().copied());
+                self.element_reads.insert(c.span(e));
                 continue;
             }
             match self.obj(b) {
