@@ -32,9 +32,11 @@
 //! `row = e[0]`), or before the outermost `with torch.no_grad():` block (so the copy keeps its
 //! history).
 //!
-//! **Fix safety.** *Safe* when no other name or view shares the written tensor (the new value
-//! is bound to the same name and nothing else saw the old one); *unsafe* otherwise, since the
-//! other names no longer see the write. A copy is always *unsafe* for that reason.
+//! **Fix safety.** *Safe* when no other name or view shares the written tensor (the name was
+//! bound here by an assignment that made no alias, and the new value is bound to it); *unsafe*
+//! otherwise, since the other names no longer see the write: an alias, a view, and a tensor
+//! that came in as a parameter (the caller, or the module a forward hook serves, saw the
+//! write). A copy is always *unsafe* for that reason.
 
 use super::{clobber, form3_related, form3_severity, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -63,11 +65,7 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let (w, save, t) = clobber(ev, ctx.unit)?;
-    let applicability = if w.view_origin.is_none() {
-        Applicability::Safe
-    } else {
-        Applicability::Unsafe
-    };
+    let applicability = super::rewrite_applicability(w);
     Some(Finding {
         rule: Rule::SavedOutputInplace,
         severity: form3_severity(save),

@@ -61,11 +61,7 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let (w, save, t) = clobber(ev, ctx.unit)?;
-    let applicability = if w.view_origin.is_none() {
-        Applicability::Safe
-    } else {
-        Applicability::Unsafe
-    };
+    let applicability = super::rewrite_applicability(w);
     Some(Finding {
         rule: Rule::SavedInputInplace,
         severity: form3_severity(save),

@@ -199,6 +199,19 @@ pub(crate) fn form3_related(
     related
 }
 
+/// How safe rewriting a write out of place (or into a copy) is: safe when the name written
+/// through was bound here by an assignment that made no alias and the tensor is no view, so
+/// nothing else sees the write; unsafe when the tensor came in as a parameter (the caller, or
+/// the module a hook serves, saw the write), through an alias, or is a view.
+pub(crate) fn rewrite_applicability(w: &Write) -> crate::Applicability {
+    let local = w.through_bound.is_some_and(|b| b.alias_of.is_none());
+    if w.view_origin.is_none() && local {
+        crate::Applicability::Safe
+    } else {
+        crate::Applicability::Unsafe
+    }
+}
+
 /// The fix that rewrites a write out of place, when its kind has one; else a write into a
 /// copy made before it (subscript writes, `out=`, methods without an out-of-place twin, writes
 /// under `no_grad`, writes through views).
