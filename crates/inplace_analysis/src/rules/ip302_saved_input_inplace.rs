@@ -37,7 +37,7 @@
 use super::{clobber, form3_related, form3_severity, out_of_place, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Finding};
+use crate::finding::Finding;
 use crate::ir::Span;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
