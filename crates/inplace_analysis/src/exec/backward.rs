@@ -93,7 +93,9 @@ impl Interp<'_, '_> {
     /// changes, and every later access (the next epoch) reads the changed one. A store
     /// (`self.cache[i] = x`, `x.copy_(v)`, `x.fill_(0)`) gives the same result every time.
     pub(super) fn check_stored_write(&mut self, wid: WriteId, storage: ObjId) {
-        if self.getitem_self.is_none() || !self.compounds(self.writes[wid as usize].kind) {
+        // (Stored reads are recorded while a `__getitem__` runs: the write is in it, or in the
+        // code its sample reached, a loop over an unbatched loader.)
+        if !self.compounds(self.writes[wid as usize].kind) {
             return;
         }
         let Some(&(attr, read)) = self.stored_reads.get(&storage) else {

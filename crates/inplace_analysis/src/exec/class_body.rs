@@ -166,10 +166,21 @@ impl Interp<'_, '_> {
 
     /// A subclass of `typing.NamedTuple` (directly or through the file's classes).
     pub(super) fn is_named_tuple(&self, class: &ClassObj, depth: usize) -> bool {
+        self.derives_from(class, &|p| p.ends_with("NamedTuple"), depth)
+    }
+
+    /// Whether a class of the file derives, directly or through the file's classes, from a
+    /// class outside it whose qualified name `base` accepts.
+    pub(super) fn derives_from(
+        &self,
+        class: &ClassObj,
+        base: &dyn Fn(&str) -> bool,
+        depth: usize,
+    ) -> bool {
         depth <= MAX_BASES
             && class.bases.iter().any(|b| match self.obj(*b) {
-                Obj::Path(p) => self.name(*p).ends_with("NamedTuple"),
-                Obj::Class(k) => self.is_named_tuple(k, depth + 1),
+                Obj::Path(p) => base(self.name(*p)),
+                Obj::Class(k) => self.derives_from(k, base, depth + 1),
                 _ => false,
             })
     }

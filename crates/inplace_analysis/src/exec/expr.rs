@@ -543,6 +543,18 @@ impl Interp<'_, '_> {
                             .copied(),
                     );
                 }
+                // `ds[i]` of a dataset (other classes' `__getitem__` are not followed: they
+                // index shapes and specs the analysis cannot tell from tensors).
+                Obj::Module(m)
+                    if m.children.is_empty()
+                        && m.local.as_ref().is_some_and(|k| self.is_dataset(k)) =>
+                {
+                    // (The index was evaluated above; its value is not followed.)
+                    match self.get_item(b, smallvec![OTHER], c.span(e)) {
+                        Some(v) => out.extend(v),
+                        None => out.push(UNKNOWN),
+                    }
+                }
                 Obj::Module(m) if !m.children.is_empty() => {
                     let ch = m.children.clone();
                     match index {

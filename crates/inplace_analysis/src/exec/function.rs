@@ -8,21 +8,11 @@
 use super::*;
 use crate::domain::graph::OpLabel;
 
-/// Deepest chain of base classes followed to find `torch.autograd.Function`.
-const MAX_BASES: usize = 8;
-
 impl Interp<'_, '_> {
     /// Whether a class of the file derives from `torch.autograd.Function`.
     pub(super) fn is_autograd_function(&self, class: &ClassObj, depth: usize) -> bool {
-        depth <= MAX_BASES
-            && class.bases.iter().any(|b| match self.obj(*b) {
-                Obj::Path(p) => {
-                    let p = self.name(*p);
-                    p.starts_with("torch.autograd") && p.ends_with("Function")
-                }
-                Obj::Class(k) => self.is_autograd_function(k, depth + 1),
-                _ => false,
-            })
+        let function = |p: &str| p.starts_with("torch.autograd") && p.ends_with("Function");
+        self.derives_from(class, &function, depth)
     }
 
     /// `F.apply(*args)`: `forward` run without grad on a fresh `ctx`; its results get the op's

@@ -21,6 +21,7 @@ mod imports;
 mod module;
 pub(crate) use module::Container;
 mod class_body;
+mod dataset;
 mod optim;
 mod stmt;
 mod tensor;

@@ -78,6 +78,14 @@ impl Interp<'_, '_> {
         if let Some(v) = self.grad_mode_call(c, &p, args, call) {
             return v;
         }
+        if matches!(
+            p.as_str(),
+            "torch.utils.data.DataLoader" | "torch.utils.data.dataloader.DataLoader"
+        ) {
+            if let Some(loader) = self.unbatched_loader(args, call) {
+                return smallvec![loader];
+            }
+        }
         match p.as_str() {
             "torch.autograd.backward" => {
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH);

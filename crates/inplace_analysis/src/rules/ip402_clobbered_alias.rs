@@ -107,11 +107,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }
             | WriteKind::InplaceFunctional => out_of_place(ctx, w, Applicability::Unsafe),
+            // `xb -= xb.mean()` of a sample a loop over a loader bound: a new tensor instead.
+            WriteKind::AugAssign if *next_call => out_of_place(ctx, w, Applicability::Unsafe),
             _ => None,
         })
-        // A write straight on what a dataset keeps (`self.x[i].div_(m)`) has no local name to
-        // rewrite or copy into: a copy would be kept in its place.
-        .filter(|_| !*next_call || !bindings.is_empty());
+        // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
+        // has no local name to rewrite or copy into: a copy would be kept in its place.
+        .filter(|_| !*next_call || !bindings.is_empty() || through_local_name(ctx, w));
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
@@ -135,4 +137,28 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related,
         fix,
     })
+}
+
+/// Whether a write goes through a bare name (`xb -= m`, `xb.mul_(s)`), not through an
+/// attribute or an element of what keeps the tensor.
+fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    use crate::ir::{Expr, Stmt};
+    let Some(s) = w.stmt else {
+        return false;
+    };
+    let Some(body) = ctx.body(s.item) else {
+        return false;
+    };
+    let written = match *body.stmt(s.stmt) {
+        Stmt::AugAssign { target, .. } => Some(target),
+        Stmt::Expr(e) => match *body.expr(e) {
+            Expr::Call { func, .. } => match *body.expr(func) {
+                Expr::Attr { value, .. } => Some(value),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    };
+    written.is_some_and(|e| matches!(body.expr(e), Expr::Name { .. }))
 }

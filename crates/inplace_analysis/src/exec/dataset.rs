@@ -1,0 +1,57 @@
+//! Samples a dataset keeps: `ds[i]` of a class with a `__getitem__`, and the samples a
+//! `DataLoader` without batching (`batch_size=None`) yields, which are `__getitem__`'s results
+//! themselves (batching stacks them into new tensors). A tensor `__getitem__` read out of
+//! `self` is remembered as stored, so an in-place write into the sample, in `__getitem__` or
+//! in the loop over the loader, changes the stored data for the next epoch (IP402).
+
+use super::*;
+
+impl Interp<'_, '_> {
+    /// A subclass of `torch.utils.data.Dataset` (or of another `...Dataset` base: project
+    /// datasets derive from their own base classes).
+    pub(super) fn is_dataset(&self, class: &ClassObj) -> bool {
+        self.derives_from(class, &|p| p.ends_with("Dataset"), 0)
+    }
+
+    /// `obj[index]` of an instance whose class defines `__getitem__`: that method's result.
+    pub(super) fn get_item(&mut self, obj: ObjId, index: Vals, call: Span) -> Option<Vals> {
+        let Obj::Module(m) = self.obj(obj) else {
+            return None;
+        };
+        let class = m.local.clone()?;
+        let def = self.find_method(&class, known::GETITEM)?;
+        let args = Args {
+            positional: vec![(index, None)],
+            keywords: Vec::new(),
+        };
+        let outer = self.getitem_self.replace(obj);
+        let out = self.inline(def, Some(obj), &args, call);
+        self.getitem_self = outer;
+        Some(out)
+    }
+
+    /// `DataLoader(dataset, batch_size=None, ...)`: a list of the one sample `__getitem__`
+    /// gives (at an unknown index), which a loop over the loader binds. `None` when the loader
+    /// batches (the default), or the dataset is not one the analysis sees.
+    pub(super) fn unbatched_loader(&mut self, args: &Args, call: Span) -> Option<ObjId> {
+        let batch_size = self.intern("batch_size");
+        let unbatched = args
+            .keyword(batch_size)
+            .is_some_and(|(v, ..)| v.as_slice() == [NONE]);
+        if !unbatched {
+            return None;
+        }
+        let dataset = self.intern("dataset");
+        let ds = args
+            .positional
+            .first()
+            .map(|(v, _)| v.clone())
+            .or_else(|| args.keyword(dataset).map(|(v, ..)| v.clone()))?;
+        let [ds] = ds.as_slice() else {
+            return None;
+        };
+        let index = self.alloc(Obj::Other);
+        let sample = self.get_item(*ds, smallvec![index], call)?;
+        Some(self.alloc(Obj::Seq(vec![sample])))
+    }
+}
