@@ -104,14 +104,7 @@ pub(crate) fn clone_reads_in_value(
     if reads.is_empty() {
         return None;
     }
-    let mut edits = Vec::new();
-    for e in &reads {
-        let r = ctx.range(Span::new(s.item, body.expr_span(*e)))?;
-        edits.push(Edit {
-            range: TextRange::new(r.end, r.end),
-            content: ".clone()".into(),
-        });
-    }
+    let edits = clones_after(ctx, &body, s.item, &reads)?;
     let first = ctx.text(Span::new(s.item, body.expr_span(reads[0])));
     Some(Fix {
         title: format!("Let the op read a copy: `{first}.clone()`"),
@@ -227,17 +220,29 @@ pub(crate) fn clone_renormalised_weight(
             _ => false,
         })
         .collect();
-    let mut edits = Vec::new();
-    for e in &reads {
-        let r = ctx.range(Span::new(saved_at.item, body.expr_span(*e)))?;
-        edits.push(Edit {
-            range: TextRange::new(r.end, r.end),
-            content: ".clone()".into(),
-        });
-    }
+    let edits = clones_after(ctx, &body, saved_at.item, &reads)?;
     (!edits.is_empty()).then(|| Fix {
         title: format!("Let the op read a copy: `{module}.weight.clone()`"),
         applicability: Applicability::Safe,
         edits,
     })
+}
+
+/// `.clone()` inserted after each of the expressions `reads` of `item`.
+fn clones_after(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    item: ItemId,
+    reads: &[ExprId],
+) -> Option<Vec<Edit>> {
+    reads
+        .iter()
+        .map(|e| {
+            let r = ctx.range(Span::new(item, body.expr_span(*e)))?;
+            Some(Edit {
+                range: TextRange::new(r.end, r.end),
+                content: ".clone()".into(),
+            })
+        })
+        .collect()
 }

@@ -33,13 +33,12 @@ pub(crate) fn aug_assign_out_of_place(
 /// argument).
 pub(crate) fn call_out_of_place(
     ctx: &RenderCtx<'_>,
-    s: StmtRef,
-    call: ExprId,
+    w: &crate::events::Write,
     name: Name,
     method: bool,
-    record_field: bool,
     applicability: Applicability,
 ) -> Option<Fix> {
+    let (s, call, record_field) = (w.stmt?, w.call?, w.record_field);
     let base = ctx.name(name).strip_suffix('_')?.to_string();
     if !has_out_of_place(&base) {
         return None;

@@ -229,29 +229,9 @@ pub(crate) fn out_of_place(
             WriteKind::AugAssign => {
                 crate::fix::aug_assign_out_of_place(ctx, w.stmt?, w.record_field, applicability)
             }
-            WriteKind::Method(name) => {
-                let (s, call) = (w.stmt?, w.call?);
-                crate::fix::call_out_of_place(
-                    ctx,
-                    s,
-                    call,
-                    name,
-                    true,
-                    w.record_field,
-                    applicability,
-                )
-            }
-            WriteKind::TorchFn(name) => {
-                let (s, call) = (w.stmt?, w.call?);
-                crate::fix::call_out_of_place(
-                    ctx,
-                    s,
-                    call,
-                    name,
-                    false,
-                    w.record_field,
-                    applicability,
-                )
+            WriteKind::Method(name) | WriteKind::TorchFn(name) => {
+                let method = matches!(w.kind, WriteKind::Method(_));
+                crate::fix::call_out_of_place(ctx, w, name, method, applicability)
             }
             _ => None,
         }
