@@ -1,4 +1,4 @@
-//! Samples a dataset keeps: `ds[i]` of a class with a `__getitem__`, and the samples a
+//! Samples a dataset keeps: `ds[i]` of a `Dataset` subclass, and the samples a
 //! `DataLoader` without batching (`batch_size=None`) yields, which are `__getitem__`'s results
 //! themselves (batching stacks them into new tensors). A tensor `__getitem__` read out of
 //! `self` is remembered as stored, so an in-place write into the sample, in `__getitem__` or

@@ -65,13 +65,19 @@ impl Interp<'_, '_> {
                     let kw = self.intern(kw);
                     self.keyword_false(args, kw)
                 };
-                // `nn.Embedding(n, d, max_norm=1.0)` (or the fourth positional argument):
-                // each call renormalises the rows it looks up, in place.
-                if matches!(class, "Embedding" | "EmbeddingBag") {
+                // `nn.Embedding(n, d, max_norm=1.0)` (or its fourth positional argument; an
+                // `nn.EmbeddingBag`'s third): each call renormalises the rows it looks up, in
+                // place.
+                let max_norm_at = match class {
+                    "Embedding" => Some(3),
+                    "EmbeddingBag" => Some(2),
+                    _ => None,
+                };
+                if let Some(at) = max_norm_at {
                     let given = args
                         .keyword(known::MAX_NORM)
                         .map(|(v, ..)| v.clone())
-                        .or_else(|| args.positional.get(3).map(|(v, _)| v.clone()));
+                        .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
                     if given.is_some_and(|v| !v.is_empty() && !v.contains(&NONE)) {
                         attrs.insert(known::MAX_NORM, smallvec![OTHER]);
                     }
