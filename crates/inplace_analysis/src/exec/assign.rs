@@ -266,12 +266,12 @@ impl Interp<'_, '_> {
             let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
             let through = self.obj_name(c, object);
             let whole = c.body.subscripts[sub as usize].whole;
-            let element = Some(c.span(object)).filter(|s| self.element_reads.contains(s));
+            let element = self.element_read(c.span(object));
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .through(through, through)
                 .value(Some(&vals))
                 .element(element)
-                .field(self.field_read(c.span(object)));
+                .record_field(self.field_reads.contains(&c.span(object)));
             self.write(&tensors, spec);
         }
     }
@@ -303,7 +303,7 @@ impl Interp<'_, '_> {
         let through = self.obj_name(c, target);
         // `outs["a"] += 1`, `feats[i] *= s`: an element read out of a list or dict is written
         // as a whole (`outs["a"] = outs["a"] + 1` is out of place).
-        let element = Some(c.span(target)).filter(|t| self.element_reads.contains(t));
+        let element = self.element_read(c.span(target));
         // `x[:] += v` takes the view `x[:]` first, then writes it: never `whole`.
         let kind = if matches!(c.expr(target), Expr::Subscript { .. }) && element.is_none() {
             WriteKind::Subscript { whole: false }
@@ -314,7 +314,7 @@ impl Interp<'_, '_> {
             .through(through, through)
             .value(Some(&value))
             .element(element)
-            .field(self.field_read(c.span(target)));
+            .record_field(self.field_reads.contains(&c.span(target)));
         self.write(&tensors, spec);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         if let Some(name) = op.op_name() {

@@ -99,12 +99,12 @@ impl Interp<'_, '_> {
             let through = self.obj_name(c, recv_expr);
             let keep = self.keep_name(call, through);
             let value = args.first().cloned();
-            let element = Some(c.span(recv_expr)).filter(|s| self.element_reads.contains(s));
+            let element = self.element_read(c.span(recv_expr));
             let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
                 .through(through, keep)
                 .value(value.as_ref())
                 .element(element)
-                .field(self.field_read(c.span(recv_expr)))
+                .record_field(self.field_reads.contains(&c.span(recv_expr)))
                 .call(e);
             self.write(recv, spec);
             self.inplace_saves_by_name(recv, base, value.as_ref(), call);
@@ -545,6 +545,8 @@ impl Interp<'_, '_> {
     /// `o.attr`, where `e` is the attribute expression.
     pub(super) fn attribute_of(&mut self, c: Code<'_>, e: ExprId, o: ObjId, attr: Name) -> Vals {
         let range = c.span(e);
+        // (The slot a record's field names, for `Obj::Seq` below.)
+        let field = self.key_slot(o, attr).flatten();
         match self.obj(o) {
             Obj::Path(p) => {
                 let p = *p;
@@ -610,9 +612,8 @@ impl Interp<'_, '_> {
             },
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
             // `state.h` of a `namedtuple`.
-            Obj::Seq(items) if self.key_slot(o, attr).flatten().is_some() => {
-                let at = self.key_slot(o, attr).flatten().unwrap_or_default();
-                let v = items[at].clone();
+            Obj::Seq(items) if field.is_some() => {
+                let v = items[field.unwrap_or_default()].clone();
                 self.field_reads.insert(range);
                 v
             }

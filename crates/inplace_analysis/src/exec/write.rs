@@ -23,8 +23,8 @@ pub(crate) struct WriteSpec<'v> {
     pub checks_leaf: bool,
     /// The receiver, when it is an element read out of a list or dict.
     pub element: Option<Span>,
-    /// The receiver, when it is read as a field of a tuple-like record.
-    pub field: Option<Span>,
+    /// The receiver was read as a field of a tuple-like record.
+    pub record_field: bool,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -39,15 +39,15 @@ impl<'v> WriteSpec<'v> {
             value: None,
             checks_leaf: true,
             element: None,
-            field: None,
+            record_field: false,
         }
     }
     pub fn element(mut self, e: Option<Span>) -> Self {
         self.element = e;
         self
     }
-    pub fn field(mut self, f: Option<Span>) -> Self {
-        self.field = f;
+    pub fn record_field(mut self, f: bool) -> Self {
+        self.record_field = f;
         self
     }
     pub fn through(mut self, through: Option<Name>, keep: Option<Name>) -> Self {
@@ -70,9 +70,9 @@ impl<'v> WriteSpec<'v> {
 }
 
 impl Interp<'_, '_> {
-    /// `receiver` when it was read as a field of a tuple-like record.
-    pub(super) fn field_read(&self, receiver: Span) -> Option<Span> {
-        Some(receiver).filter(|r| self.field_reads.contains(r))
+    /// `receiver` when it was read as an element out of a list or dict.
+    pub(super) fn element_read(&self, receiver: Span) -> Option<Span> {
+        Some(receiver).filter(|r| self.element_reads.contains(r))
     }
 
     /// An in-place write into `targets`.
@@ -102,7 +102,7 @@ impl Interp<'_, '_> {
             under_no_grad: !self.grad_enabled,
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
-            record_field: w.field.is_some(),
+            record_field: w.record_field,
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;

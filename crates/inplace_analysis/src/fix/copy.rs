@@ -132,8 +132,8 @@ pub(crate) fn copy_detached(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Op
 }
 
 /// The expression whose tensor a write changes: `y` of `y[i] = v`, `y.mul_(2)`,
-/// `torch.relu_(y)`, `out=y`.
-fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<ExprId> {
+/// `torch.relu_(y)`, `out=y`, `y += 1`.
+pub(crate) fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<ExprId> {
     use crate::events::WriteKind;
     let subscript_value = |e: ExprId| match *body.expr(e) {
         Expr::Subscript { value, .. } => Some(value),
@@ -154,6 +154,10 @@ fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Expr
         },
         WriteKind::TorchFn(_) => match *body.expr(w.call?) {
             Expr::Call { args, .. } => body.exprs_of(body.args[args as usize].positional).next(),
+            _ => None,
+        },
+        WriteKind::AugAssign => match *body.stmt(s) {
+            Stmt::AugAssign { target, .. } => Some(target),
             _ => None,
         },
         WriteKind::OutArg => body

@@ -142,23 +142,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 /// Whether a write goes through a bare name (`xb -= m`, `xb.mul_(s)`), not through an
 /// attribute or an element of what keeps the tensor.
 fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
-    use crate::ir::{Expr, Stmt};
-    let Some(s) = w.stmt else {
+    let Some((s, body)) = w.stmt.and_then(|s| Some((s, ctx.body(s.item)?))) else {
         return false;
     };
-    let Some(body) = ctx.body(s.item) else {
-        return false;
-    };
-    let written = match *body.stmt(s.stmt) {
-        Stmt::AugAssign { target, .. } => Some(target),
-        Stmt::Expr(e) => match *body.expr(e) {
-            Expr::Call { func, .. } => match *body.expr(func) {
-                Expr::Attr { value, .. } => Some(value),
-                _ => None,
-            },
-            _ => None,
-        },
-        _ => None,
-    };
-    written.is_some_and(|e| matches!(body.expr(e), Expr::Name { .. }))
+    fix::written_expr(&body, s.stmt, w)
+        .is_some_and(|e| matches!(body.expr(e), crate::ir::Expr::Name { .. }))
 }
