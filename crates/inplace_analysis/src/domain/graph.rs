@@ -11,6 +11,9 @@ pub(crate) type SaveId = u32;
 pub(crate) struct GraphNode {
     pub saves: SmallVec<[SaveId; 2]>,
     pub parents: SmallVec<[NodeId; 2]>,
+    /// The storages of the leaves the op read directly (a layer's parameters): a backward
+    /// through the node gives them a `.grad`.
+    pub leaves: SmallVec<[u32; 2]>,
 }
 
 /// How an op reads in a message; rendered only for findings.

@@ -4,7 +4,7 @@ use super::graph::{NodeId, SaveId};
 use super::value::{ObjId, Vals, UNKNOWN};
 use crate::events::{Event, WriteId};
 use crate::ir::{Name, Span};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 pub(crate) type Env = FxHashMap<Name, Vals>;
@@ -36,6 +36,9 @@ pub(crate) struct State {
     pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
     /// Parameter (or module) object -> optimizer object holding it.
     pub held: FxHashMap<ObjId, ObjId>,
+    /// Storages of parameters whose `.grad` is surely `None` (zeroed by `zero_grad()` and not
+    /// reached by a backward since): an optimizer's `step()` skips them.
+    pub gradless: FxHashSet<ObjId>,
     /// IP403 events waiting for the optimizer that holds the orphan to be used again.
     pub orphaned: FxHashMap<ObjId, SmallVec<[Event; 1]>>,
     /// Control never reaches here (after return, raise, break, continue).
@@ -98,6 +101,8 @@ impl State {
         for (k, v) in &other.bound_at {
             self.bound_at.entry(*k).or_insert(*v);
         }
+        // Without a grad only where no path gave it one.
+        self.gradless.retain(|s| other.gradless.contains(s));
         for (k, v) in &other.held {
             self.held.entry(*k).or_insert(*v);
         }

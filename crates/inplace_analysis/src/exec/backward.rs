@@ -58,6 +58,13 @@ impl Interp<'_, '_> {
                 });
             }
         }
+        if backward && !self.state.gradless.is_empty() {
+            for n in &visited {
+                for leaf in &self.nodes.get(*n).leaves {
+                    self.state.gradless.remove(leaf);
+                }
+            }
+        }
         if !retain {
             for s in reached {
                 self.state.clobbered.remove(&s);

@@ -671,6 +671,7 @@ impl Interp<'_, '_> {
         let own = self.nodes.push(GraphNode {
             saves,
             parents: node.parents,
+            leaves: node.leaves,
         });
         if let Some(t) = self.tensor_mut(o) {
             t.node = Some(own);

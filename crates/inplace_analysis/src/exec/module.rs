@@ -474,6 +474,27 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// A module and every module under it (attributes, children, containers), each once.
+    fn module_tree(&self, m: ObjId, out: &mut Vec<ObjId>, seen: &mut FxHashSet<ObjId>) {
+        if !seen.insert(m) {
+            return;
+        }
+        match self.obj(m) {
+            Obj::Module(module) => {
+                out.push(m);
+                for v in module.attrs.values().flatten().chain(&module.children) {
+                    self.module_tree(*v, out, seen);
+                }
+            }
+            Obj::Seq(items) => {
+                for v in items.iter().flatten() {
+                    self.module_tree(*v, out, seen);
+                }
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn module_method(
         &mut self,
         c: Code<'_>,
@@ -568,7 +589,23 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            "register_parameter" | "register_buffer" => smallvec![OTHER],
+            // `self.register_buffer("center", t)` is `self.center = t` (a buffer or a
+            // parameter by name; `None` registers nothing to write).
+            "register_parameter" | "register_buffer" => {
+                let value = args.positional.get(1).map(|(v, _)| v.clone()).or_else(|| {
+                    args.keywords
+                        .iter()
+                        .find(|(n, ..)| matches!(self.name(*n), "tensor" | "param"))
+                        .map(|(_, v, ..)| v.clone())
+                });
+                if let (Some((names, _)), Some(vals)) = (args.positional.first(), value) {
+                    if let Some([attr]) = self.str_values(names).as_deref() {
+                        let stmt = self.stmt.filter(|s| s.item == c.item).map(|s| s.stmt);
+                        self.set_attribute(c, e, m, *attr, vals, stmt);
+                    }
+                }
+                smallvec![OTHER]
+            }
             "append" => {
                 if let Some(v) = args.first().cloned() {
                     if let Obj::Module(module) = self.obj_mut(m) {
@@ -576,6 +613,23 @@ impl Interp<'_, '_> {
                     }
                 }
                 smallvec![OTHER]
+            }
+            // `model.eval()`, `model.train(False)`: `training` of the whole tree.
+            "eval" | "train" => {
+                let mode = match args.first().map(|v| v.as_slice()) {
+                    _ if name == "eval" => FALSE,
+                    None | Some([TRUE]) => TRUE,
+                    Some([FALSE]) => FALSE,
+                    Some(_) => OTHER,
+                };
+                let mut tree = Vec::new();
+                self.module_tree(m, &mut tree, &mut FxHashSet::default());
+                for sub in tree {
+                    if let Obj::Module(module) = self.obj_mut(sub) {
+                        module.attrs.insert(known::TRAINING, smallvec![mode]);
+                    }
+                }
+                smallvec![m]
             }
             _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
             "register_forward_hook" => {
@@ -586,7 +640,13 @@ impl Interp<'_, '_> {
                 }
                 smallvec![self.alloc(Obj::Unknown)]
             }
-            "zero_grad" | "state_dict" | "load_state_dict" | "register_full_backward_hook" => {
+            "zero_grad" => {
+                let mut params = Vals::new();
+                self.module_params(m, &mut params, &mut FxHashSet::default());
+                self.zero_grads(&params, args);
+                smallvec![OTHER]
+            }
+            "state_dict" | "load_state_dict" | "register_full_backward_hook" => {
                 smallvec![OTHER]
             }
             _ => self.opaque_call(args, call),

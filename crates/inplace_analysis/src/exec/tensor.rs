@@ -143,9 +143,14 @@ impl Interp<'_, '_> {
                     tensors: Vals::new()
                 })]
             }
+            // `accelerator.backward(loss)`, a wrapper's `scaled.backward()`: what it reaches
+            // is not known, so no parameter is known to be without a grad after it.
             "backward" => {
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH);
-                self.check_graph(&smallvec![recv], call, retain, true);
+                let mut roots: Vals = smallvec![recv];
+                roots.extend(args.all_values().flatten().copied());
+                self.check_graph(&roots, call, retain, true);
+                self.state.gradless.clear();
                 return smallvec![OTHER];
             }
             // `scaler.step(optimizer)` (AMP) steps that optimizer.
@@ -319,6 +324,7 @@ impl Interp<'_, '_> {
     ) -> ObjId {
         let mut grad = Tri::No;
         let mut parents = SmallVec::<[NodeId; 2]>::new();
+        let mut leaves = SmallVec::<[u32; 2]>::new();
         // The result is known to be a tensor when a torch function made it or an input is one.
         let mut known = known;
         for vals in inputs {
@@ -326,11 +332,7 @@ impl Interp<'_, '_> {
                 if let Some(t) = self.tensor(*v) {
                     known |= t.known;
                     grad = grad.max(t.grad);
-                    if let Some(n) = t.node {
-                        if !parents.contains(&n) {
-                            parents.push(n);
-                        }
-                    }
+                    link_input(t, &mut parents, &mut leaves);
                 }
             }
         }
@@ -364,6 +366,7 @@ impl Interp<'_, '_> {
             self.nodes.push(GraphNode {
                 saves: node_saves,
                 parents,
+                leaves,
             })
         });
         let mut t = TensorObj::fresh(id, grad, known, origin);
@@ -457,14 +460,17 @@ impl Interp<'_, '_> {
     /// After an in-place op, the written tensors' history includes the op.
     pub(super) fn extend_history(&mut self, targets: &Vals, saves: Saves, other: Option<&Vals>) {
         let mut parents = SmallVec::<[NodeId; 2]>::new();
+        let mut leaves = SmallVec::<[u32; 2]>::new();
         for v in targets.iter().chain(other.into_iter().flatten()) {
-            if let Some(n) = self.tensor(*v).and_then(|t| t.node) {
-                if !parents.contains(&n) {
-                    parents.push(n);
-                }
+            if let Some(t) = self.tensor(*v) {
+                link_input(t, &mut parents, &mut leaves);
             }
         }
-        let n = self.nodes.push(GraphNode { saves, parents });
+        let n = self.nodes.push(GraphNode {
+            saves,
+            parents,
+            leaves,
+        });
         for v in targets {
             if let Some(t) = self.tensor_mut(*v) {
                 t.node = Some(n);
@@ -588,8 +594,10 @@ impl Interp<'_, '_> {
                 if let Some(v) = local.and_then(|k| self.class_attribute(&k, attr)) {
                     return v;
                 }
+                // A module is made in training mode (`eval()` sets it, above); the backward
+                // whose hazards this finds runs in it.
                 if attr == known::TRAINING {
-                    return smallvec![OTHER];
+                    return smallvec![TRUE];
                 }
                 smallvec![self.loose_attr(o, attr)]
             }
@@ -696,5 +704,15 @@ impl Interp<'_, '_> {
             return smallvec![OTHER];
         }
         smallvec![self.alloc(Obj::Unknown)]
+    }
+}
+
+/// An op's input in its node: the input's own node as a parent, or, for a tensor without
+/// history that may require grad (a parameter, a leaf), its storage as a leaf of the node.
+fn link_input(t: &TensorObj, parents: &mut SmallVec<[NodeId; 2]>, leaves: &mut SmallVec<[u32; 2]>) {
+    match t.node {
+        Some(n) if !parents.contains(&n) => parents.push(n),
+        None if t.grad.is_possible() && !leaves.contains(&t.storage) => leaves.push(t.storage),
+        _ => {}
     }
 }

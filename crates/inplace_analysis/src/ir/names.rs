@@ -74,6 +74,7 @@ known! {
     SAVE_FOR_BACKWARD = "save_for_backward",
     SAVED_TENSORS = "saved_tensors",
     FUNCTION_CTX = "FunctionCtx",
+    SET_TO_NONE = "set_to_none",
     EMPTY = "",
 }
 

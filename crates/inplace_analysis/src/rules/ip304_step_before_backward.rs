@@ -7,8 +7,11 @@
 //! through the discriminator) and actor-critic code (the critic steps before the actor loss
 //! that used it backpropagates).
 //!
-//! **Why it breaks.** `step()` updates every parameter in place (under `no_grad`, which still
-//! bumps versions); the saved weights no longer match (form ③).
+//! **Why it breaks.** `step()` updates every parameter that has a gradient in place (under
+//! `no_grad`, which still bumps versions); the saved weights no longer match (form ③). A
+//! parameter whose `.grad` is `None` is skipped by every optimizer: after `zero_grad()` (which
+//! sets grads to `None`), a head that no backward reached since is not written, and its
+//! saves stay valid (a value head that only the critic's loss reaches is safe to step past).
 //!
 //! **Runtime message** (raised at the later `backward()`, torch 2.15): `one of the variables
 //! needed for gradient computation has been modified by an inplace operation:
