@@ -312,13 +312,37 @@ impl Interp<'_, '_> {
             return;
         }
         let elems = self.elements(&iter);
+        let each = self.each_param_loop(c, target, &iter, &elems);
+        if let Some(each) = each.clone() {
+            self.each_param.push(each);
+        }
         self.run_loop(c, body, |it| {
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);
             }
             it.exec_block(c, body);
         });
+        if each.is_some() {
+            self.each_param.pop();
+        }
         self.exec_block(c, orelse);
+    }
+
+    /// `for p in model.parameters():` (or `opt.param_groups[0]["params"]`-free lists of
+    /// parameters): the name bound to each parameter in turn.
+    fn each_param_loop(
+        &self,
+        c: Code<'_>,
+        target: ExprId,
+        iter: &Vals,
+        elems: &Vals,
+    ) -> Option<(Name, Vals)> {
+        let Expr::Name { name, .. } = *c.expr(target.get()?) else {
+            return None;
+        };
+        let [one] = iter.as_slice() else { return None };
+        let params = matches!(self.obj(*one), Obj::Params { .. });
+        (params && !elems.is_empty()).then(|| (name, elems.clone()))
     }
 
     /// The integer a loop over known positions binds.

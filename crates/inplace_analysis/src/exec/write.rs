@@ -112,6 +112,11 @@ impl Interp<'_, '_> {
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
         });
         let single = tensors.len() == 1;
+        let each = w.through.is_some_and(|n| {
+            self.each_param
+                .iter()
+                .any(|(name, ps)| *name == n && targets.iter().all(|t| ps.contains(t)))
+        });
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
             && tensors
@@ -145,8 +150,9 @@ impl Interp<'_, '_> {
                 self.write_through_data(wid, &tt, w.kind);
                 continue;
             }
-            // A step writes every parameter for certain (they are not alternatives).
-            let must = single || all_saved || w.kind == WriteKind::Step;
+            // A step writes every parameter for certain (they are not alternatives), and so
+            // does a loop over them.
+            let must = single || all_saved || w.kind == WriteKind::Step || each;
             if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {
                     let entry = self.state.clobbered.entry(s).or_default();
