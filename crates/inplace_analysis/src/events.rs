@@ -4,7 +4,7 @@
 //! for the events that survive deduplication.
 
 use crate::domain::{Binding, SaveId};
-use crate::ir::{ExprId, Name, Span, StmtRef};
+use crate::ir::{DefLoc, ExprId, Name, Span, StmtRef};
 use smallvec::SmallVec;
 
 pub(crate) type WriteId = u32;
@@ -68,6 +68,9 @@ pub(crate) struct Write {
     /// `NamedTuple`), which cannot be assigned: a rewrite replaces the record
     /// (`state = state._replace(h=...)`).
     pub record_field: bool,
+    /// The write changes a forward hook's `output` argument in the hook itself (the hook and
+    /// the name): an out-of-place rewrite must be returned to replace the module's output.
+    pub hook_output: Option<(DefLoc, Name)>,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -282,6 +282,8 @@ pub(crate) struct Interp<'p, 't> {
     /// parameters it takes in turn. A write through the name writes each of them, for
     /// certain, not one of several alternatives.
     pub each_param: Vec<(Name, Vals)>,
+    /// The forward hook running (its definition and the name of its `output` parameter).
+    pub running_hook: Option<(DefLoc, Name)>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -352,6 +354,7 @@ impl<'p, 't> Interp<'p, 't> {
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
             each_param: Vec::new(),
+            running_hook: None,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),

@@ -279,12 +279,25 @@ impl Interp<'_, '_> {
                 ],
                 keywords: Vec::new(),
             };
+            let outer = self.running_hook;
+            self.running_hook = self.hook_output_param(hook);
             let returned = self.call_value(c, e, hook, &hook_args);
+            self.running_hook = outer;
             if returned.iter().any(|v| self.maybe_tensor(*v)) {
                 result = returned;
             }
         }
         result
+    }
+
+    /// A hook function's definition and the name of its third parameter (`output`).
+    fn hook_output_param(&mut self, hook: ObjId) -> Option<(DefLoc, Name)> {
+        let Obj::Func(def) = *self.obj(hook) else {
+            return None;
+        };
+        let (body, f) = self.resolve_def(def)?;
+        let p = *body.list(body.func(f).params).get(2)?;
+        Some((def, body.params[p as usize].name))
     }
 
     fn call_module_body(

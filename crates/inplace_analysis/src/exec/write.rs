@@ -103,6 +103,9 @@ impl Interp<'_, '_> {
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
             record_field: w.record_field,
+            hook_output: self.running_hook.filter(|(def, name)| {
+                w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
+            }),
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;

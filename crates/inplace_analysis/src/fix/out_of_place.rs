@@ -164,3 +164,48 @@ pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) ->
     let new = format!("{t} = {value}.detach() + ({t} - {t}.detach())");
     rewrite_statement(ctx, s, &body, new, Applicability::Unsafe)
 }
+
+/// A fix that rebinds a forward hook's `output` argument, completed with `return output` at
+/// the end of the hook: a hook's result replaces the module's output, and without it the
+/// rebinding would silently drop what the hook did. `None` when the hook already returns
+/// (what it returns is not known to be the rebound name).
+pub(crate) fn return_from_hook(
+    ctx: &RenderCtx<'_>,
+    hook: DefLoc,
+    name: Name,
+    mut fix: Fix,
+) -> Option<Fix> {
+    let body = ctx.body(hook.item)?;
+    let f = match hook.func.get() {
+        Some(f) => f,
+        None => body.root_def()?,
+    };
+    let def = body.func(f);
+    if def.lambda || returns(&body, def.body) {
+        return None;
+    }
+    let stmt_range = |s: StmtId| ctx.range(Span::new(hook.item, body.stmt_span(s)));
+    let first = stmt_range(body.stmts_of(def.body).next()?)?;
+    let last = stmt_range(body.stmts_of(def.body).last()?)?;
+    let (indent, eol) = super::indentation(ctx, first.start)?;
+    let ret = format!("{eol}{indent}return {}", ctx.name(name));
+    // (The last statement may be the one rewritten: then it is one edit.)
+    match fix.edits.iter_mut().find(|e| e.range.end == last.end) {
+        Some(edit) => edit.content.push_str(&ret),
+        None => fix.edits.push(Edit {
+            range: TextRange::new(last.end, last.end),
+            content: ret,
+        }),
+    }
+    fix.title = format!("{}, and return it from the hook", fix.title);
+    Some(fix)
+}
+
+/// Whether a block has a `return` statement (in its branches and loops too, not in nested
+/// definitions).
+fn returns(body: &Body, block: Block) -> bool {
+    body.stmts_of(block).any(|s| {
+        matches!(body.stmt(s), Stmt::Return(_))
+            || body.inner_blocks(s).into_iter().any(|b| returns(body, b))
+    })
+}

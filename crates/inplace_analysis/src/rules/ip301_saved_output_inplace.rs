@@ -30,7 +30,9 @@
 //! through a view, writes under `torch.no_grad()`): write into a copy, `y = y.clone()` on the
 //! line before the write, or before the statement that takes the view (`e = e.clone()` above
 //! `row = e[0]`), or before the outermost `with torch.no_grad():` block (so the copy keeps its
-//! history).
+//! history). In a forward hook that writes its `output` argument, the hook then ends with
+//! `return output`: a hook's result replaces the module's output, and the rebound name alone
+//! would drop what the hook does (a hook that already returns something gets no fix).
 //!
 //! **Fix safety.** *Safe* when no other name or view shares the written tensor (the name was
 //! bound here by an assignment that made no alias, and the new value is bound to it); *unsafe*

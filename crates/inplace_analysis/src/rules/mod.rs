@@ -244,7 +244,14 @@ pub(crate) fn out_of_place(
         | WriteKind::Method(_)
         | WriteKind::TorchFn(_)
         | WriteKind::Subscript { .. }
-        | WriteKind::OutArg => rewrite.or_else(|| crate::fix::clone_before(ctx, w)),
+        | WriteKind::OutArg => {
+            let fix = rewrite.or_else(|| crate::fix::clone_before(ctx, w))?;
+            // A forward hook's output rebound is lost unless the hook returns it.
+            match w.hook_output {
+                Some((hook, name)) => crate::fix::return_from_hook(ctx, hook, name, fix),
+                None => Some(fix),
+            }
+        }
         _ => None,
     }
 }
