@@ -71,6 +71,9 @@ pub(crate) struct Write {
     /// The write changes a forward hook's `output` argument in the hook itself (the hook and
     /// the name): an out-of-place rewrite must be returned to replace the module's output.
     pub hook_output: Option<(DefLoc, Name)>,
+    /// The argument of the call at `call_site` that passed the written tensor (an expression of
+    /// the call site's item), when one did.
+    pub call_arg: Option<ExprId>,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -188,3 +188,34 @@ fn unreadable_or_broken_modules_stay_opaque() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(json(&out).is_empty());
 }
+
+#[test]
+fn fixes_of_writes_in_another_file_edit_the_calling_file() {
+    let helper = "def normalize_(t):\n    t /= t.sum()\n    return t\n\ndef gate(t):\n    return t.sigmoid_()\n\ndef reset_(t):\n    t.zero_()\n";
+    let train = "import torch\nfrom utils import normalize_, gate, reset_\n\nlogits = torch.randn(5, requires_grad=True)\nprobs = torch.exp(logits)\nnormalize_(probs)\nfeatures = torch.randn(3)\ngated = gate(features)\nw = torch.randn(3, requires_grad=True)\nreset_(w)\nloss = (probs * gated.sum() * features.sum()).sum()\nloss.backward()\n";
+    let dir = project(&[("utils.py", helper), ("train.py", train)]);
+    let out = run(
+        &["check", "--isolated", "--fix", "--unsafe-fixes", "train.py"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let fixed = std::fs::read_to_string(dir.path().join("train.py")).unwrap();
+    // Form ③: a copy is bound before the call, so later reads see what the helper wrote.
+    assert!(
+        fixed.contains("probs = probs.clone()\nnormalize_(probs)\n"),
+        "{fixed}"
+    );
+    // IP402: the call is passed a copy, so `features` keeps its values.
+    assert!(
+        fixed.contains("gated = gate(features.clone())\n"),
+        "{fixed}"
+    );
+    // IP101: the call runs under no_grad.
+    assert!(
+        fixed.contains("with torch.no_grad():\n    reset_(w)\n"),
+        "{fixed}"
+    );
+    // The module is never edited.
+    let module = std::fs::read_to_string(dir.path().join("utils.py")).unwrap();
+    assert_eq!(module, helper);
+}

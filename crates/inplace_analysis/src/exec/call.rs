@@ -328,8 +328,17 @@ impl Interp<'_, '_> {
             self.grad_enabled = false;
         }
         let saved_site = self.call_site;
+        let saved_args = self.call_site_args.clone();
         if self.call_site.is_none() || self.calls_from_entry(call) {
             self.call_site = Some(call);
+            self.call_site_args = args
+                .positional
+                .iter()
+                .filter_map(|(v, e)| match (v.as_slice(), e) {
+                    ([one], Some(e)) if !e.is_none() => self.tensor(*one).map(|t| (t.storage, *e)),
+                    _ => None,
+                })
+                .collect();
         }
         self.inlining.push(def);
         self.frames.push(Frame::new(false));
@@ -342,6 +351,7 @@ impl Interp<'_, '_> {
         let frame = self.frames.pop().expect("the callee's frame");
         self.inlining.pop();
         self.call_site = saved_site;
+        self.call_site_args = saved_args;
         self.grad_enabled = saved_mode;
         self.join_here(&frame.ret_state);
         self.state.lapse_orphans(&frame.local_rebinds);

@@ -250,6 +250,9 @@ pub(crate) struct Interp<'p, 't> {
     /// project modules, the innermost one made from the file's own code (where a write inside
     /// a module is reported, the same whichever unit ran the call).
     pub call_site: Option<Span>,
+    /// The tensors the call at `call_site` passed as positional arguments: their storages and
+    /// argument expressions.
+    pub call_site_args: SmallVec<[(ObjId, ExprId); 2]>,
     pub steps: u64,
     pub budget: u64,
     pub depth: usize,
@@ -338,6 +341,7 @@ impl<'p, 't> Interp<'p, 't> {
             frames: vec![Frame::new(false)],
             inlining: Vec::new(),
             call_site: None,
+            call_site_args: SmallVec::new(),
             steps: 0,
             budget: 0,
             depth: 0,

@@ -103,6 +103,12 @@ impl Interp<'_, '_> {
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
             record_field: w.record_field,
+            call_arg: self.call_site.and(tensors.first()).and_then(|t| {
+                self.call_site_args
+                    .iter()
+                    .find(|(storage, _)| *storage == t.storage)
+                    .map(|(_, e)| *e)
+            }),
             hook_output: self.running_hook.filter(|(def, name)| {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),

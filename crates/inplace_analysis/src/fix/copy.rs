@@ -250,3 +250,47 @@ fn clones_after(
         })
         .collect()
 }
+
+/// A write inside another file's function into a tensor this file passed it by name
+/// (`normalize_(probs)`, the helper dividing its argument in place): the copy is made here.
+/// `rebind` (a saved tensor clobbered): before the statement with the call
+/// (`probs = probs.clone()`), so the helper writes the copy, later reads of the name see what
+/// it wrote, and the saved tensor stays as it was. Else (a name that must keep its values,
+/// IP402): the call is passed a copy, `gate(features.clone())`.
+pub(crate) fn clone_argument(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    rebind: bool,
+) -> Option<Fix> {
+    if w.into_leaf || w.record_field {
+        return None;
+    }
+    let (site, arg) = (w.call_site?, w.call_arg?);
+    let body = ctx.body(site.item)?;
+    if !matches!(body.expr(arg), Expr::Name { .. }) {
+        return None;
+    }
+    let r = ctx.text(Span::new(site.item, body.expr_span(arg)));
+    if !rebind {
+        return Some(one(
+            format!("Pass a copy: `{r}.clone()`"),
+            Applicability::Unsafe,
+            ctx.range(Span::new(site.item, body.expr_span(arg)))?,
+            format!("{r}.clone()"),
+        ));
+    }
+    let stmt = super::simple_statement_at(&body, site.rel)?;
+    let mut at = body.stmt_span(stmt);
+    // Under `no_grad` a copy would have no history: it is made before the block.
+    if let Some(block) = outermost_no_grad(ctx, &body, site.item, at) {
+        at = block;
+    }
+    let at = ctx.range(Span::new(site.item, at))?;
+    let (indent, eol) = indentation(ctx, at.start)?;
+    Some(one(
+        format!("Pass a copy: `{r} = {r}.clone()` before the call"),
+        Applicability::Unsafe,
+        TextRange::new(at.start - indent.len(), at.start - indent.len()),
+        format!("{indent}{r} = {r}.clone(){eol}"),
+    ))
+}

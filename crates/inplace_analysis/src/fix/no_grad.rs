@@ -54,6 +54,19 @@ fn import_torch(ctx: &RenderCtx<'_>) -> Option<Edit> {
 /// the run of consecutive statements that write into leaves.
 pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
     let s = w.stmt?;
+    // A write in an imported module's code: this file's statement that calls it.
+    if crate::project::is_module_item(s.item) {
+        let site = w.call_site?;
+        let call = super::simple_statement_at(&*ctx.body(site.item)?, site.rel)?;
+        let stmt = simple_statement(
+            ctx,
+            Some(StmtRef {
+                item: site.item,
+                stmt: call,
+            }),
+        )?;
+        return wrap_lines_no_grad(ctx, stmt, "Call it under `torch.no_grad()`");
+    }
     let stmt = simple_statement(ctx, Some(s))?;
     // Every finding of a block carries the whole block: a bound keeps that linear.
     let lines = |r: TextRange| ctx.lines.line_of(r.end) - ctx.lines.line_of(r.start) + 1;

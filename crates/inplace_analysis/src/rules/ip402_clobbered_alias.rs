@@ -99,10 +99,16 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         });
     }
     write_related(ctx, w, &mut related);
+    let in_module = w
+        .stmt
+        .is_some_and(|s| crate::project::is_module_item(s.item));
     let fix = alias
         .and_then(|b| fix::insert_clone(ctx, b.alias_of?, Applicability::Unsafe))
-        .or_else(|| fix::copy_detached(ctx, w))
+        // A write in an imported module's code: the call here passes it a copy.
+        .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
+        .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
         .or_else(|| match w.kind {
+            _ if in_module => None,
             WriteKind::Method(_)
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }

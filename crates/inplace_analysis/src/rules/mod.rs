@@ -221,6 +221,12 @@ pub(crate) fn out_of_place(
     applicability: crate::Applicability,
 ) -> Option<crate::Fix> {
     use crate::events::WriteKind;
+    // A write in an imported module's code is fixed where this file passed it the tensor.
+    if w.stmt
+        .is_some_and(|s| crate::project::is_module_item(s.item))
+    {
+        return crate::fix::clone_argument(ctx, w, true);
+    }
     // Rebinding under `no_grad` would leave a tensor without history.
     let rewrite = if w.under_no_grad {
         None
