@@ -360,8 +360,13 @@ impl Interp<'_, '_> {
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
         self.mark_stale_after_call(call, first_write);
+        // A generator: what it yields, as the elements of what the call gives (its body has
+        // run to the end: the consumer's loop sees every value it yields).
         if fd.generator {
-            return self.opaque_call(args, call);
+            if frame.yields.is_empty() {
+                return self.opaque_call(args, call);
+            }
+            return smallvec![self.alloc(Obj::Seq(vec![frame.yields]))];
         }
         if frame.returns.is_empty() {
             return smallvec![OTHER];

@@ -30,6 +30,24 @@ impl Interp<'_, '_> {
         Some(out)
     }
 
+    /// `for x in obj:` of an instance whose class defines `__iter__` (an `IterableDataset`, a
+    /// stream): what `__iter__` gives, a generator's yields. A dataset's tensors read out of
+    /// `self` are remembered as stored, as in `__getitem__`.
+    pub(super) fn iterate_instance(&mut self, obj: ObjId, call: Span) -> Option<Vals> {
+        let Obj::Module(m) = self.obj(obj) else {
+            return None;
+        };
+        let class = m.local.clone()?;
+        let def = self.find_method(&class, known::ITER)?;
+        let outer = self.getitem_self;
+        if self.is_dataset(&class) {
+            self.getitem_self = Some(obj);
+        }
+        let out = self.inline(def, Some(obj), &Args::default(), call);
+        self.getitem_self = outer;
+        Some(out)
+    }
+
     /// `DataLoader(dataset, batch_size=None, ...)`: a list of the one sample `__getitem__`
     /// gives (at an unknown index), which a loop over the loader binds. `None` when the loader
     /// batches (the default), or the dataset is not one the analysis sees.
@@ -51,7 +69,15 @@ impl Interp<'_, '_> {
             return None;
         };
         let index = self.alloc(Obj::Other);
-        let sample = self.get_item(*ds, smallvec![index], call)?;
-        Some(self.alloc(Obj::Seq(vec![sample])))
+        match self.get_item(*ds, smallvec![index], call) {
+            Some(sample) => Some(self.alloc(Obj::Seq(vec![sample]))),
+            // An `IterableDataset`: the loader yields what its `__iter__` does.
+            None => self
+                .iterate_instance(*ds, call)
+                .map(|v| match v.as_slice() {
+                    [one] => *one,
+                    _ => self.alloc(Obj::Seq(vec![v])),
+                }),
+        }
     }
 }

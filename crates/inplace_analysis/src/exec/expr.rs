@@ -139,10 +139,29 @@ impl Interp<'_, '_> {
                 self.bind_name(c, target, None, v.clone(), None);
                 v
             }
-            Expr::Await(x) | Expr::Yield(x) => match x.get() {
+            Expr::Await(x) => match x.get() {
                 Some(x) => self.eval(c, x),
                 None => smallvec![UNKNOWN],
             },
+            Expr::Yield(x) => {
+                let yielded = match x.get().map(|x| (x, c.expr(x))) {
+                    Some((_, &Expr::Starred(inner))) => {
+                        let from = self.eval_opt(c, inner);
+                        self.elements(&from)
+                    }
+                    Some((x, _)) => self.eval(c, x),
+                    None => smallvec![NONE],
+                };
+                if let Some(frame) = self.frames.last_mut() {
+                    for v in &yielded {
+                        if !frame.yields.contains(v) && frame.yields.len() < MAX_VALUES {
+                            frame.yields.push(*v);
+                        }
+                    }
+                }
+                // (What the consumer sends in.)
+                smallvec![UNKNOWN]
+            }
             Expr::True => smallvec![TRUE],
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],

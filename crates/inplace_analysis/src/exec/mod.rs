@@ -81,6 +81,8 @@ pub(crate) struct Frame {
     /// A function analysed on its own (its arguments unknown): a returned graph flows out.
     pub standalone: bool,
     pub returns: Vals,
+    /// What a generator yields (the elements of what it yields `from`).
+    pub yields: Vals,
     pub ret_state: State,
     /// (break states, continue states) of the loops being run.
     pub loops: Vec<(State, State)>,
@@ -95,6 +97,7 @@ impl Frame {
         Frame {
             standalone,
             returns: Vals::new(),
+            yields: Vals::new(),
             ret_state: State::dead(),
             loops: Vec::new(),
             local_rebinds: Vec::new(),

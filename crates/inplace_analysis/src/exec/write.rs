@@ -121,6 +121,7 @@ impl Interp<'_, '_> {
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
         });
         let single = tensors.len() == 1;
+        let one_storage = tensors.iter().all(|t| t.storage == tensors[0].storage);
         let each = w.through.is_some_and(|n| {
             self.each_param
                 .iter()
@@ -172,9 +173,15 @@ impl Interp<'_, '_> {
             }
             // IP402: other names bound to this very object now see the new value (an optimizer
             // step is meant to be seen).
-            if tt.known && single && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
-                self.mark_stale(*t, wid, w.keep);
-                self.check_stored_write(wid, tt.storage);
+            if tt.known && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
+                if single {
+                    self.mark_stale(*t, wid, w.keep);
+                }
+                // (Rows of one stored tensor, `yield self.x[i]` in a loop, are alternatives
+                // of one storage: the stored data changes whichever it is.)
+                if single || (one_storage && *t == first) {
+                    self.check_stored_write(wid, tt.storage);
+                }
             }
             let grad_on = self.grad_enabled;
             if let (Some(g), Some(tm)) = (value_grad, self.tensor_mut(*t)) {

@@ -63,6 +63,7 @@ known! {
     MODE = "mode",
     DIM = "dim",
     GETITEM = "__getitem__",
+    ITER = "__iter__",
     INPUT = "input",
     OTHER = "other",
     MAT2 = "mat2",

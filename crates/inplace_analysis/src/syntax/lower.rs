@@ -725,7 +725,17 @@ impl Lowerer<'_> {
                 if let Some(top) = self.functions.last_mut() {
                     *top = true;
                 }
-                Expr::Yield(self.opt_expr(n.named_child(0)))
+                // `yield from xs` yields each element of `xs`: `Yield(Starred(xs))`.
+                let value = self.opt_expr(n.named_child(0));
+                let mut c = n.walk();
+                let from = n.children(&mut c).any(|ch| ch.k() == "from");
+                match value.get() {
+                    Some(v) if from => {
+                        let at = self.rel(n);
+                        Expr::Yield(self.push_expr(Expr::Starred(v), at))
+                    }
+                    _ => Expr::Yield(value),
+                }
             }
             "true" => Expr::True,
             "false" => Expr::False,
