@@ -1,0 +1,73 @@
+//! Backwards run by code the analysis cannot see (`accelerator.backward(loss)`, a loss scaler's
+//! context manager): the loss's graph is still walked, and no parameter is taken to be without
+//! a grad after them, so a later `step()` writes them all. (`accelerate` and `apex` are not
+//! installed for the oracle; with a plain `loss.backward()` these shapes are fixtures under
+//! torch: `tests/fixtures/optim/actor_critic_*`.)
+
+use inplace_analysis::analyze_text;
+
+fn codes_at(text: &str, needle: &str) -> Vec<&'static str> {
+    let start = text.find(needle).expect("the line");
+    analyze_text(text)
+        .findings
+        .iter()
+        .filter(|f| f.range.start == start)
+        .map(|f| f.rule.code())
+        .collect()
+}
+
+#[test]
+fn accelerator_backward_walks_the_loss_graph() {
+    let text = r#"
+import torch
+import torch.nn as nn
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model = nn.Linear(4, 4)
+y = torch.sigmoid(model(torch.randn(2, 4)))
+y.mul_(2)
+accelerator.backward(y.sum())
+"#;
+    assert_eq!(codes_at(text, "y.mul_(2)"), ["IP301"]);
+}
+
+#[test]
+fn an_opaque_backward_leaves_every_parameter_with_a_grad() {
+    let model = r#"
+import torch
+import torch.nn as nn
+from apex import amp
+
+
+class ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 16), nn.Tanh())
+        self.pi = nn.Linear(16, 2)
+        self.v = nn.Linear(16, 1)
+
+    def forward(self, s):
+        h = self.body(s)
+        return self.pi(h), self.v(h)
+
+
+net = ActorCritic()
+opt = torch.optim.Adam(net.parameters())
+logits, value = net(torch.randn(8, 4))
+actor_loss = -logits.log_softmax(-1)[:, 0].mean()
+critic_loss = value.pow(2).mean()
+opt.zero_grad()
+"#;
+    // After `zero_grad()` and a backward that reaches only the actor's head, `step()` skips
+    // the value head: nothing the critic's backward needs changes.
+    let seen = format!(
+        "{model}actor_loss.backward(retain_graph=True)\nopt.step()\ncritic_loss.backward()\n"
+    );
+    assert!(codes_at(&seen, "opt.step()").is_empty());
+    // Through a scaler's context manager, what the backward reached is not known.
+    let opaque = format!(
+        "{model}with amp.scale_loss(actor_loss, opt) as scaled:\n    scaled.backward(retain_graph=True)\nopt.step()\ncritic_loss.backward()\n"
+    );
+    assert_eq!(codes_at(&opaque, "opt.step()"), ["IP304"]);
+}
