@@ -193,6 +193,30 @@ pub const SAVES_WEIGHTS_ALWAYS: &[&str] = &["RNN", "LSTM", "GRU"];
 /// for an input's gradient (an embedding's backward reads the indices only).
 pub const INDEX_INPUT: &[&str] = &["Embedding", "EmbeddingBag"];
 
+/// Index and target operands an op's backward reads, by op: their position in the function
+/// form (`torch.gather(input, dim, index)`; a method's receiver is position 0) and keyword.
+/// Measured with torch 2.15: writing the index in place after the op (`labels[labels ==
+/// -100] = 0` after `F.cross_entropy(logits, labels)`) makes `backward()` raise with
+/// `[torch.LongTensor [6]] is at version 1`. (`take_along_dim` saves an expanded copy.)
+pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
+    ("gather", 2, "index"),
+    ("index_select", 2, "index"),
+    ("take", 1, "index"),
+    ("masked_select", 1, "mask"),
+    ("cross_entropy", 1, "target"),
+    ("nll_loss", 1, "target"),
+    ("embedding", 0, "input"),
+];
+
+/// The same for modules, by the position of the call's argument: an embedding's indices, a
+/// classification loss's target.
+pub const MODULE_INDEX_OPERANDS: &[(&str, usize)] = &[
+    ("Embedding", 0),
+    ("EmbeddingBag", 0),
+    ("CrossEntropyLoss", 1),
+    ("NLLLoss", 1),
+];
+
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 

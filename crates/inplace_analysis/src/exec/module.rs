@@ -429,6 +429,18 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        if let Some(&(_, pos)) = ops::MODULE_INDEX_OPERANDS
+            .iter()
+            .find(|(k, _)| *k == class.as_str())
+        {
+            for (v, _) in args.positional.get(pos).into_iter() {
+                for t in v.clone() {
+                    if let Some(st) = self.tensor(t).map(|t| t.storage) {
+                        new_saves.push(self.record_save(st, false, label, save_at, assumes));
+                    }
+                }
+            }
+        }
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {
             self.nodes.get_mut(n).saves.extend(new_saves);
         }

@@ -116,12 +116,16 @@ impl Interp<'_, '_> {
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
             let name = self.dim_variant(&m, args, 0);
-            return self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
+            let out = self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
+            self.save_index_operand(&out, &m, args, true, OpLabel::Method(meth), call);
+            return out;
         }
         if ops::INDEX_RESULT.contains(&m.as_str()) {
             return smallvec![self.new_leaf(false, call)];
         }
-        smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
+        let out = smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)];
+        self.save_index_operand(&out, &m, args, true, OpLabel::Method(meth), call);
+        out
     }
 
     /// A method on a value we do not model: module and optimizer idioms, else a tensor guess.
@@ -373,6 +377,61 @@ impl Interp<'_, '_> {
         t.node = node;
         t.grad_if = assumes.filter(|_| grad == Tri::Maybe);
         self.alloc(Obj::Tensor(t))
+    }
+
+    /// The index or target operand an op's backward reads ([`ops::INDEX_OPERANDS`]), saved
+    /// with the op's result. `method`: the receiver is the op's first operand.
+    pub(super) fn save_index_operand(
+        &mut self,
+        out: &Vals,
+        op: &str,
+        args: &Args,
+        method: bool,
+        label: OpLabel,
+        origin: Span,
+    ) {
+        let Some(&(_, pos, kw)) = ops::INDEX_OPERANDS.iter().find(|(n, ..)| *n == op) else {
+            return;
+        };
+        let at = if method {
+            pos.checked_sub(1)
+        } else {
+            Some(pos)
+        };
+        let index = at
+            .and_then(|p| args.positional.get(p).map(|(v, _)| v.clone()))
+            .or_else(|| {
+                args.keywords
+                    .iter()
+                    .find(|(n, ..)| self.name(*n) == kw)
+                    .map(|(_, v, ..)| v.clone())
+            });
+        if let Some(index) = index {
+            self.save_with(out, &index, label, origin);
+        }
+    }
+
+    /// Saves of `operand`'s tensors recorded with each of `out`'s nodes (an op's backward reads
+    /// them when its result has a history).
+    pub(super) fn save_with(&mut self, out: &Vals, operand: &Vals, label: OpLabel, origin: Span) {
+        if !self.grad_enabled {
+            return;
+        }
+        for o in out {
+            let Some((node, assumes)) = self
+                .tensor(*o)
+                .filter(|t| t.grad.is_possible())
+                .and_then(|t| Some((t.node?, t.grad_if)))
+            else {
+                continue;
+            };
+            for v in operand {
+                if let Some(storage) = self.tensor(*v).map(|t| t.storage) {
+                    let s = self.record_save(storage, false, label, origin, assumes);
+                    self.nodes.get_mut(node).saves.push(s);
+                }
+            }
+        }
     }
 
     /// What an op's history over `inputs` rests on: nothing when an input surely requires grad,

@@ -492,7 +492,9 @@ impl Interp<'_, '_> {
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let name = self.dim_variant(f, args, 1);
-        self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true)
+        let out = self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true);
+        self.save_index_operand(&out, f, args, false, OpLabel::Torch(fname), call);
+        out
     }
 
     /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
@@ -538,7 +540,9 @@ impl Interp<'_, '_> {
             return self.inplace_call(c, e, fname, base, args);
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
-        self.op_result(f, OpLabel::Functional(fname), &inputs, call, true)
+        let out = self.op_result(f, OpLabel::Functional(fname), &inputs, call, true);
+        self.save_index_operand(&out, f, args, false, OpLabel::Functional(fname), call);
+        out
     }
 
     /// The name the first argument is written through, and the name that keeps its meaning.
