@@ -290,13 +290,16 @@ impl Interp<'_, '_> {
         result
     }
 
-    /// A hook function's definition and the name of its third parameter (`output`).
+    /// A hook's definition and the name of its `output` parameter (the third; after `self`
+    /// for a bound method).
     fn hook_output_param(&mut self, hook: ObjId) -> Option<(DefLoc, Name)> {
-        let Obj::Func(def) = *self.obj(hook) else {
-            return None;
+        let (def, at) = match *self.obj(hook) {
+            Obj::Func(def) => (def, 2),
+            Obj::Bound(_, def) => (def, 3),
+            _ => return None,
         };
         let (body, f) = self.resolve_def(def)?;
-        let p = *body.list(body.func(f).params).get(2)?;
+        let p = *body.list(body.func(f).params).get(at)?;
         Some((def, body.params[p as usize].name))
     }
 
@@ -429,20 +432,16 @@ impl Interp<'_, '_> {
                 }
             }
         }
-        if let Some(&(_, pos)) = ops::MODULE_INDEX_OPERANDS
-            .iter()
-            .find(|(k, _)| *k == class.as_str())
-        {
-            for (v, _) in args.positional.get(pos).into_iter() {
-                for t in v.clone() {
-                    if let Some(st) = self.tensor(t).map(|t| t.storage) {
-                        new_saves.push(self.record_save(st, false, label, save_at, assumes));
-                    }
-                }
-            }
-        }
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {
             self.nodes.get_mut(n).saves.extend(new_saves);
+        }
+        // An embedding's ids, a loss's target.
+        let index = ops::MODULE_INDEX_OPERANDS
+            .iter()
+            .find(|(k, _)| *k == class.as_str())
+            .and_then(|(_, pos)| args.positional.get(*pos));
+        if let Some((operand, _)) = index {
+            self.save_with(&smallvec![out], operand, label, save_at);
         }
         self.layer_result(&class, out)
     }
@@ -641,7 +640,10 @@ impl Interp<'_, '_> {
             }
             // `model.eval()`, `model.train(False)`: `training` of the whole tree.
             "eval" | "train" => {
-                let mode = match args.first().map(|v| v.as_slice()) {
+                let given = args
+                    .first()
+                    .or_else(|| args.keyword(known::MODE).map(|(v, ..)| v));
+                let mode = match given.map(|v| v.as_slice()) {
                     _ if name == "eval" => FALSE,
                     None | Some([TRUE]) => TRUE,
                     Some([FALSE]) => FALSE,

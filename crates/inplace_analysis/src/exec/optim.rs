@@ -55,7 +55,8 @@ impl Interp<'_, '_> {
             "step" => {
                 // Every held parameter is written in place (under no_grad, so no form ①),
                 // except those without a `.grad`, which every optimizer skips (a head no
-                // backward reached since `zero_grad()`; measured with SGD and Adam).
+                // backward reached since `zero_grad()`; measured with SGD with momentum and
+                // weight decay, Adam and AdamW).
                 let written: Vals = params
                     .iter()
                     .copied()

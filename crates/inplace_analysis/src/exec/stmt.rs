@@ -333,8 +333,8 @@ impl Interp<'_, '_> {
         self.exec_block(c, orelse);
     }
 
-    /// `for p in model.parameters():` (or `opt.param_groups[0]["params"]`-free lists of
-    /// parameters): the name bound to each parameter in turn.
+    /// `for p in model.parameters():`: the name bound to each parameter in turn, and the
+    /// parameters.
     fn each_param_loop(
         &self,
         c: Code<'_>,

@@ -103,7 +103,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
     let fix = alias
-        .and_then(|b| fix::insert_clone(ctx, b.alias_of?, Applicability::Unsafe))
+        .and_then(|b| b.alias_of)
+        // (An alias made in a module's code cannot be fixed from here.)
+        .filter(|at| !crate::project::is_module_item(at.item))
+        .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
         // A write in an imported module's code: the call here passes it a copy.
         .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
         .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
