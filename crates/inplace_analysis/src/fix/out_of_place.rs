@@ -189,11 +189,15 @@ pub(crate) fn return_from_hook(
     let last = stmt_range(body.stmts_of(def.body).last()?)?;
     let (indent, eol) = super::indentation(ctx, first.start)?;
     let ret = format!("{eol}{indent}return {}", ctx.name(name));
-    // (The last statement may be the one rewritten: then it is one edit.)
-    match fix.edits.iter_mut().find(|e| e.range.end == last.end) {
+    // After the last statement's line (a comment on it stays there); when that statement is
+    // the one rewritten and nothing follows it on its line, in the same edit.
+    let (_, line_end) = ctx
+        .lines
+        .line_range(ctx.text_all(), ctx.lines.line_of(last.end));
+    match fix.edits.iter_mut().find(|e| e.range.end == line_end) {
         Some(edit) => edit.content.push_str(&ret),
         None => fix.edits.push(Edit {
-            range: TextRange::new(last.end, last.end),
+            range: TextRange::new(line_end, line_end),
             content: ret,
         }),
     }
