@@ -198,11 +198,19 @@ pub const INDEX_INPUT: &[&str] = &["Embedding", "EmbeddingBag"];
 /// Measured with torch 2.15: writing the index in place after the op (`labels[labels ==
 /// -100] = 0` after `F.cross_entropy(logits, labels)`) makes `backward()` raise with
 /// `[torch.LongTensor [6]] is at version 1`. (`take_along_dim` saves an expanded copy.)
+/// These are tensor ops (`torch.gather`, `x.gather`, `torch.embedding(weight, indices)`); the
+/// functional ones follow.
 pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("gather", 2, "index"),
     ("index_select", 2, "index"),
     ("take", 1, "index"),
     ("masked_select", 1, "mask"),
+    ("embedding", 1, "indices"),
+];
+
+/// The same for `torch.nn.functional` (`F.embedding(input, weight)`: its ids come first, where
+/// `torch.embedding(weight, input)` has its weight).
+pub const FUNCTIONAL_INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("cross_entropy", 1, "target"),
     ("nll_loss", 1, "target"),
     ("embedding", 0, "input"),

@@ -284,10 +284,11 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
-    /// Loops over parameters running (`for p in model.parameters():`): the loop name and the
-    /// parameters it takes in turn. A write through the name writes each of them, for
-    /// certain, not one of several alternatives.
-    pub each_param: Vec<(Name, Vals)>,
+    /// Loops over a known list of tensors running (`for p in model.parameters():`,
+    /// `for name, p in model.named_parameters():`, `for t in (a, b):`): a loop name and the
+    /// tensors it takes in turn. A write through the name writes each of them, for certain,
+    /// not one of several alternatives.
+    pub each_element: Vec<(Name, Vals)>,
     /// The forward hook running (its definition and the name of its `output` parameter).
     pub running_hook: Option<(DefLoc, Name)>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
@@ -360,7 +361,7 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
-            each_param: Vec::new(),
+            each_element: Vec::new(),
             running_hook: None,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),

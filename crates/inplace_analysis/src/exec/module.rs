@@ -576,9 +576,15 @@ impl Interp<'_, '_> {
                     owners: smallvec![m],
                     tensors: ps.clone(),
                 });
+                // `(name, parameter)` pairs, one per parameter, in order.
                 if name == "named_parameters" {
-                    let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], ps]));
-                    return smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))];
+                    let pairs = ps
+                        .iter()
+                        .map(|p| {
+                            smallvec![self.alloc(Obj::Seq(vec![smallvec![OTHER], smallvec![*p]]))]
+                        })
+                        .collect();
+                    return smallvec![self.alloc(Obj::Seq(pairs))];
                 }
                 smallvec![params]
             }

@@ -317,37 +317,74 @@ impl Interp<'_, '_> {
             return;
         }
         let elems = self.elements(&iter);
-        let each = self.each_param_loop(c, target, &iter, &elems);
-        if let Some(each) = each.clone() {
-            self.each_param.push(each);
-        }
+        let each = self.each_element_loop(c, target, &iter);
+        let pushed = each.len();
+        self.each_element.extend(each);
         self.run_loop(c, body, |it| {
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);
             }
             it.exec_block(c, body);
         });
-        if each.is_some() {
-            self.each_param.pop();
-        }
+        let kept = self.each_element.len() - pushed;
+        self.each_element.truncate(kept);
         self.exec_block(c, orelse);
     }
 
-    /// `for p in model.parameters():`: the name bound to each parameter in turn, and the
-    /// parameters.
-    fn each_param_loop(
+    /// A loop over a known list of tensors, one per slot (`model.parameters()`, the pairs of
+    /// `named_parameters()`, a literal `(a, b)`): each loop name bound to one of them per
+    /// iteration (the target itself, or a name in a tuple target: `for name, p in ...`), with
+    /// the tensors it takes.
+    fn each_element_loop(
         &self,
         c: Code<'_>,
         target: ExprId,
         iter: &Vals,
-        elems: &Vals,
-    ) -> Option<(Name, Vals)> {
-        let Expr::Name { name, .. } = *c.expr(target.get()?) else {
-            return None;
+    ) -> SmallVec<[(Name, Vals); 1]> {
+        let mut out = SmallVec::new();
+        let [one] = iter.as_slice() else { return out };
+        let items: Vec<ObjId> = match self.obj(*one) {
+            Obj::Params { tensors, .. } => tensors.to_vec(),
+            Obj::Seq(slots) if slots.iter().all(|s| s.len() == 1) => {
+                slots.iter().map(|s| s[0]).collect()
+            }
+            _ => return out,
         };
-        let [one] = iter.as_slice() else { return None };
-        let params = matches!(self.obj(*one), Obj::Params { .. });
-        (params && !elems.is_empty()).then(|| (name, elems.clone()))
+        // (Each name with its position in the items, `None` for the whole item.)
+        let names: SmallVec<[(Name, Option<usize>); 2]> = match target.get().map(|t| c.expr(t)) {
+            Some(&Expr::Name { name, .. }) => smallvec::smallvec![(name, None)],
+            Some(&Expr::Seq { items: parts, .. }) => c
+                .body
+                .exprs_of(parts)
+                .enumerate()
+                .filter_map(|(k, t)| match *c.expr(t) {
+                    Expr::Name { name, .. } => Some((name, Some(k))),
+                    _ => None,
+                })
+                .collect(),
+            _ => return out,
+        };
+        for (name, at) in names {
+            let part = |item: ObjId| match (at, self.obj(item)) {
+                (None, _) => Some(item),
+                (Some(k), Obj::Seq(pair)) => match pair.get(k).map(|s| s.as_slice()) {
+                    Some([one]) => Some(*one),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(taken) = items.iter().map(|i| part(*i)).collect::<Option<Vals>>() else {
+                continue;
+            };
+            let tensors: Vals = taken
+                .into_iter()
+                .filter(|t| self.tensor(*t).is_some())
+                .collect();
+            if !tensors.is_empty() {
+                out.push((name, tensors));
+            }
+        }
+        out
     }
 
     /// The integer a loop over known positions binds.

@@ -117,14 +117,28 @@ impl Interp<'_, '_> {
         {
             let name = self.dim_variant(&m, args, 0);
             let out = self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
-            self.save_index_operand(&out, &m, args, true, OpLabel::Method(meth), call);
+            self.save_index_operand(
+                &out,
+                &m,
+                args,
+                CallForm::Method,
+                OpLabel::Method(meth),
+                call,
+            );
             return out;
         }
         if ops::INDEX_RESULT.contains(&m.as_str()) {
             return smallvec![self.new_leaf(false, call)];
         }
         let out = smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)];
-        self.save_index_operand(&out, &m, args, true, OpLabel::Method(meth), call);
+        self.save_index_operand(
+            &out,
+            &m,
+            args,
+            CallForm::Method,
+            OpLabel::Method(meth),
+            call,
+        );
         out
     }
 
@@ -379,24 +393,28 @@ impl Interp<'_, '_> {
         self.alloc(Obj::Tensor(t))
     }
 
-    /// The index or target operand an op's backward reads ([`ops::INDEX_OPERANDS`]), saved
-    /// with the op's result. `method`: the receiver is the op's first operand.
+    /// The index or target operand an op's backward reads ([`ops::INDEX_OPERANDS`],
+    /// [`ops::FUNCTIONAL_INDEX_OPERANDS`]), saved with the op's result.
     pub(super) fn save_index_operand(
         &mut self,
         out: &Vals,
         op: &str,
         args: &Args,
-        method: bool,
+        form: CallForm,
         label: OpLabel,
         origin: Span,
     ) {
-        let Some(&(_, pos, kw)) = ops::INDEX_OPERANDS.iter().find(|(n, ..)| *n == op) else {
+        let table = match form {
+            CallForm::Functional => ops::FUNCTIONAL_INDEX_OPERANDS,
+            CallForm::Torch | CallForm::Method => ops::INDEX_OPERANDS,
+        };
+        let Some(&(_, pos, kw)) = table.iter().find(|(n, ..)| *n == op) else {
             return;
         };
-        let at = if method {
-            pos.checked_sub(1)
-        } else {
-            Some(pos)
+        // (A method's receiver is the op's first operand.)
+        let at = match form {
+            CallForm::Method => pos.checked_sub(1),
+            _ => Some(pos),
         };
         let index = at
             .and_then(|p| args.positional.get(p).map(|(v, _)| v.clone()))
@@ -774,4 +792,12 @@ fn link_input(t: &TensorObj, parents: &mut SmallVec<[NodeId; 2]>, leaves: &mut S
         None if t.grad.is_possible() && !leaves.contains(&t.storage) => leaves.push(t.storage),
         _ => {}
     }
+}
+
+/// How an op is called: `torch.gather(x, ...)`, `x.gather(...)`, `F.cross_entropy(...)`.
+#[derive(Clone, Copy)]
+pub(super) enum CallForm {
+    Torch,
+    Method,
+    Functional,
 }

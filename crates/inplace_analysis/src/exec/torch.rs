@@ -1,6 +1,7 @@
 //! Calls by qualified name: torch functions, `torch.nn.functional`, grad-mode contexts,
 //! factories, `nn` classes, optimizers, and Python builtins.
 
+use super::tensor::CallForm;
 use super::write::WriteSpec;
 use super::*;
 use crate::events::{Event, WriteKind};
@@ -290,8 +291,19 @@ impl Interp<'_, '_> {
                 } else {
                     first
                 };
-                let e = self.elements(&source);
-                smallvec![self.alloc(Obj::Seq(vec![e]))]
+                // `list(model.parameters())`: one slot per parameter, in order (a loop over
+                // it writes each); else one slot that may be any element.
+                let slots = match (source.as_slice(), name) {
+                    ([one], "list" | "tuple") => match self.obj(*one) {
+                        Obj::Params { tensors, .. } => {
+                            Some(tensors.iter().map(|t| smallvec![*t]).collect())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
+                smallvec![self.alloc(Obj::Seq(slots))]
             }
             "enumerate" => self.enumerate(&first),
             "zip" => {
@@ -493,7 +505,8 @@ impl Interp<'_, '_> {
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let name = self.dim_variant(f, args, 1);
         let out = self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true);
-        self.save_index_operand(&out, f, args, false, OpLabel::Torch(fname), call);
+        let label = OpLabel::Torch(fname);
+        self.save_index_operand(&out, f, args, CallForm::Torch, label, call);
         out
     }
 
@@ -541,7 +554,8 @@ impl Interp<'_, '_> {
         }
         let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let out = self.op_result(f, OpLabel::Functional(fname), &inputs, call, true);
-        self.save_index_operand(&out, f, args, false, OpLabel::Functional(fname), call);
+        let label = OpLabel::Functional(fname);
+        self.save_index_operand(&out, f, args, CallForm::Functional, label, call);
         out
     }
 

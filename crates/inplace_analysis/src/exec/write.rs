@@ -123,7 +123,7 @@ impl Interp<'_, '_> {
         let single = tensors.len() == 1;
         let one_storage = tensors.iter().all(|t| t.storage == tensors[0].storage);
         let each = w.through.is_some_and(|n| {
-            self.each_param
+            self.each_element
                 .iter()
                 .any(|(name, ps)| *name == n && targets.iter().all(|t| ps.contains(t)))
         });
@@ -161,7 +161,7 @@ impl Interp<'_, '_> {
                 continue;
             }
             // A step writes every parameter for certain (they are not alternatives), and so
-            // does a loop over them.
+            // does a loop over a known list of tensors.
             let must = single || all_saved || w.kind == WriteKind::Step || each;
             if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {

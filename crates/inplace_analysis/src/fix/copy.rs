@@ -267,7 +267,8 @@ pub(crate) fn clone_argument(
     }
     let (site, arg) = (w.call_site?, w.call_arg?);
     let body = ctx.body(site.item)?;
-    if !matches!(body.expr(arg), Expr::Name { .. }) {
+    // (`probs`, `self.probs`: a place a copy can be bound to.)
+    if !super::is_place(&body, arg) {
         return None;
     }
     let r = ctx.text(Span::new(site.item, body.expr_span(arg)));
