@@ -176,6 +176,8 @@ impl Interp<'_, '_> {
                     return;
                 }
                 let old = m.attrs.get(&attr).cloned().unwrap_or_default();
+                let activation = m.local.is_none()
+                    && crate::ops::module_inplace_position(self.name(m.class)).is_some();
                 let family = self.name(attr).contains(STR_HOLE);
                 if let (Some(s), false) = (stmt, family) {
                     let _ = self.check_rebind_objs(c, &old, &vals, target, s, attr);
@@ -189,8 +191,20 @@ impl Interp<'_, '_> {
                     }
                 }
                 self.note_attr_write(o, attr, &old);
+                // `m.inplace = True` on an activation (`for m in model.modules(): ...`): its
+                // calls compute in place from now on, as if built with `inplace=True`.
+                let inplace = (attr == known::INPLACE && activation).then(|| {
+                    let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+                    vals.contains(&TRUE).then_some(InplaceArg {
+                        arg: site,
+                        call: site,
+                    })
+                });
                 if let Obj::Module(m) = self.obj_mut(o) {
                     m.attrs.insert(attr, vals);
+                    if let Some(arg) = inplace {
+                        m.inplace = arg;
+                    }
                 }
             }
             Obj::Tensor(_) if attr == known::DATA => {

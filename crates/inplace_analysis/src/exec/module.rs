@@ -519,6 +519,50 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `m` and the modules under it, with their dotted names, as `named_modules()` lists them:
+    /// each module before its submodules, in the order they were registered (attributes in the
+    /// order their modules were made, a container's children by position), each once; an
+    /// attribute that holds one of several modules gives each of them. Only `m` itself when
+    /// `recurse` is false.
+    fn submodules(
+        &self,
+        m: ObjId,
+        path: String,
+        recurse: bool,
+        out: &mut Vec<(String, ObjId)>,
+        seen: &mut FxHashSet<ObjId>,
+    ) {
+        let Obj::Module(module) = self.obj(m) else {
+            return;
+        };
+        if !seen.insert(m) {
+            return;
+        }
+        out.push((path.clone(), m));
+        let mut subs: Vec<(String, ObjId)> = (module.children.iter().enumerate())
+            .map(|(k, c)| (k.to_string(), *c))
+            .collect();
+        let mut attrs: Vec<(String, ObjId)> = (module.attrs.iter())
+            .flat_map(|(n, vs)| vs.iter().map(move |v| (*n, *v)))
+            .filter(|(_, v)| matches!(self.obj(*v), Obj::Module(_)) && !module.children.contains(v))
+            .map(|(n, v)| (self.name(n).to_string(), v))
+            .collect();
+        attrs.sort_by_key(|(_, v)| *v);
+        subs.extend(attrs);
+        for (name, sub) in subs {
+            let sub_path = if path.is_empty() {
+                name
+            } else {
+                format!("{path}.{name}")
+            };
+            if recurse {
+                self.submodules(sub, sub_path, true, out, seen);
+            } else if matches!(self.obj(sub), Obj::Module(_)) && seen.insert(sub) {
+                out.push((sub_path, sub));
+            }
+        }
+    }
+
     pub(super) fn module_method(
         &mut self,
         c: Code<'_>,
@@ -589,22 +633,48 @@ impl Interp<'_, '_> {
                 smallvec![params]
             }
             "forward" => self.call_module(c, e, m, args),
-            "children" | "modules" => {
-                let ch = match self.obj(m) {
-                    Obj::Module(module) => {
-                        let mut v: Vals = module.children.iter().copied().collect();
-                        for vals in module.attrs.values() {
-                            v.extend(
-                                vals.iter()
-                                    .copied()
-                                    .filter(|x| matches!(self.obj(*x), Obj::Module(_))),
-                            );
+            "children" | "named_children" | "modules" | "named_modules" => {
+                let all = name.ends_with("modules");
+                let mut found = Vec::new();
+                self.submodules(m, String::new(), all, &mut found, &mut FxHashSet::default());
+                if !all {
+                    found.remove(0);
+                }
+                // One slot per module (a loop runs its body once for each, in order); with
+                // `named_`, `(name, module)` pairs.
+                let slots = found
+                    .into_iter()
+                    .map(|(path, sub)| {
+                        if !name.starts_with("named_") {
+                            return smallvec![sub];
                         }
-                        v
+                        let path = self.intern(&path);
+                        let path = self.alloc(Obj::Str(path));
+                        smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![sub]]))]
+                    })
+                    .collect();
+                smallvec![self.alloc(Obj::Seq(slots))]
+            }
+            // `model.apply(fn)`: `fn` called on every module of the tree, children first.
+            "apply" => {
+                let mut found = Vec::new();
+                self.submodules(
+                    m,
+                    String::new(),
+                    true,
+                    &mut found,
+                    &mut FxHashSet::default(),
+                );
+                if let Some(f) = args.first().cloned() {
+                    for (_, sub) in found.into_iter().rev() {
+                        let one = Args {
+                            positional: vec![(smallvec![sub], None)],
+                            keywords: Vec::new(),
+                        };
+                        self.call_one_of(c, e, &f, &one);
                     }
-                    _ => Vals::new(),
-                };
-                smallvec![self.alloc(Obj::Seq(vec![ch]))]
+                }
+                smallvec![m]
             }
             "add_module" | "register_module" => {
                 if let (Some((keys, _)), Some((v, _))) =

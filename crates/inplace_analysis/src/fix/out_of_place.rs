@@ -96,7 +96,8 @@ pub(crate) fn inplace_false(
     } else {
         let eq = text.find('=')?;
         let (name, value) = (text[..eq].trim(), text[eq + 1..].trim_start());
-        if name != "inplace" {
+        // (Or `m.inplace = True`, set on a module after it was built.)
+        if name != "inplace" && !name.ends_with(".inplace") {
             return None;
         }
         // `inplace=cfg.inplace_act`: the setting is overridden here, whatever it says.
