@@ -292,12 +292,15 @@ impl Interp<'_, '_> {
                     first
                 };
                 // `list(model.parameters())`: one slot per parameter, in order (a loop over
-                // it writes each); else one slot that may be any element.
+                // it writes each); `list(model.children())`, `tuple(xs)`: a copy of the list,
+                // slot by slot (`[:-1]` of it drops the last); else one slot that may be any
+                // element.
                 let slots = match (source.as_slice(), name) {
                     ([one], "list" | "tuple") => match self.obj(*one) {
                         Obj::Params { tensors, .. } => {
                             Some(tensors.iter().map(|t| smallvec![*t]).collect())
                         }
+                        Obj::Seq(slots) if slots.len() > 1 => Some(slots.clone()),
                         _ => None,
                     },
                     _ => None,
