@@ -254,6 +254,16 @@ impl Interp<'_, '_> {
                 Obj::Module(_) if key.is_some() && self.container_of(b).is_some() => {
                     self.add_named_module(c, target, b, key, vals.clone());
                 }
+                // `model[2] = nn.Linear(4, 3)` of an `nn.Sequential` / `nn.ModuleList`.
+                Obj::Module(m) if self.container_of(b).is_some() => {
+                    if let Index::At(i) = index {
+                        let n = m.children.len() as i64;
+                        let at = if i < 0 { n + i } else { i };
+                        if (0..n).contains(&at) {
+                            self.replace_child(c, target, b, at as usize, &vals, stmt);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -287,6 +297,38 @@ impl Interp<'_, '_> {
                 .element(element)
                 .record_field(self.field_reads.contains(&c.span(object)));
             self.write(&tensors, spec);
+        }
+    }
+
+    /// Position `at` of container module `m` replaced by `vals` (one module): a module an
+    /// optimizer holds is rebound (IP403).
+    fn replace_child(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        m: ObjId,
+        at: usize,
+        vals: &Vals,
+        stmt: Option<StmtId>,
+    ) {
+        let [new] = vals.as_slice() else { return };
+        let Obj::Module(module) = self.obj(m) else {
+            return;
+        };
+        let old = module.children[at];
+        if let Some(s) = stmt {
+            let name = self.prog.text_of(c.span(target)).to_string();
+            let name = self.intern(&name);
+            let _ = self.check_rebind_objs(c, &smallvec![old], vals, target, s, name);
+        }
+        if let Obj::Module(module) = self.obj_mut(m) {
+            module.children[at] = *new;
+            // (Under its name too: `nn.Sequential(OrderedDict(...))`, `add_module`.)
+            for v in module.attrs.values_mut().flat_map(|vs| vs.iter_mut()) {
+                if *v == old {
+                    *v = *new;
+                }
+            }
         }
     }
 
