@@ -10,7 +10,7 @@
 //! own; the module body runs when anything is relevant (it makes the globals).
 
 use crate::exec::{Frozen, Interp, UnitOutput};
-use crate::ir::{DefLoc, FuncId, Interner, ItemId, Stmt};
+use crate::ir::{DefLoc, FuncId, Interner, ItemId};
 use crate::program::Program;
 use crate::syntax::outline::{name_hash, ItemKind};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -262,48 +262,9 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>]) -> Vec<bool> {
 /// as hashes.
 fn bound_names(body: &crate::ir::Body, names: &Interner) -> Vec<u64> {
     use crate::ir::Expr;
-    let mut out = Vec::new();
-    let mut targets = Vec::new();
-    let mut blocks = vec![body.root];
-    while let Some(b) = blocks.pop() {
-        for s in body.stmts_of(b) {
-            blocks.extend(body.inner_blocks(s));
-            match *body.stmt(s) {
-                Stmt::Assign { targets: t, .. } => targets.extend(body.exprs_of(t)),
-                Stmt::AugAssign { target, .. } | Stmt::For { target, .. } => targets.push(target),
-                Stmt::Try(t) => targets.extend(
-                    body.list(body.tries[t as usize].handlers)
-                        .iter()
-                        .map(|h| body.handlers[*h as usize].alias),
-                ),
-                Stmt::With { items, .. } => targets.extend(
-                    body.list(items)
-                        .iter()
-                        .map(|i| body.with_items[*i as usize].alias),
-                ),
-                Stmt::Def(f) => out.push(name_hash(names.resolve(body.func(f).name))),
-                Stmt::Class(k) => out.push(name_hash(names.resolve(body.class(k).name))),
-                Stmt::Import(list) => {
-                    for i in body.list(list) {
-                        out.push(name_hash(names.resolve(body.imports[*i as usize].bind)));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    // Every name in a target pattern (`a, (b, *c) = ...`) and walrus targets.
-    while let Some(t) = targets.pop() {
-        if t.is_none() {
-            continue;
-        }
-        match *body.expr(t) {
-            Expr::Name { name, .. } => out.push(name_hash(names.resolve(name))),
-            Expr::Seq { items, .. } => targets.extend(body.exprs_of(items)),
-            Expr::Starred(inner) => targets.push(inner),
-            _ => {}
-        }
-    }
+    let mut out: Vec<u64> = (body.bound_in(body.root).into_iter())
+        .map(|n| name_hash(names.resolve(n)))
+        .collect();
     for e in &body.exprs {
         if let Expr::Named { target, .. } = *e {
             out.push(name_hash(names.resolve(target)));

@@ -165,7 +165,10 @@ impl Interp<'_, '_> {
             }
             Obj::Func(def) => {
                 let def = *def;
-                self.inline(def, None, args, call)
+                self.next_capture = self.closures.get(&callee).cloned();
+                let out = self.inline(def, None, args, call);
+                self.next_capture = None;
+                out
             }
             Obj::Bound(s, def) => {
                 let (s, def) = (*s, *def);
@@ -300,6 +303,25 @@ impl Interp<'_, '_> {
         self.inline_with(def, env, c, &fd, args, call)
     }
 
+    /// A function object for `def` (a `def` statement or a lambda): one defined inside a
+    /// function closes over the names bound there (and those its own definer closed over), as
+    /// they are when it is defined.
+    pub(super) fn new_func(&mut self, def: DefLoc) -> ObjId {
+        let o = self.alloc(Obj::Func(def));
+        let nested =
+            !self.outer_envs.is_empty() || self.frames.first().is_some_and(|f| f.standalone);
+        if nested {
+            let mut env = self.state.env.clone();
+            if let Some(outer) = self.frames.last().and_then(|f| f.captured.as_ref()) {
+                for (k, v) in outer.iter() {
+                    env.entry(*k).or_insert_with(|| v.clone());
+                }
+            }
+            self.closures.insert(o, Arc::new(env));
+        }
+        o
+    }
+
     /// Whether `call` is in the file's own code, in a program that has imported modules.
     fn calls_from_entry(&self, call: Span) -> bool {
         self.prog.segments.len() > 1
@@ -341,7 +363,9 @@ impl Interp<'_, '_> {
                 .collect();
         }
         self.inlining.push(def);
-        self.frames.push(Frame::new(false));
+        let mut frame = Frame::new(false);
+        frame.captured = self.next_capture.take();
+        self.frames.push(frame);
         let saved_assign = self.assign_rhs.take();
         let saved_stmt = self.stmt;
         let first_write = self.writes.len();

@@ -120,10 +120,10 @@ impl Interp<'_, '_> {
             Expr::Comp {
                 elt, value, gens, ..
             } => self.eval_comprehension(c, elt, value, gens),
-            Expr::Lambda(f) => smallvec![self.alloc(Obj::Func(DefLoc {
+            Expr::Lambda(f) => smallvec![self.new_func(DefLoc {
                 item: c.item,
                 func: f
-            }))],
+            })],
             Expr::IfExp { body, test, orelse } => {
                 let mut out = self.eval_opt(c, body);
                 // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
@@ -487,6 +487,13 @@ impl Interp<'_, '_> {
                 }
             }
             return v;
+        }
+        // A closure reads the names of the function it was defined in.
+        if let Some(v) = (self.frames.last())
+            .and_then(|f| f.captured.as_ref())
+            .and_then(|env| env.get(&name))
+        {
+            return v.clone();
         }
         if self.prog.segments.len() > 1 {
             let seg = self.prog.segment_of(c.item);

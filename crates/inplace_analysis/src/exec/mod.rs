@@ -90,6 +90,8 @@ pub(crate) struct Frame {
     /// function's own names made: they lapse when it returns (its names are gone; what the
     /// caller binds the result to is checked there).
     pub local_rebinds: Vec<Event>,
+    /// A closure's view of the function it was defined in (its names when it was defined).
+    pub captured: Option<Arc<Env>>,
 }
 
 impl Frame {
@@ -101,6 +103,7 @@ impl Frame {
             ret_state: State::dead(),
             loops: Vec::new(),
             local_rebinds: Vec::new(),
+            captured: None,
         }
     }
 }
@@ -244,6 +247,10 @@ pub(crate) struct Interp<'p, 't> {
     pub state: State,
     /// Environments of the functions being inlined (the first is the outermost scope's).
     pub outer_envs: Vec<Env>,
+    /// Functions defined inside a function, with the names they close over.
+    pub closures: FxHashMap<ObjId, Arc<Env>>,
+    /// The closed-over names of the function about to be inlined (taken by its frame).
+    pub next_capture: Option<Arc<Env>>,
     /// The module's final environment, for functions analysed on their own.
     pub globals: Arc<Env>,
     pub grad_enabled: bool,
@@ -340,6 +347,8 @@ impl<'p, 't> Interp<'p, 't> {
             seen_events: FxHashSet::default(),
             state: State::default(),
             outer_envs: Vec::new(),
+            closures: FxHashMap::default(),
+            next_capture: None,
             globals: frozen.globals.clone(),
             grad_enabled: true,
             frames: vec![Frame::new(false)],

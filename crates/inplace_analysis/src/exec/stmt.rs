@@ -56,7 +56,7 @@ impl Interp<'_, '_> {
                     item: c.item,
                     func: f,
                 };
-                let o = self.alloc(Obj::Func(def));
+                let o = self.new_func(def);
                 let name = c.body.func(f).name;
                 self.bind_name(c, name, None, smallvec![o], None);
             }

@@ -58,6 +58,9 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let stmt = ctx.range(Span::new(at.item, stmt))?;
     let (indent, eol) = indentation(ctx, stmt.start)?;
     let r = ctx.text(root);
+    if !rebindable(ctx, &body, at.stmt, r) {
+        return None;
+    }
     Some(one(
         format!("Write into a copy: `{r} = {r}.clone()` first"),
         Applicability::Unsafe,
@@ -281,6 +284,9 @@ pub(crate) fn clone_argument(
         ));
     }
     let stmt = super::simple_statement_at(&body, site.rel)?;
+    if !rebindable(ctx, &body, stmt, r) {
+        return None;
+    }
     let mut at = body.stmt_span(stmt);
     // Under `no_grad` a copy would have no history: it is made before the block.
     if let Some(block) = outermost_no_grad(ctx, &body, site.item, at) {

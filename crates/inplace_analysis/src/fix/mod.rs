@@ -142,6 +142,15 @@ fn assignment(target: &str, value: &str, record_field: bool) -> String {
     }
 }
 
+/// Whether `name = ...` may be added before or in place of statement `s` (of `body`): a plain
+/// name must already be one of the scope's own (a closure's or a global's name rebound inside a
+/// function becomes local there, and its reads before raise `UnboundLocalError`); attributes
+/// and subscripts always may.
+fn rebindable(ctx: &RenderCtx<'_>, body: &crate::ir::Body, s: StmtId, target: &str) -> bool {
+    let plain = !target.is_empty() && target.chars().all(|c| c == '_' || c.is_alphanumeric());
+    !plain || body.binds_locally(s, |n| ctx.name(n) == target)
+}
+
 /// A single edit as a fix.
 fn one(title: String, applicability: Applicability, range: TextRange, content: String) -> Fix {
     Fix {

@@ -68,6 +68,9 @@ pub(crate) fn call_out_of_place(
                 return None;
             }
             let t = ctx.text(span(target));
+            if !rebindable(ctx, &body, s.stmt, t) {
+                return None;
+            }
             let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
             let arg_text = ctx.text(Span::new(s.item, a.span));
             let new = assignment(t, &format!("{prefix}{base}{arg_text}"), record_field);

@@ -582,6 +582,78 @@ impl Body {
         out
     }
 
+    /// Names the statements of `root` bind in its own scope (assignment, loop, `with` and
+    /// `except` targets, augmented assignments, imports, definitions; not what nested
+    /// functions and classes bind inside them), each once, in no particular order.
+    pub fn bound_in(&self, root: Block) -> Vec<Name> {
+        let mut out = Vec::new();
+        let mut targets = Vec::new();
+        let mut blocks = vec![root];
+        while let Some(b) = blocks.pop() {
+            for s in self.stmts_of(b) {
+                blocks.extend(self.inner_blocks(s));
+                match *self.stmt(s) {
+                    Stmt::Assign { targets: t, .. } => targets.extend(self.exprs_of(t)),
+                    Stmt::AugAssign { target, .. } | Stmt::For { target, .. } => {
+                        targets.push(target)
+                    }
+                    Stmt::Try(t) => targets.extend(
+                        self.list(self.tries[t as usize].handlers)
+                            .iter()
+                            .map(|h| self.handlers[*h as usize].alias),
+                    ),
+                    Stmt::With { items, .. } => targets.extend(
+                        self.list(items)
+                            .iter()
+                            .map(|i| self.with_items[*i as usize].alias),
+                    ),
+                    Stmt::Def(f) => out.push(self.func(f).name),
+                    Stmt::Class(k) => out.push(self.class(k).name),
+                    Stmt::Import(list) => out.extend(
+                        self.list(list)
+                            .iter()
+                            .map(|i| self.imports[*i as usize].bind),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        // Every name in a target pattern (`a, (b, *c) = ...`).
+        while let Some(t) = targets.pop() {
+            if t.is_none() {
+                continue;
+            }
+            match *self.expr(t) {
+                Expr::Name { name, .. } => out.push(name),
+                Expr::Seq { items, .. } => targets.extend(self.exprs_of(items)),
+                Expr::Starred(inner) => targets.push(inner),
+                _ => {}
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether a new binding of a name (the one `is_name` accepts) made by statement `s` would
+    /// be a name of the scope `s`
+    /// runs in: always at an item's top level; in a function, when it is one of its
+    /// parameters or its own statements bind it (else `name = ...` there would make it local
+    /// and its reads before raise `UnboundLocalError`: a closure's or a global's name).
+    pub fn binds_locally(&self, s: StmtId, is_name: impl Fn(Name) -> bool) -> bool {
+        let at = self.stmt_span(s);
+        let Some(f) = (self.funcs.iter())
+            .filter(|f| !f.lambda && f.span.contains(at))
+            .min_by_key(|f| f.span.end - f.span.start)
+        else {
+            return true;
+        };
+        self.list(f.params)
+            .iter()
+            .any(|p| is_name(self.params[*p as usize].name))
+            || self.bound_in(f.body).into_iter().any(is_name)
+    }
+
     pub fn stmts_of(&self, l: List) -> impl Iterator<Item = StmtId> + '_ {
         self.list(l).iter().map(|&i| StmtId(i))
     }
