@@ -162,27 +162,40 @@ fn relevant_memo(
     memo: &mut RelevanceMemo,
     prelower: bool,
 ) -> Vec<bool> {
-    if !prog.items.iter().any(|i| i.outline.summary.seeds.any()) {
-        return vec![false; prog.items.len()];
+    let seeded = seeded(prog);
+    if !seeded.iter().any(|s| *s) {
+        return seeded;
     }
     let binds = statement_binds(prog, names, prelower);
     let key = relevance_key(prog, &binds);
     if key != memo.key || memo.rel.len() != prog.items.len() {
         *memo = RelevanceMemo {
             key,
-            rel: relevant_from(prog, &binds),
+            rel: relevant_from(prog, &binds, seeded),
         };
     }
     memo.rel.clone()
 }
 
-/// Which items are relevant, by position.
-fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>]) -> Vec<bool> {
-    let items = &prog.items;
-    let mut rel: Vec<bool> = items
-        .iter()
-        .map(|i| i.outline.summary.seeds.any())
+/// The items whose own tokens hold a seed: one of [`crate::syntax::outline::Seeds`], or a
+/// `True` given to a name another item binds to an activation (`Act(True)` after
+/// `from torch.nn import ReLU as Act`).
+fn seeded(prog: &Program<'_>) -> Vec<bool> {
+    let aliases: FxHashSet<u64> = (prog.items.iter())
+        .flat_map(|i| i.outline.summary.activation_aliases.iter().copied())
         .collect();
+    (prog.items.iter())
+        .map(|i| {
+            let s = &i.outline.summary;
+            s.seeds.any() || (s.has_true && s.names.iter().any(|h| aliases.contains(h)))
+        })
+        .collect()
+}
+
+/// Which items are relevant, by position, from those `seeded`.
+fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> Vec<bool> {
+    let items = &prog.items;
+    let mut rel = seeded;
     if !rel.iter().any(|r| *r) {
         return rel;
     }

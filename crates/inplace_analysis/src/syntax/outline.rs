@@ -73,6 +73,12 @@ pub struct Summary {
     pub super_attrs: Vec<u64>,
     /// `self(...)`: calls the instance (its `forward`).
     pub calls_self: bool,
+    /// It has a `True` token (an `inplace` given by position to a renamed activation seeds it:
+    /// see [`Summary::activation_aliases`]).
+    pub has_true: bool,
+    /// Hashes of names it binds to an activation that takes `inplace` by position
+    /// (`from torch.nn import ReLU as Act`): `Act(True)` elsewhere is an in-place activation.
+    pub activation_aliases: Vec<u64>,
 }
 
 impl Summary {
@@ -191,6 +197,8 @@ struct Builder<'a> {
     /// The logical line has an annotation (`x: Dict[str, int] = {}`): its `=` stores no subscript.
     annotated: bool,
     last_was_string: bool,
+    /// The token before was `as` after an activation's name: the next name is an alias of it.
+    alias_next: bool,
     /// The text contains `anomaly` at all (else no name needs the substring test).
     text_has_anomaly: bool,
     noqa: Vec<(u32, u32)>,
@@ -259,6 +267,7 @@ pub fn outline(text: &str) -> Outline {
         compound_line: false,
         annotated: false,
         last_was_string: false,
+        alias_next: false,
         text_has_anomaly: text.contains("anomaly"),
         noqa: Vec::new(),
     };
@@ -643,11 +652,28 @@ impl Builder<'_> {
         if self.pending != Pending::None {
             self.settle_pending(Some((t.kind, s)));
         }
+        let special_of = |s: &str| {
+            SPECIAL
+                .get(&name_hash(s))
+                .filter(|(w, _)| *w == s)
+                .map(|(_, k)| *k)
+        };
+        // `ReLU as Act` (in an import): `Act` names an activation.
+        let alias = std::mem::take(&mut self.alias_next) && t.kind == Tk::Name;
+        if t.kind == Tk::Name && s == "as" {
+            let prev = self
+                .prev
+                .map(|p| &self.text[p.start as usize..p.end as usize]);
+            self.alias_next = prev.and_then(special_of) == Some(Special::Activation);
+        }
         let item = &mut self.out.items[cur as usize];
         let seeds = &mut item.summary.seeds.0;
         match t.kind {
             Tk::Name => {
                 let h = name_hash(s);
+                if alias {
+                    item.summary.activation_aliases.push(h);
+                }
                 if after_dot {
                     match self.receiver {
                         Receiver::SelfName => item.summary.self_attrs.push(h),
@@ -774,6 +800,7 @@ impl Builder<'_> {
             if scan.has_true && scan.has_positional_activation {
                 item.summary.seeds.0 |= Seeds::INPLACE_ARG;
             }
+            item.summary.has_true = scan.has_true;
             let sm = &mut item.summary;
             for v in [
                 &mut sm.names,
@@ -886,6 +913,18 @@ mod tests {
                 "Statement : \"x = 1; y = 2\"",
             ]
         );
+    }
+
+    #[test]
+    fn activation_aliases() {
+        let o = outline(
+            "from torch.nn import ReLU as Act, Linear as L\nimport torch as T\nx = Act(True)\n",
+        );
+        let s = |i: usize| &o.items[i].summary;
+        assert_eq!(s(0).activation_aliases, vec![name_hash("Act")]);
+        assert!(s(1).activation_aliases.is_empty());
+        assert!(s(2).has_true && s(2).uses_name(name_hash("Act")));
+        assert!(!s(2).seeds.any());
     }
 
     #[test]
