@@ -125,12 +125,25 @@ impl Interp<'_, '_> {
                 func: f
             })],
             Expr::IfExp { body, test, orelse } => {
+                // A test known to be true or false takes one arm only (`nn.Sigmoid() if i == 1
+                // else nn.Identity()` in a loop run once per `i`).
+                if let Some(t) = test.get() {
+                    let assumed = self.assumed_value(c, t);
+                    let decided = match assumed {
+                        Some(v) => smallvec![v],
+                        None => self.eval(c, t),
+                    };
+                    match decided.as_slice() {
+                        [TRUE] => return self.eval_opt(c, body),
+                        [FALSE] => return self.eval_opt(c, orelse),
+                        _ => {}
+                    }
+                }
                 let mut out = self.eval_opt(c, body);
                 // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
                 if self.is_container_test(c, test, body) {
                     out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));
                 }
-                self.eval_opt(c, test);
                 out.extend(self.eval_opt(c, orelse));
                 out
             }
