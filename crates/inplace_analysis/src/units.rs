@@ -2,7 +2,9 @@
 //!
 //! A finding needs an in-place write, a `.data`, an optimizer, a `.grad` update, `inplace=`,
 //! `out=` or anomaly mode somewhere in the code the analysis runs (the *seeds* of
-//! [`crate::syntax::outline::Seeds`]). An item is *relevant* when its own tokens hold a seed, or
+//! [`crate::syntax::outline::Seeds`], or a `True` given to a name another item binds to an
+//! activation: `Act(True)` after `from torch.nn import ReLU as Act`). An item is *relevant*
+//! when its own tokens hold a seed, or
 //! when it uses a relevant function, class or method of the file, a global that a relevant
 //! statement binds, or (a method) when its class's `__init__` is relevant. The decision is a
 //! fixpoint over the items, sound by construction: an item that is not relevant cannot reach a

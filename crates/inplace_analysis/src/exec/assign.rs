@@ -255,7 +255,12 @@ impl Interp<'_, '_> {
                     self.add_named_module(c, target, b, key, vals.clone());
                 }
                 // `model[2] = nn.Linear(4, 3)` of an `nn.Sequential` / `nn.ModuleList`.
-                Obj::Module(m) if self.container_of(b).is_some() => {
+                Obj::Module(m)
+                    if matches!(
+                        self.container_of(b),
+                        Some(Container::Sequential | Container::ModuleList)
+                    ) =>
+                {
                     if let Index::At(i) = index {
                         let n = m.children.len() as i64;
                         let at = if i < 0 { n + i } else { i };

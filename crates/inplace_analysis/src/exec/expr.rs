@@ -128,12 +128,7 @@ impl Interp<'_, '_> {
                 // A test known to be true or false takes one arm only (`nn.Sigmoid() if i == 1
                 // else nn.Identity()` in a loop run once per `i`).
                 if let Some(t) = test.get() {
-                    let assumed = self.assumed_value(c, t);
-                    let decided = match assumed {
-                        Some(v) => smallvec![v],
-                        None => self.eval(c, t),
-                    };
-                    match decided.as_slice() {
+                    match self.eval(c, t).as_slice() {
                         [TRUE] => return self.eval_opt(c, body),
                         [FALSE] => return self.eval_opt(c, orelse),
                         _ => {}

@@ -18,6 +18,17 @@ pub(crate) enum Container {
     Holder,
 }
 
+/// How [`Interp::submodules`] walks a module tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TreeWalk {
+    /// The direct children.
+    Children,
+    /// Each module before its submodules.
+    PreOrder,
+    /// Each module after its submodules.
+    PostOrder,
+}
+
 impl Container {
     /// The container a torch class name (its last segment) is.
     pub fn of(class: &str) -> Option<Container> {
@@ -519,28 +530,72 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// `m` and the modules under it, with their dotted names, as `named_modules()` lists them:
-    /// each module before its submodules, in the order they were registered (attributes in the
-    /// order their modules were made, a container's children by position), each once; an
-    /// attribute that holds one of several modules gives each of them. Only `m` itself when
-    /// `recurse` is false.
-    fn submodules(
+    /// The modules under `m` with their dotted names, each once, in `out`: with `recurse`,
+    /// `m` and its whole tree, each module before its submodules as `named_modules()` lists them
+    /// (or, with `post`, after them, the order `apply` calls in); else `m`'s direct children
+    /// (`named_children()`). Submodules come in the order they were registered: a container's
+    /// children by position (named by their key where they have one), then attributes in the
+    /// order their modules were made; an attribute that holds one of several modules gives each.
+    fn submodules(&self, m: ObjId, path: &str, walk: TreeWalk, out: &mut Vec<(String, ObjId)>) {
+        let mut seen = FxHashSet::default();
+        if walk == TreeWalk::Children {
+            seen.insert(m);
+            for (name, sub) in self.direct_submodules(m) {
+                if seen.insert(sub) {
+                    out.push((name, sub));
+                }
+            }
+            return;
+        }
+        self.walk_tree(
+            m,
+            path.to_string(),
+            walk == TreeWalk::PostOrder,
+            out,
+            &mut seen,
+        );
+    }
+
+    fn walk_tree(
         &self,
         m: ObjId,
         path: String,
-        recurse: bool,
+        post: bool,
         out: &mut Vec<(String, ObjId)>,
         seen: &mut FxHashSet<ObjId>,
     ) {
-        let Obj::Module(module) = self.obj(m) else {
-            return;
-        };
-        if !seen.insert(m) {
+        if !matches!(self.obj(m), Obj::Module(_)) || !seen.insert(m) {
             return;
         }
-        out.push((path.clone(), m));
+        if !post {
+            out.push((path.clone(), m));
+        }
+        for (name, sub) in self.direct_submodules(m) {
+            let sub_path = if path.is_empty() {
+                name
+            } else {
+                format!("{path}.{name}")
+            };
+            self.walk_tree(sub, sub_path, post, out, seen);
+        }
+        if post {
+            out.push((path, m));
+        }
+    }
+
+    /// The modules `m` holds directly, with their names, in registration order.
+    fn direct_submodules(&self, m: ObjId) -> Vec<(String, ObjId)> {
+        let Obj::Module(module) = self.obj(m) else {
+            return Vec::new();
+        };
+        let key_of = |c: ObjId| {
+            (module.attrs.iter())
+                .find(|(_, vs)| vs.as_slice() == [c])
+                .map(|(n, _)| self.name(*n).to_string())
+        };
         let mut subs: Vec<(String, ObjId)> = (module.children.iter().enumerate())
-            .map(|(k, c)| (k.to_string(), *c))
+            .filter(|(_, c)| matches!(self.obj(**c), Obj::Module(_)))
+            .map(|(k, c)| (key_of(*c).unwrap_or_else(|| k.to_string()), *c))
             .collect();
         let mut attrs: Vec<(String, ObjId)> = (module.attrs.iter())
             .flat_map(|(n, vs)| vs.iter().map(move |v| (*n, *v)))
@@ -549,18 +604,52 @@ impl Interp<'_, '_> {
             .collect();
         attrs.sort_by_key(|(_, v)| *v);
         subs.extend(attrs);
-        for (name, sub) in subs {
-            let sub_path = if path.is_empty() {
-                name
-            } else {
-                format!("{path}.{name}")
-            };
-            if recurse {
-                self.submodules(sub, sub_path, true, out, seen);
-            } else if matches!(self.obj(sub), Obj::Module(_)) && seen.insert(sub) {
-                out.push((sub_path, sub));
+        subs
+    }
+
+    /// `model.modules()`, `named_modules()`, `children()`, `named_children()`: one slot per
+    /// module (a loop runs its body once for each, in order); with `named_`, `(name, module)`
+    /// pairs. A tree of more modules than a list keeps slots for: one slot that may be any.
+    fn module_list(&mut self, m: ObjId, meth: &str) -> Vals {
+        let walk = if meth.ends_with("modules") {
+            TreeWalk::PreOrder
+        } else {
+            TreeWalk::Children
+        };
+        let mut found = Vec::new();
+        self.submodules(m, "", walk, &mut found);
+        if found.len() > MAX_SLOTS {
+            let all = found.into_iter().map(|(_, sub)| sub).collect();
+            return smallvec![self.alloc(Obj::Seq(vec![all]))];
+        }
+        let slots = found
+            .into_iter()
+            .map(|(path, sub)| {
+                if !meth.starts_with("named_") {
+                    return smallvec![sub];
+                }
+                let path = self.intern(&path);
+                let path = self.alloc(Obj::Str(path));
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![sub]]))]
+            })
+            .collect();
+        smallvec![self.alloc(Obj::Seq(slots))]
+    }
+
+    /// `model.apply(fn)`: `fn` called on every module of the tree, each after its submodules.
+    fn apply_to_tree(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
+        let mut found = Vec::new();
+        self.submodules(m, "", TreeWalk::PostOrder, &mut found);
+        if let Some(f) = args.first().cloned() {
+            for (_, sub) in found {
+                let one = Args {
+                    positional: vec![(smallvec![sub], None)],
+                    keywords: Vec::new(),
+                };
+                self.call_one_of(c, e, &f, &one);
             }
         }
+        smallvec![m]
     }
 
     pub(super) fn module_method(
@@ -634,48 +723,9 @@ impl Interp<'_, '_> {
             }
             "forward" => self.call_module(c, e, m, args),
             "children" | "named_children" | "modules" | "named_modules" => {
-                let all = name.ends_with("modules");
-                let mut found = Vec::new();
-                self.submodules(m, String::new(), all, &mut found, &mut FxHashSet::default());
-                if !all {
-                    found.remove(0);
-                }
-                // One slot per module (a loop runs its body once for each, in order); with
-                // `named_`, `(name, module)` pairs.
-                let slots = found
-                    .into_iter()
-                    .map(|(path, sub)| {
-                        if !name.starts_with("named_") {
-                            return smallvec![sub];
-                        }
-                        let path = self.intern(&path);
-                        let path = self.alloc(Obj::Str(path));
-                        smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![sub]]))]
-                    })
-                    .collect();
-                smallvec![self.alloc(Obj::Seq(slots))]
+                self.module_list(m, &name)
             }
-            // `model.apply(fn)`: `fn` called on every module of the tree, children first.
-            "apply" => {
-                let mut found = Vec::new();
-                self.submodules(
-                    m,
-                    String::new(),
-                    true,
-                    &mut found,
-                    &mut FxHashSet::default(),
-                );
-                if let Some(f) = args.first().cloned() {
-                    for (_, sub) in found.into_iter().rev() {
-                        let one = Args {
-                            positional: vec![(smallvec![sub], None)],
-                            keywords: Vec::new(),
-                        };
-                        self.call_one_of(c, e, &f, &one);
-                    }
-                }
-                smallvec![m]
-            }
+            "apply" => self.apply_to_tree(c, e, m, args),
             "add_module" | "register_module" => {
                 if let (Some((keys, _)), Some((v, _))) =
                     (args.positional.first(), args.positional.get(1))

@@ -300,7 +300,10 @@ impl Interp<'_, '_> {
                         Obj::Params { tensors, .. } => {
                             Some(tensors.iter().map(|t| smallvec![*t]).collect())
                         }
-                        Obj::Seq(slots) if slots.len() > 1 => Some(slots.clone()),
+                        // (Not a dict's: `list(d)` gives its keys.)
+                        Obj::Seq(slots) if slots.len() > 1 && !self.dict_keys.contains_key(one) => {
+                            Some(slots.clone())
+                        }
                         _ => None,
                     },
                     _ => None,

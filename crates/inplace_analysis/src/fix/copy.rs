@@ -275,7 +275,9 @@ pub(crate) fn clone_argument(
         return None;
     }
     let r = ctx.text(Span::new(site.item, body.expr_span(arg)));
-    if !rebind {
+    let stmt = super::simple_statement_at(&body, site.rel);
+    // (A name the scope cannot rebind is passed a copy instead.)
+    if !rebind || stmt.is_some_and(|s| !rebindable(ctx, &body, s, r)) {
         return Some(one(
             format!("Pass a copy: `{r}.clone()`"),
             Applicability::Unsafe,
@@ -283,11 +285,7 @@ pub(crate) fn clone_argument(
             format!("{r}.clone()"),
         ));
     }
-    let stmt = super::simple_statement_at(&body, site.rel)?;
-    if !rebindable(ctx, &body, stmt, r) {
-        return None;
-    }
-    let mut at = body.stmt_span(stmt);
+    let mut at = body.stmt_span(stmt?);
     // Under `no_grad` a copy would have no history: it is made before the block.
     if let Some(block) = outermost_no_grad(ctx, &body, site.item, at) {
         at = block;

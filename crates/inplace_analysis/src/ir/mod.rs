@@ -636,10 +636,10 @@ impl Body {
     }
 
     /// Whether a new binding of a name (the one `is_name` accepts) made by statement `s` would
-    /// be a name of the scope `s`
-    /// runs in: always at an item's top level; in a function, when it is one of its
-    /// parameters or its own statements bind it (else `name = ...` there would make it local
-    /// and its reads before raise `UnboundLocalError`: a closure's or a global's name).
+    /// be a name of the scope `s` runs in: always at an item's top level; in a function, when it
+    /// is one of its parameters or its own statements bind it (else `name = ...` there would
+    /// make it local and its reads before raise `UnboundLocalError`: a closure's or a global's
+    /// name). Walrus and `match` targets are not counted: such a name only loses its fix.
     pub fn binds_locally(&self, s: StmtId, is_name: impl Fn(Name) -> bool) -> bool {
         let at = self.stmt_span(s);
         let Some(f) = (self.funcs.iter())

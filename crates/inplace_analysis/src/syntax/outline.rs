@@ -498,6 +498,8 @@ impl Builder<'_> {
     fn start_line(&mut self, t: &Tok, col: u32) {
         self.line_tokens = 1;
         self.prev = None;
+        // (`import ReLU as` at the end of a line binds no alias on the next.)
+        self.alias_next = false;
         self.annotated = false;
         self.compound_line = matches!(
             &self.text[t.start as usize..t.end as usize],
@@ -844,9 +846,34 @@ mod tests {
     fn reoutline_is_outline() {
         let base = "import torch\n\n@dec\ndef f(x):\n    if x:\n        return 1\n# noqa: IP101\n    else:\n        y = x.add_(1)  # noqa\n        return 2\n\nclass A(B):\n    '''doc'''\n    k = [1,\n  2]\n\n    @property\n    def p(self):\n        return \"\"\"a\n\nb\"\"\"\n\n    async def q(self): pass\n    class N:\n        def r(self): pass\nif a:\n    pass\nelse:\n    x[0] = 1\nclass C: pass\nx = 1; y = 2 \\\n  + 3\nz = f'{a}'\n";
         let pieces = [
-            "\n", " ", "    ", "else:", "elif x:", "@d\n", "def g():", "class K:", "(", ")", "[",
-            "]", "\"", "'''", "\"\"\"", "#", "# noqa", "\\", "x", "+= 1", ".add_(", "é", "torch",
-            "try:", "except:", "\r\n",
+            "\n",
+            " ",
+            "    ",
+            "else:",
+            "elif x:",
+            "@d\n",
+            "def g():",
+            "class K:",
+            "(",
+            ")",
+            "[",
+            "]",
+            "\"",
+            "'''",
+            "\"\"\"",
+            "#",
+            "# noqa",
+            "\\",
+            "x",
+            "+= 1",
+            ".add_(",
+            "é",
+            "torch",
+            "try:",
+            "except:",
+            "\r\n",
+            "import ReLU as",
+            "ReLU as A\n",
         ];
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {
