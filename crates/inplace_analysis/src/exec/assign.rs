@@ -261,12 +261,8 @@ impl Interp<'_, '_> {
                         Some(Container::Sequential | Container::ModuleList)
                     ) =>
                 {
-                    if let Index::At(i) = index {
-                        let n = m.children.len() as i64;
-                        let at = if i < 0 { n + i } else { i };
-                        if (0..n).contains(&at) {
-                            self.replace_child(c, target, b, at as usize, &vals, stmt);
-                        }
+                    if let Some(at) = index_at(index, m.children.len()) {
+                        self.replace_child(c, target, b, at, &vals, stmt);
                     }
                 }
                 _ => {}
@@ -277,15 +273,16 @@ impl Interp<'_, '_> {
             let Obj::Seq(items) = self.obj_mut(s) else {
                 continue;
             };
-            match index {
-                Index::At(i) if i >= 0 && (i as usize) < items.len() => {
-                    items[i as usize] = if vals.len() > MAX_SEQ {
+            // (`xs[-1] = v`: the last.)
+            match index_at(index, items.len()) {
+                Some(k) => {
+                    items[k] = if vals.len() > MAX_SEQ {
                         smallvec![UNKNOWN]
                     } else {
                         vals.clone()
                     }
                 }
-                _ => {
+                None => {
                     let slot = items.len().min(MAX_SLOTS - 1);
                     self.seq_insert(s, slot, &vals);
                 }
@@ -450,5 +447,13 @@ impl Interp<'_, '_> {
             },
             _ => None,
         }
+    }
+}
+
+/// The position a known index names in a sequence of `n`.
+fn index_at(index: Index, n: usize) -> Option<usize> {
+    match index {
+        Index::At(i) => position_in(i, n),
+        _ => None,
     }
 }

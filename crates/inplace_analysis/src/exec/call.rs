@@ -165,9 +165,12 @@ impl Interp<'_, '_> {
             }
             Obj::Func(def) => {
                 let def = *def;
-                self.next_capture = self.closures.get(&callee).cloned();
+                // (Restored after: a closure called while this one's parameters are bound
+                // must not take or drop this one's names.)
+                let captured = self.closures.get(&callee).cloned();
+                let outer = std::mem::replace(&mut self.next_capture, captured);
                 let out = self.inline(def, None, args, call);
-                self.next_capture = None;
+                self.next_capture = outer;
                 out
             }
             Obj::Bound(s, def) => {

@@ -591,9 +591,25 @@ impl Interp<'_, '_> {
                 }
                 Obj::Module(m) if !m.children.is_empty() => {
                     let ch = m.children.clone();
+                    // (`self.blocks[-1]`: the last; `self.blocks[:-1]`: a container of the
+                    // same kind holding the others.)
                     match index {
-                        Index::At(i) if i >= 0 && (i as usize) < ch.len() => {
-                            out.push(ch[i as usize])
+                        Index::At(i) if position_in(i, ch.len()).is_some() => {
+                            out.extend(position_in(i, ch.len()).map(|k| ch[k]))
+                        }
+                        Index::Range(lo, hi) => {
+                            let bound = |b: i64| {
+                                position_in(b, ch.len()).unwrap_or(if b < 0 { 0 } else { ch.len() })
+                            };
+                            let lo = lo.map_or(0, bound);
+                            let hi = hi.map_or(ch.len(), bound).max(lo);
+                            let mut part = m.clone();
+                            part.children = ch[lo..hi].to_vec();
+                            part.attrs.retain(|_, vs| {
+                                vs.iter()
+                                    .all(|v| !ch.contains(v) || part.children.contains(v))
+                            });
+                            out.push(self.alloc(Obj::Module(part)));
                         }
                         _ => out.extend(ch),
                     }
@@ -620,8 +636,10 @@ impl Interp<'_, '_> {
             }
         };
         match index {
-            Index::At(i) if items.len() > 1 && items.get(resolve(i)).is_some() => {
-                out.extend(items[resolve(i)].iter().copied())
+            Index::At(i) if items.len() > 1 && position_in(i, items.len()).is_some() => {
+                if let Some(k) = position_in(i, items.len()) {
+                    out.extend(items[k].iter().copied())
+                }
             }
             Index::Range(lo, hi) => {
                 let lo = lo.map(resolve).unwrap_or(0).min(items.len());

@@ -52,6 +52,12 @@ const MAX_VALUES: usize = 256;
 /// Most positions a list keeps apart; later appends share the last one.
 const MAX_SLOTS: usize = 64;
 
+/// Python's position `i` (negative: from the end) in a sequence of `n`, if it is inside.
+fn position_in(i: i64, n: usize) -> Option<usize> {
+    let at = if i < 0 { n as i64 + i } else { i };
+    (0..n as i64).contains(&at).then_some(at as usize)
+}
+
 /// Steps allowed for a scope of `lines` lines: enough to inline and unroll ordinary code,
 /// bounded so that a file's analysis stays linear in its size.
 pub(crate) fn budget_for(lines: usize) -> u64 {

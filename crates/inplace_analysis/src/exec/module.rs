@@ -509,34 +509,13 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// A module and every module under it (attributes, children, containers), each once.
-    fn module_tree(&self, m: ObjId, out: &mut Vec<ObjId>, seen: &mut FxHashSet<ObjId>) {
-        if !seen.insert(m) {
-            return;
-        }
-        match self.obj(m) {
-            Obj::Module(module) => {
-                out.push(m);
-                for v in module.attrs.values().flatten().chain(&module.children) {
-                    self.module_tree(*v, out, seen);
-                }
-            }
-            Obj::Seq(items) => {
-                for v in items.iter().flatten() {
-                    self.module_tree(*v, out, seen);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The modules under `m` with their dotted names, each once, in `out`: with `recurse`,
-    /// `m` and its whole tree, each module before its submodules as `named_modules()` lists them
-    /// (or, with `post`, after them, the order `apply` calls in); else `m`'s direct children
-    /// (`named_children()`). Submodules come in the order they were registered: a container's
+    /// The modules under `m` with their dotted names, each once, in `out`, as `walk` says: `m`
+    /// and its whole tree, each module before its submodules as `named_modules()` lists them
+    /// (`eval()` sets them all) or after them (the order `apply` calls in); or `m`'s direct
+    /// children (`named_children()`). Only registered modules: a plain list is not walked. Submodules come in the order they were registered: a container's
     /// children by position (named by their key where they have one), then attributes in the
     /// order their modules were made; an attribute that holds one of several modules gives each.
-    fn submodules(&self, m: ObjId, path: &str, walk: TreeWalk, out: &mut Vec<(String, ObjId)>) {
+    fn submodules(&self, m: ObjId, walk: TreeWalk, out: &mut Vec<(String, ObjId)>) {
         let mut seen = FxHashSet::default();
         if walk == TreeWalk::Children {
             seen.insert(m);
@@ -547,13 +526,8 @@ impl Interp<'_, '_> {
             }
             return;
         }
-        self.walk_tree(
-            m,
-            path.to_string(),
-            walk == TreeWalk::PostOrder,
-            out,
-            &mut seen,
-        );
+        let post = walk == TreeWalk::PostOrder;
+        self.walk_tree(m, String::new(), post, out, &mut seen);
     }
 
     fn walk_tree(
@@ -617,7 +591,7 @@ impl Interp<'_, '_> {
             TreeWalk::Children
         };
         let mut found = Vec::new();
-        self.submodules(m, "", walk, &mut found);
+        self.submodules(m, walk, &mut found);
         if found.len() > MAX_SLOTS {
             let all = found.into_iter().map(|(_, sub)| sub).collect();
             return smallvec![self.alloc(Obj::Seq(vec![all]))];
@@ -639,7 +613,7 @@ impl Interp<'_, '_> {
     /// `model.apply(fn)`: `fn` called on every module of the tree, each after its submodules.
     fn apply_to_tree(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
         let mut found = Vec::new();
-        self.submodules(m, "", TreeWalk::PostOrder, &mut found);
+        self.submodules(m, TreeWalk::PostOrder, &mut found);
         if let Some(f) = args.first().cloned() {
             for (_, sub) in found {
                 let one = Args {
@@ -776,8 +750,8 @@ impl Interp<'_, '_> {
                     Some(_) => OTHER,
                 };
                 let mut tree = Vec::new();
-                self.module_tree(m, &mut tree, &mut FxHashSet::default());
-                for sub in tree {
+                self.submodules(m, TreeWalk::PreOrder, &mut tree);
+                for (_, sub) in tree {
                     if let Obj::Module(module) = self.obj_mut(sub) {
                         module.attrs.insert(known::TRAINING, smallvec![mode]);
                     }

@@ -112,25 +112,16 @@ impl Interp<'_, '_> {
         }
         let mut inputs = vec![recv.clone()];
         inputs.extend(args.positional.iter().map(|(v, _)| v.clone()));
-        if ops::table().op(&m).is_some()
+        let out = if ops::table().op(&m).is_some()
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
             let name = self.dim_variant(&m, args, 0);
-            let out = self.op_result(&name, OpLabel::Method(meth), &inputs, call, false);
-            self.save_index_operand(
-                &out,
-                &m,
-                args,
-                CallForm::Method,
-                OpLabel::Method(meth),
-                call,
-            );
-            return out;
-        }
-        if ops::INDEX_RESULT.contains(&m.as_str()) {
+            self.op_result(&name, OpLabel::Method(meth), &inputs, call, false)
+        } else if ops::INDEX_RESULT.contains(&m.as_str()) {
             return smallvec![self.new_leaf(false, call)];
-        }
-        let out = smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)];
+        } else {
+            smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
+        };
         self.save_index_operand(
             &out,
             &m,
