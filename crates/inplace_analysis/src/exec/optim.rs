@@ -146,7 +146,8 @@ impl Interp<'_, '_> {
                 .get(o)
                 .copied()
                 .or_else(|| match self.obj(*o) {
-                    Obj::Module(_) => {
+                    // Nothing is held before an optimizer exists: no tree walk then.
+                    Obj::Module(_) if !self.state.held.is_empty() => {
                         let mut params = Vals::new();
                         self.module_params(*o, &mut params, &mut FxHashSet::default());
                         params.iter().find_map(|p| self.state.held.get(p).copied())
