@@ -91,6 +91,9 @@ MODULE_SHAPE = {
     "PixelShuffle": (1, 4, 2, 2), "PixelUnshuffle": (1, 2, 4, 4), "ChannelShuffle": (1, 4, 2, 2),
     "Dropout1d": (2, 3, 4), "Dropout2d": (2, 3, 4, 4), "Dropout3d": (2, 3, 4, 4, 4),
     "FeatureAlphaDropout": (2, 3, 4, 4), "Softmax2d": (1, 2, 3, 3),
+    # Recurrent layers on a batch, `(seq, batch, feature)` (the default `batch_first=False`):
+    # an unbatched input's output is a view (squeezed back), which would hide what is saved.
+    "RNN": (5, 2, 3), "LSTM": (5, 2, 3), "GRU": (5, 2, 3),
 }
 EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),

@@ -71,6 +71,22 @@ impl Interp<'_, '_> {
                     None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
                     None => Vec::new(),
                 };
+                // A recurrent layer's options that decide what it saves, by keyword or position
+                // (`nn.LSTM(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                // bidirectional, proj_size)`), as `self.rnn.batch_first` reads them too.
+                if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
+                    for (at, option) in [(4, "batch_first"), (6, "bidirectional"), (7, "proj_size")]
+                    {
+                        let option = self.intern(option);
+                        let given = args
+                            .keyword(option)
+                            .map(|(v, ..)| v.clone())
+                            .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
+                        if let Some(v) = given {
+                            attrs.insert(option, v);
+                        }
+                    }
+                }
                 // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
                 let mut off = |kw: &str| {
                     let kw = self.intern(kw);
@@ -391,7 +407,16 @@ impl Interp<'_, '_> {
         }
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
-        let (saves_result, saves_input) = spec.map_or((false, false), |s| (s.result, s.input));
+        let (mut saves_result, mut saves_input) =
+            spec.map_or((false, false), |s| (s.result, s.input));
+        if ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str()) {
+            // The table measures the defaults. Measured with torch 2.15 on CPU: with
+            // `batch_first=True` the layer reads a transposed copy of its input; a bidirectional
+            // LSTM or one with `proj_size` returns a new tensor, not the output it saved.
+            saves_input &= self.layer_option_off(&module, "batch_first");
+            saves_result &= self.layer_option_off(&module, "bidirectional")
+                && self.layer_option_off(&module, "proj_size");
+        }
         // Tensors inside tuples and lists are inputs too (an RNN's `(h, c)` state).
         let mut inputs: Vals = self.flat_tensors(
             &args
@@ -455,6 +480,16 @@ impl Interp<'_, '_> {
             self.save_with(&smallvec![out], operand, label, save_at);
         }
         self.layer_result(&class, out)
+    }
+
+    /// A constructor option of a torch layer (kept by [`Self::new_module`]) that is not given, or
+    /// known to be `False`, `None` or `0`.
+    fn layer_option_off(&mut self, module: &ModuleObj, option: &str) -> bool {
+        let option = self.intern(option);
+        module
+            .attrs
+            .get(&option)
+            .is_none_or(|v| matches!(v.as_slice(), [FALSE] | [NONE]) || self.one_int(v) == Some(0))
     }
 
     /// What calling a torch layer returns: its output, or a recurrent layer's tuple of the
