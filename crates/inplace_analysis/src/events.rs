@@ -54,6 +54,9 @@ pub(crate) struct Write {
     pub view_origin: Option<Span>,
     /// The outermost call that led here, when the write is inside an inlined function.
     pub call_site: Option<Span>,
+    /// The written memory is a NumPy array's, shared with a tensor by this call
+    /// (`torch.from_numpy(a)`, `t.numpy()`).
+    pub numpy_share: Option<Span>,
     /// Where the name written through was bound, at the time of the write.
     pub through_bound: Option<Binding>,
     /// Grad mode was off at the write (an out-of-place rewrite would drop the history).

@@ -103,7 +103,15 @@ impl Walk<'_, '_> {
             Obj::Other => self.put((1u8, o.min(super::value::NONE + 1))),
             Obj::Str(n) => self.put((12u8, *n)),
             Obj::Tensor(t) => {
-                self.put((2u8, t.counter, t.grad, t.leaf, t.view_of_leaf, t.known));
+                self.put((
+                    2u8,
+                    t.counter,
+                    t.numpy,
+                    t.grad,
+                    t.leaf,
+                    t.view_of_leaf,
+                    t.known,
+                ));
                 let st = self.id(t.storage);
                 self.put(st);
                 self.span(t.origin);

@@ -44,6 +44,9 @@ pub(crate) struct TensorObj {
     pub storage: ObjId,
     /// False for `.data` aliases: same memory, separate counter.
     pub counter: bool,
+    /// A NumPy array sharing the memory (`t.numpy()`, the array given to `torch.from_numpy`):
+    /// no counter either, and `origin` is the call that shares it.
+    pub numpy: bool,
     pub grad: Tri,
     /// A user-created tensor (or parameter) that requires grad.
     pub leaf: bool,
@@ -81,6 +84,7 @@ impl TensorObj {
         TensorObj {
             storage: id,
             counter: true,
+            numpy: false,
             grad,
             leaf: false,
             view_of_leaf: false,
@@ -99,6 +103,7 @@ impl TensorObj {
     pub fn sibling(&self, id: ObjId) -> TensorObj {
         TensorObj {
             storage: id,
+            numpy: false,
             leaf: false,
             view_of_leaf: false,
             view_origin: None,

@@ -63,6 +63,17 @@ impl Interp<'_, '_> {
                 }
                 return recv.clone();
             }
+            // A CPU tensor's array shares its memory (`.cpu()` is taken for a copy: on a GPU
+            // it is one).
+            "numpy" if !args.positional.iter().any(|(v, _)| v.contains(&TRUE)) => {
+                return recv
+                    .iter()
+                    .map(|v| match self.tensor(*v) {
+                        Some(_) => self.numpy_alias(*v, call),
+                        None => OTHER,
+                    })
+                    .collect();
+            }
             "requires_grad_" => {
                 let on = !self.arg_is_false(args, 0, known::REQUIRES_GRAD);
                 for v in recv {
@@ -588,6 +599,16 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(id) {
             t.counter = false;
             t.view_origin = None;
+        }
+        id
+    }
+
+    /// A NumPy array sharing `base`'s memory, made by `call`: writes into it change the tensor
+    /// without a version bump, as through `.data`.
+    pub fn numpy_alias(&mut self, base: ObjId, call: Span) -> ObjId {
+        let id = self.data_alias(base, call);
+        if let Some(t) = self.tensor_mut(id) {
+            t.numpy = true;
         }
         id
     }

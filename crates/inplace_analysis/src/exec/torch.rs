@@ -441,6 +441,24 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `t = torch.from_numpy(a)` with `a` a local name holding an array: from here on `a` is
+    /// the tensor's memory without its version counter, so `a *= 2` changes what autograd saved
+    /// of `t` unseen (IP401). (An array read from anywhere else stays opaque.)
+    fn share_with_array(&mut self, c: Code<'_>, args: &Args, t: ObjId, call: Span) {
+        let Some((vals, Some(arg))) = args.positional.first() else {
+            return;
+        };
+        let Expr::Name { name, .. } = *c.expr(*arg) else {
+            return;
+        };
+        // (What an opaque call returned: numbers and strings are immutable.)
+        let array = vals.iter().all(|v| matches!(self.obj(*v), Obj::Unknown));
+        if array && !vals.is_empty() && self.state.env.contains_key(&name) {
+            let alias = self.numpy_alias(t, call);
+            self.state.env.insert(name, smallvec![alias]);
+        }
+    }
+
     fn call_torch_fn(&mut self, c: Code<'_>, e: ExprId, f: &str, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
@@ -467,6 +485,10 @@ impl Interp<'_, '_> {
                 if let Some((attr, read)) = source.and_then(|s| self_attr_root(c, s)) {
                     self.remember_stored(&smallvec![t], attr, read);
                 }
+            }
+            // (`as_tensor` of a list copies it: only `from_numpy` says its argument is an array.)
+            if f == "from_numpy" {
+                self.share_with_array(c, args, t, call);
             }
             return smallvec![t];
         }

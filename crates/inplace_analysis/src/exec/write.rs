@@ -98,6 +98,7 @@ impl Interp<'_, '_> {
             kind: w.kind,
             view_origin,
             call_site: self.call_site,
+            numpy_share: tensors.iter().find(|t| t.numpy).map(|t| t.origin),
             through_bound,
             under_no_grad: !self.grad_enabled,
             element: w.element,

@@ -4,6 +4,9 @@
 //! `p.data -= lr * p.grad` before the `backward()` that reads `p`) into a tensor that something
 //! saved for a backward that may still run. Other `.data` uses (reads, `x.data = v`, writes into
 //! what nothing saved) cannot corrupt a gradient there: they are IP410, an opt-in rule.
+//! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
+//! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
+//! before that backward.
 //!
 //! **Why it breaks.** `.data` shares the memory but *not* the version counter. A write through
 //! it changes values autograd saved without bumping the version, so backward runs on the new
@@ -25,7 +28,11 @@
 //! something saved (rebinding it would cut it off from its optimizer; do the update after
 //! `backward()`).
 //!
-//! **Fix safety.** *Unsafe*: it changes which tensor the name holds.
+//! For a NumPy array, one side gets its own memory where it is shared: `t.numpy().copy()`,
+//! `torch.from_numpy(a).clone()`.
+//!
+//! **Fix safety.** *Unsafe*: it changes which tensor the name holds (or, for an array, stops the
+//! sharing some code may rely on).
 
 use super::{write_of, write_related, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -70,6 +77,10 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
     let w = ctx.write(write);
     let mut related = Vec::new();
     write_related(ctx, w, &mut related);
+    if let Some(share) = w.numpy_share {
+        // A NumPy array written where nothing saved its memory is just an array.
+        return in_graph.then(|| numpy_finding(ctx, w, share, related))?;
+    }
     let (severity, why) = if in_graph {
         (
             Severity::Warning,
@@ -114,6 +125,51 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
         ),
         related,
         fix,
+    })
+}
+
+/// A write into a NumPy array that shares a saved tensor's memory (`t.numpy()`,
+/// `torch.from_numpy(a)`): fixed where the memory is shared, by giving one side its own copy.
+fn numpy_finding(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    share: Span,
+    mut related: Vec<crate::finding::Related>,
+) -> Option<Finding> {
+    let at = ctx.range(share)?;
+    let call = ctx.snippet(share);
+    related.push(crate::finding::Related {
+        source: None,
+        range: at,
+        message: format!("`{call}` shares this memory without a version counter"),
+    });
+    // `t.numpy()` -> `t.numpy().copy()`; `torch.from_numpy(a)` -> `torch.from_numpy(a).clone()`.
+    let (copy, what) = if ctx.slice(at).trim_end().ends_with(".numpy()") {
+        (".copy()", "the array")
+    } else {
+        (".clone()", "the tensor")
+    };
+    let fix = Fix {
+        title: format!("Give {what} its own memory: `{call}{copy}`"),
+        applicability: Applicability::Unsafe,
+        edits: vec![Edit {
+            range: TextRange::new(at.end, at.end),
+            content: copy.into(),
+        }],
+    };
+    Some(Finding {
+        rule: Rule::DataBypass,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes into a NumPy array that shares memory with a tensor (`{call}`, {}) \
+             but not its version counter: autograd will not notice, and gradients through it \
+             come out silently wrong",
+            ctx.snippet(w.site),
+            ctx.line(share)
+        ),
+        related,
+        fix: Some(fix),
     })
 }
 
