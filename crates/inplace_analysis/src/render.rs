@@ -69,6 +69,12 @@ impl<'a> RenderCtx<'a> {
         }
     }
 
+    /// The source of a span when it is one short line (an op named as written).
+    fn short_text(&self, s: Span) -> Option<String> {
+        let text = self.text(s);
+        (!text.is_empty() && text.len() <= 48 && !text.contains('\n')).then(|| text.to_string())
+    }
+
     /// The source of a span as it reads in a message: one line, at most 60 characters.
     pub fn snippet(&self, s: Span) -> String {
         let one: String = self
@@ -107,14 +113,10 @@ impl<'a> RenderCtx<'a> {
             .to_string(),
             OpLabel::Inplace(n) => format!("{}_", self.name(n)),
             OpLabel::Function(n) => format!("{}.apply", self.name(n)),
-            OpLabel::Module { origin, class } => {
-                let text = self.text(origin);
-                if !text.is_empty() && text.len() <= 48 && !text.contains('\n') {
-                    text.to_string()
-                } else {
-                    format!("nn.{}", self.name(class))
-                }
-            }
+            OpLabel::Module { origin, class } => self
+                .short_text(origin)
+                .unwrap_or_else(|| format!("nn.{}", self.name(class))),
+            OpLabel::Indexing(at) => self.short_text(at).unwrap_or_else(|| "indexing".into()),
             OpLabel::Static(s) => s.to_string(),
         }
     }

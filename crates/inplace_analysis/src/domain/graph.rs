@@ -31,6 +31,8 @@ pub(crate) enum OpLabel {
     Inplace(Name),
     /// A module call: its constructor as written (`nn.Sigmoid()`), else `nn.Class`.
     Module { origin: Span, class: Name },
+    /// Indexing with tensors (`logp[rows, labels]`), as written.
+    Indexing(Span),
     /// `-` (negation)
     Static(&'static str),
     /// A custom `torch.autograd.Function` subclass's `apply`, by the class's name.

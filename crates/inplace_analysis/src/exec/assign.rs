@@ -241,7 +241,7 @@ impl Interp<'_, '_> {
         stmt: Option<StmtId>,
     ) {
         let base = self.eval(c, object);
-        let (index, key) = self.index_of(c, sub);
+        let (index, key, _) = self.index_of(c, sub);
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {

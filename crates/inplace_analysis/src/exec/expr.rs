@@ -68,7 +68,7 @@ impl Interp<'_, '_> {
                 let b = self.eval_opt(c, right);
                 bool_op(and, a, b)
             }
-            Expr::Compare { operands, op } => self.eval_comparison(c, operands, op),
+            Expr::Compare { operands, op } => self.eval_comparison(c, e, operands, op),
             Expr::Seq { items, .. } => {
                 let mut slots = Vec::new();
                 for i in c.body.exprs_of(items) {
@@ -186,7 +186,7 @@ impl Interp<'_, '_> {
     }
 
     /// `x is None` / `x is not None` on values we know; other comparisons are unknown.
-    fn eval_comparison(&mut self, c: Code<'_>, operands: List, op: CmpOp) -> Vals {
+    fn eval_comparison(&mut self, c: Code<'_>, e: ExprId, operands: List, op: CmpOp) -> Vals {
         let is = match op {
             CmpOp::Is => Some(true),
             CmpOp::IsNot => Some(false),
@@ -231,6 +231,14 @@ impl Interp<'_, '_> {
                 let truth = (x == y) == (op == CmpOp::Eq);
                 return smallvec![if truth { TRUE } else { FALSE }];
             }
+        }
+        // `x > 0`, `labels == -100` of a tensor: a new boolean tensor (a mask), without history.
+        let tensor = |v: &ObjId| self.tensor(*v).is_some_and(|t| t.known);
+        if !matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::In | CmpOp::NotIn)
+            && parts.iter().flatten().any(tensor)
+        {
+            let mask = self.derive(&[], c.span(e), Default::default(), None, true);
+            return smallvec![mask];
         }
         smallvec![OTHER]
     }
@@ -542,7 +550,7 @@ impl Interp<'_, '_> {
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
         let base = self.eval_opt(c, value);
-        let (index, key) = self.index_of(c, sub);
+        let (index, key, index_tensors) = self.index_of(c, sub);
         let mut out = Vals::new();
         for b in base {
             if out.len() > MAX_VALUES {
@@ -559,6 +567,19 @@ impl Interp<'_, '_> {
             match self.obj(b) {
                 // A string key means a dict (or a mapping-like output), never tensor indexing.
                 Obj::Tensor(_) if index == Index::Key => out.push(self.alloc(Obj::Unknown)),
+                // Indexing with tensors (`x[idx]`, `x[mask]`, `x[:, idx]`) gathers a copy, not a
+                // view, and its backward reads the indices (measured with torch 2.15: writing
+                // `idx` or `mask` in place before `backward()` raises).
+                Obj::Tensor(_) if !index_tensors.is_empty() => {
+                    let saves = crate::ops::Saves {
+                        input: false,
+                        other: true,
+                        result: false,
+                    };
+                    let inputs = [smallvec![b], index_tensors.clone()];
+                    let label = Some(OpLabel::Indexing(c.span(e)));
+                    out.push(self.derive(&inputs, c.span(e), saves, label, true));
+                }
                 Obj::Tensor(_) => out.push(self.view_of(b, c.span(e))),
                 Obj::Seq(items) => {
                     let items = items.clone();
@@ -732,14 +753,20 @@ impl Interp<'_, '_> {
 
     /// What a subscript indexes with, after evaluating its parts, and the key when it is one
     /// known string (`d["act"]`, `d[name]`).
-    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>) {
+    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>, Vals) {
         let s = c.body.subscripts[sub as usize];
         let mut position = None;
         let mut key = None;
         let mut parts = 0;
+        let mut tensors = Vals::new();
         for p in c.body.exprs_of(s.parts) {
             let v = self.eval(c, p);
             parts += 1;
+            if let [one] = v.as_slice() {
+                if self.tensor(*one).is_some_and(|t| t.known) {
+                    tensors.push(*one);
+                }
+            }
             if let [one] = v.as_slice() {
                 position = Some(*one)
                     .filter(|o| self.positions.contains(o))
@@ -750,8 +777,8 @@ impl Interp<'_, '_> {
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
         match (s.index, position) {
-            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key),
-            _ => (s.index, key),
+            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key, tensors),
+            _ => (s.index, key, tensors),
         }
     }
 
