@@ -6,7 +6,7 @@ use crate::domain::OpLabel;
 use crate::events::{Event, Write, WriteId};
 use crate::exec::UnitOutput;
 use crate::finding::{Finding, TextRange};
-use crate::ir::{Body, Interner, ItemId, Name, Span};
+use crate::ir::{Body, Import, Interner, ItemId, Name, Span};
 use crate::line_index::LineIndex;
 use crate::noqa::NoqaMap;
 use crate::notebook::CellLines;
@@ -53,6 +53,12 @@ impl<'a> RenderCtx<'a> {
 
     pub fn torch_alias(&self) -> Option<&'a str> {
         self.torch
+    }
+
+    /// `name` is bound by an import at the file's top level (`torch`, `F`, `np`): a module,
+    /// not a tensor a fix could copy.
+    pub fn is_imported_module(&self, name: &str) -> bool {
+        module_import(self.prog, |i| self.names.resolve(i.bind) == name).is_some()
     }
 
     /// Where a span starts, as a message names it: `line 9`, or `cell 3, line 2` in a notebook.
@@ -125,6 +131,13 @@ impl<'a> RenderCtx<'a> {
 /// The local name of the `torch` module (`th` after `import torch as th`), from the module's
 /// imports.
 pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String> {
+    let imp = module_import(prog, |i| names.resolve(i.path) == "torch")?;
+    Some(names.resolve(imp.bind).to_string())
+}
+
+/// The first import at the top level of the analysed file (in its blocks too) that `pick`
+/// accepts.
+fn module_import(prog: &Program<'_>, pick: impl Fn(&Import) -> bool) -> Option<Import> {
     for item in &prog.items[prog.entry_items()] {
         if item.parent().is_some() {
             continue;
@@ -132,12 +145,8 @@ pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String
         let Some(body) = prog.lowered_body(item.id) else {
             continue;
         };
-        if let Some(imp) = body
-            .all_imports()
-            .into_iter()
-            .find(|i| names.resolve(i.path) == "torch")
-        {
-            return Some(names.resolve(imp.bind).to_string());
+        if let Some(imp) = body.all_imports().into_iter().find(&pick) {
+            return Some(imp);
         }
     }
     None

@@ -34,10 +34,13 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         return None;
     }
     let s = w.stmt?;
-    let (at, root) = match (
-        w.element,
-        w.view_origin.and_then(|v| view_statement(ctx, v)),
-    ) {
+    // (`torch.sigmoid(h).view(-1)`: the view's chain starts at a module, not at a tensor;
+    // the name written is then what is copied.)
+    let view = w
+        .view_origin
+        .and_then(|v| view_statement(ctx, v))
+        .filter(|(_, root)| !ctx.is_imported_module(ctx.text(*root)));
+    let (at, root) = match (w.element, view) {
         // `outs[i].add_(1)`: the element is replaced by a copy, not the list.
         (Some(element), _) if element.item == s.item => (s, element),
         (_, Some(found)) => found,
@@ -58,7 +61,7 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let stmt = ctx.range(Span::new(at.item, stmt))?;
     let (indent, eol) = indentation(ctx, stmt.start)?;
     let r = ctx.text(root);
-    if !rebindable(ctx, &body, at.stmt, r) {
+    if !rebindable(ctx, &body, at.stmt, r) || ctx.is_imported_module(r) {
         return None;
     }
     Some(one(
