@@ -74,6 +74,9 @@ pub(crate) struct Write {
     /// The write changes a forward hook's `output` argument in the hook itself (the hook and
     /// the name): an out-of-place rewrite must be returned to replace the module's output.
     pub hook_output: Option<(DefLoc, Name)>,
+    /// The write goes through a forward pre-hook's `args` tuple (`args[0].mul_(s)`): its
+    /// elements cannot be rebound, so no copy or rewrite can take the write's place there.
+    pub hook_args: bool,
     /// The argument of the call at `call_site` that passed the written tensor (an expression of
     /// the call site's item), when one did.
     pub call_arg: Option<ExprId>,

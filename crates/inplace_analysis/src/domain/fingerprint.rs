@@ -146,8 +146,10 @@ impl Walk<'_, '_> {
                     self.vals(&v);
                 }
                 let (children, hooks) = (m.children.clone(), m.hooks.clone());
+                let pre_hooks = m.pre_hooks.clone();
                 self.vals(&children.into_iter().collect());
                 self.vals(&hooks.into_iter().collect());
+                self.vals(&pre_hooks.into_iter().collect());
             }
             Obj::Optimizer { params, origin } => {
                 let (params, origin) = (params.clone(), *origin);

@@ -142,6 +142,9 @@ pub(crate) struct ModuleObj {
     pub origin: Span,
     /// Functions registered with `register_forward_hook`, run after each call.
     pub hooks: Vec<ObjId>,
+    /// Functions registered with `register_forward_pre_hook`, run before each call on its
+    /// positional arguments.
+    pub pre_hooks: Vec<ObjId>,
 }
 
 /// A class defined in the file.

@@ -603,6 +603,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: call,
             hooks: Vec::new(),
+            pre_hooks: Vec::new(),
         };
         let obj = self.alloc(Obj::Module(Box::new(module)));
         if let Some(init) = self.find_method(class, known::INIT) {
@@ -627,6 +628,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: class.span,
             hooks: Vec::new(),
+            pre_hooks: Vec::new(),
         })));
         let Some(init) = self.find_method(class, known::INIT) else {
             return obj;

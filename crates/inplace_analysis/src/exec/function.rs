@@ -29,6 +29,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: call,
             hooks: Vec::new(),
+            pre_hooks: Vec::new(),
         })));
         let mut full = args.clone();
         full.positional.insert(0, (smallvec![ctx], None));

@@ -304,6 +304,8 @@ pub(crate) struct Interp<'p, 't> {
     pub each_element: Vec<(Name, Vals)>,
     /// The forward hook running (its definition and the name of its `output` parameter).
     pub running_hook: Option<(DefLoc, Name)>,
+    /// The forward pre-hook being run and the name of its `args` parameter (a tuple).
+    pub running_pre_hook: Option<(DefLoc, Name)>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -378,6 +380,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             each_element: Vec::new(),
             running_hook: None,
+            running_pre_hook: None,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),

@@ -141,6 +141,7 @@ impl Interp<'_, '_> {
             children,
             origin,
             hooks: Vec::new(),
+            pre_hooks: Vec::new(),
         })))
     }
 
@@ -284,6 +285,17 @@ impl Interp<'_, '_> {
         args: &Args,
         site: Option<Span>,
     ) -> Vals {
+        let pre_hooks = match self.obj(m) {
+            Obj::Module(module) => module.pre_hooks.clone(),
+            _ => Vec::new(),
+        };
+        let replaced;
+        let args = if pre_hooks.is_empty() {
+            args
+        } else {
+            replaced = self.run_pre_hooks(c, e, m, &pre_hooks, args);
+            &replaced
+        };
         let out = self.call_module_body(c, e, m, args, site);
         let hooks = match self.obj(m) {
             Obj::Module(module) => module.hooks.clone(),
@@ -317,12 +329,59 @@ impl Interp<'_, '_> {
         result
     }
 
+    /// Forward pre-hooks run as `hook(module, args)` with the positional arguments as a tuple;
+    /// a result that is not None replaces them (a tuple, or one value).
+    fn run_pre_hooks(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        pre_hooks: &[ObjId],
+        args: &Args,
+    ) -> Args {
+        let mut args = args.clone();
+        for hook in pre_hooks {
+            let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+            let tuple = self.alloc(Obj::Seq(inputs));
+            let hook_args = Args {
+                positional: vec![(smallvec![m], None), (smallvec![tuple], None)],
+                keywords: Vec::new(),
+            };
+            let outer = self.running_pre_hook;
+            self.running_pre_hook = self.hook_param(*hook, 1);
+            let returned = self.call_value(c, e, *hook, &hook_args);
+            self.running_pre_hook = outer;
+            match returned.as_slice() {
+                [one] if *one != NONE => match self.obj(*one) {
+                    Obj::Seq(items) => {
+                        args.positional = items.iter().map(|v| (v.clone(), None)).collect();
+                    }
+                    _ if self.maybe_tensor(*one) => args.positional = vec![(returned, None)],
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        args
+    }
+
     /// A hook's definition and the name of its `output` parameter (the third; after `self`
     /// for a bound method).
     fn hook_output_param(&mut self, hook: ObjId) -> Option<(DefLoc, Name)> {
-        let (def, at) = match *self.obj(hook) {
-            Obj::Func(def) => (def, 2),
-            Obj::Bound(_, def) => (def, 3),
+        self.hook_param(hook, 2)
+    }
+
+    /// A hook's definition and the name of its parameter at `at` (one further for a bound
+    /// method, after `self`).
+    fn hook_param(&mut self, hook: ObjId, at: usize) -> Option<(DefLoc, Name)> {
+        let (def, at) = match self.obj(hook) {
+            Obj::Func(def) => (*def, at),
+            Obj::Bound(_, def) => (*def, at + 1),
+            // An object whose class defines `__call__`.
+            Obj::Module(module) => {
+                let class = module.local.clone()?;
+                (self.find_method(&class, known::CALL)?, at + 1)
+            }
             _ => return None,
         };
         let (body, f) = self.resolve_def(def)?;
@@ -794,10 +853,16 @@ impl Interp<'_, '_> {
                 smallvec![m]
             }
             _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
-            "register_forward_hook" => {
-                if let Some(hook) = args.first().cloned() {
+            "register_forward_hook" | "register_forward_pre_hook" => {
+                // (`with_kwargs=True` hooks take other arguments: not followed.)
+                let kw = self.intern("with_kwargs");
+                let with_kwargs = self.keyword_on(args, kw);
+                if let (Some(hook), false) = (args.first().cloned(), with_kwargs) {
                     if let Obj::Module(module) = self.obj_mut(m) {
-                        module.hooks.extend(hook);
+                        match name.as_str() {
+                            "register_forward_hook" => module.hooks.extend(hook),
+                            _ => module.pre_hooks.extend(hook),
+                        }
                     }
                 }
                 smallvec![self.alloc(Obj::Unknown)]

@@ -110,6 +110,9 @@ impl Interp<'_, '_> {
                     .find(|(storage, _)| *storage == t.storage)
                     .map(|(_, e)| *e)
             }),
+            hook_args: self.running_pre_hook.is_some_and(|(def, name)| {
+                w.through == Some(name) && self.stmt.is_some_and(|s| s.item == def.item)
+            }),
             hook_output: self.running_hook.filter(|(def, name)| {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),

@@ -251,6 +251,9 @@ pub(crate) fn out_of_place(
         | WriteKind::TorchFn(_)
         | WriteKind::Subscript { .. }
         | WriteKind::OutArg => {
+            if w.hook_args {
+                return None;
+            }
             let fix = rewrite.or_else(|| crate::fix::clone_before(ctx, w))?;
             // A forward hook's output rebound is lost unless the hook returns it.
             match w.hook_output {
