@@ -206,6 +206,17 @@ pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("take", 1, "index"),
     ("masked_select", 1, "mask"),
     ("embedding", 1, "indices"),
+    ("masked_fill", 1, "mask"),
+    ("masked_scatter", 1, "mask"),
+    // (`torch.where(condition, a, b)`; the method form `a.where(condition, b)` is not followed.)
+    ("where", 0, "condition"),
+    ("scatter", 2, "index"),
+    ("scatter_add", 2, "index"),
+    ("scatter_reduce", 2, "index"),
+    ("index_add", 2, "index"),
+    ("index_fill", 2, "index"),
+    ("index_copy", 2, "index"),
+    ("put", 1, "index"),
 ];
 
 /// The same for `torch.nn.functional` (`F.embedding(input, weight)`: its ids come first, where
