@@ -56,7 +56,7 @@ pub(crate) struct Write {
     pub call_site: Option<Span>,
     /// The written memory is a NumPy array's, shared with a tensor by this call
     /// (`torch.from_numpy(a)`, `t.numpy()`).
-    pub numpy_share: Option<Span>,
+    pub numpy_share: Option<crate::domain::NumpyShare>,
     /// Where the name written through was bound, at the time of the write.
     pub through_bound: Option<Binding>,
     /// Grad mode was off at the write (an out-of-place rewrite would drop the history).

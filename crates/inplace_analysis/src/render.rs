@@ -55,9 +55,10 @@ impl<'a> RenderCtx<'a> {
         self.torch
     }
 
-    /// `name` is bound by an import at the file's top level (`torch`, `F`, `np`): a module,
-    /// not a tensor a fix could copy.
-    pub fn is_imported_module(&self, name: &str) -> bool {
+    /// `place` (`torch`, `F`, `torch.nn.functional`) starts with a name bound by an import at
+    /// the file's top level: a module, not a tensor a fix could copy.
+    pub fn is_imported_module(&self, place: &str) -> bool {
+        let name = place.split('.').next().unwrap_or(place).trim();
         module_import(self.prog, |i| self.names.resolve(i.bind) == name).is_some()
     }
 

@@ -103,15 +103,8 @@ impl Walk<'_, '_> {
             Obj::Other => self.put((1u8, o.min(super::value::NONE + 1))),
             Obj::Str(n) => self.put((12u8, *n)),
             Obj::Tensor(t) => {
-                self.put((
-                    2u8,
-                    t.counter,
-                    t.numpy,
-                    t.grad,
-                    t.leaf,
-                    t.view_of_leaf,
-                    t.known,
-                ));
+                self.put((2u8, t.counter, t.grad, t.leaf, t.view_of_leaf, t.known));
+                self.put(t.numpy.map(|n| (n.at.item, n.at.rel, n.from_tensor)));
                 let st = self.id(t.storage);
                 self.put(st);
                 self.span(t.origin);

@@ -44,9 +44,9 @@ pub(crate) struct TensorObj {
     pub storage: ObjId,
     /// False for `.data` aliases: same memory, separate counter.
     pub counter: bool,
-    /// A NumPy array sharing the memory (`t.numpy()`, the array given to `torch.from_numpy`):
-    /// no counter either, and `origin` is the call that shares it.
-    pub numpy: bool,
+    /// A NumPy array sharing the memory (`t.numpy()`, the array given to `torch.from_numpy`),
+    /// without a counter either; views of it keep this.
+    pub numpy: Option<NumpyShare>,
     pub grad: Tri,
     /// A user-created tensor (or parameter) that requires grad.
     pub leaf: bool,
@@ -68,6 +68,15 @@ pub(crate) struct TensorObj {
     pub grad_if: Option<GradIf>,
 }
 
+/// Where a NumPy array came to share a tensor's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct NumpyShare {
+    /// The call: `t.numpy()` or `torch.from_numpy(a)`.
+    pub at: Span,
+    /// The array was made from the tensor (`t.numpy()`), else the tensor from the array.
+    pub from_tensor: bool,
+}
+
 /// An argument whose requiring grad a tensor's history rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct GradIf {
@@ -84,7 +93,7 @@ impl TensorObj {
         TensorObj {
             storage: id,
             counter: true,
-            numpy: false,
+            numpy: None,
             grad,
             leaf: false,
             view_of_leaf: false,
@@ -103,7 +112,7 @@ impl TensorObj {
     pub fn sibling(&self, id: ObjId) -> TensorObj {
         TensorObj {
             storage: id,
-            numpy: false,
+            numpy: None,
             leaf: false,
             view_of_leaf: false,
             view_origin: None,

@@ -343,7 +343,9 @@ impl Interp<'_, '_> {
         value: ExprId,
     ) {
         let value = self.eval(c, value);
+        let outer = std::mem::replace(&mut self.index_target, true);
         let current = self.eval(c, target);
+        self.index_target = outer;
         let tensors: Vals = current
             .iter()
             .copied()

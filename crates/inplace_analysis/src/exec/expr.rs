@@ -763,11 +763,15 @@ impl Interp<'_, '_> {
             let v = self.eval(c, p);
             parts += 1;
             if let [one] = v.as_slice() {
-                if self.tensor(*one).is_some_and(|t| t.known) {
+                // (An element or slice of another tensor, `for i in perm: x[i]`, may be a 0-dim
+                // integer, which indexes like an int: a view. Only a tensor made whole counts.)
+                if self
+                    .tensor(*one)
+                    .is_some_and(|t| t.known && t.view_origin.is_none())
+                    && !self.index_target
+                {
                     tensors.push(*one);
                 }
-            }
-            if let [one] = v.as_slice() {
                 position = Some(*one)
                     .filter(|o| self.positions.contains(o))
                     .and_then(|o| self.int_values.get(&o).copied());

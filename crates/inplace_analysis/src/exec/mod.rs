@@ -304,8 +304,11 @@ pub(crate) struct Interp<'p, 't> {
     pub each_element: Vec<(Name, Vals)>,
     /// The forward hook running (its definition and the name of its `output` parameter).
     pub running_hook: Option<(DefLoc, Name)>,
-    /// The forward pre-hook being run and the name of its `args` parameter (a tuple).
-    pub running_pre_hook: Option<(DefLoc, Name)>,
+    /// The target of an augmented assignment is being read (`x[idx] += v` writes `x` itself
+    /// through `__setitem__`: its subscript is taken as a view even with a tensor index).
+    pub index_target: bool,
+    /// While a forward pre-hook runs: its `args` tuple.
+    pub running_pre_hook: Option<ObjId>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -381,6 +384,7 @@ impl<'p, 't> Interp<'p, 't> {
             each_element: Vec::new(),
             running_hook: None,
             running_pre_hook: None,
+            index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),

@@ -73,10 +73,16 @@ impl Interp<'_, '_> {
                 };
                 // A recurrent layer's options that decide what it saves, by keyword or position
                 // (`nn.LSTM(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                // bidirectional, proj_size)`), as `self.rnn.batch_first` reads them too.
+                // bidirectional, proj_size)`; `nn.RNN` has `nonlinearity` before `bias` and no
+                // `proj_size`), as `self.rnn.batch_first` reads them too.
                 if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
-                    for (at, option) in [(4, "batch_first"), (6, "bidirectional"), (7, "proj_size")]
-                    {
+                    let shift = usize::from(class == "RNN");
+                    let options = [
+                        (4 + shift, "batch_first"),
+                        (6 + shift, "bidirectional"),
+                        (7 + shift, "proj_size"),
+                    ];
+                    for (at, option) in options {
                         let option = self.intern(option);
                         let given = args
                             .keyword(option)
@@ -347,18 +353,21 @@ impl Interp<'_, '_> {
                 positional: vec![(smallvec![m], None), (smallvec![tuple], None)],
                 keywords: Vec::new(),
             };
-            let outer = self.running_pre_hook;
-            self.running_pre_hook = self.hook_param(*hook, 1);
+            let outer = self.running_pre_hook.replace(tuple);
             let returned = self.call_value(c, e, *hook, &hook_args);
             self.running_pre_hook = outer;
+            // (A result that may be None on some path, or is no tensor the analysis can see,
+            // leaves the arguments as they are: a hook without `return` gives nothing else.)
             match returned.as_slice() {
-                [one] if *one != NONE => match self.obj(*one) {
-                    Obj::Seq(items) => {
+                _ if returned.contains(&NONE) => {}
+                [one] if matches!(self.obj(*one), Obj::Seq(_)) => {
+                    if let Obj::Seq(items) = self.obj(*one) {
                         args.positional = items.iter().map(|v| (v.clone(), None)).collect();
                     }
-                    _ if self.maybe_tensor(*one) => args.positional = vec![(returned, None)],
-                    _ => {}
-                },
+                }
+                _ if returned.iter().any(|v| self.maybe_tensor(*v)) => {
+                    args.positional = vec![(returned, None)];
+                }
                 _ => {}
             }
         }

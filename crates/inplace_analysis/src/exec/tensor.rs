@@ -65,13 +65,11 @@ impl Interp<'_, '_> {
             }
             // A CPU tensor's array shares its memory (`.cpu()` is taken for a copy: on a GPU
             // it is one).
-            "numpy" if !args.positional.iter().any(|(v, _)| v.contains(&TRUE)) => {
+            // (`force=True` too: on the CPU it shares as well.)
+            "numpy" => {
                 return recv
                     .iter()
-                    .map(|v| match self.tensor(*v) {
-                        Some(_) => self.numpy_alias(*v, call),
-                        None => OTHER,
-                    })
+                    .map(|v| self.numpy_alias(*v, call, true))
                     .collect();
             }
             "requires_grad_" => {
@@ -605,10 +603,13 @@ impl Interp<'_, '_> {
 
     /// A NumPy array sharing `base`'s memory, made by `call`: writes into it change the tensor
     /// without a version bump, as through `.data`.
-    pub fn numpy_alias(&mut self, base: ObjId, call: Span) -> ObjId {
+    pub fn numpy_alias(&mut self, base: ObjId, call: Span, from_tensor: bool) -> ObjId {
         let id = self.data_alias(base, call);
         if let Some(t) = self.tensor_mut(id) {
-            t.numpy = true;
+            t.numpy = Some(NumpyShare {
+                at: call,
+                from_tensor,
+            });
         }
         id
     }

@@ -454,7 +454,7 @@ impl Interp<'_, '_> {
         // (What an opaque call returned: numbers and strings are immutable.)
         let array = vals.iter().all(|v| matches!(self.obj(*v), Obj::Unknown));
         if array && !vals.is_empty() && self.state.env.contains_key(&name) {
-            let alias = self.numpy_alias(t, call);
+            let alias = self.numpy_alias(t, call, false);
             self.state.env.insert(name, smallvec![alias]);
         }
     }

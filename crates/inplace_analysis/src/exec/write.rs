@@ -70,6 +70,19 @@ impl<'v> WriteSpec<'v> {
 }
 
 impl Interp<'_, '_> {
+    /// Some of `targets` is an element of the list or tuple `seq`, or was read out of it.
+    fn is_element_of(&self, seq: ObjId, targets: &Vals) -> bool {
+        let direct = match self.obj(seq) {
+            Obj::Seq(items) => items.iter().flatten().any(|v| targets.contains(v)),
+            _ => false,
+        };
+        direct
+            || self
+                .elements_at
+                .iter()
+                .any(|((s, ..), o)| *s == seq && targets.contains(o))
+    }
+
     /// `receiver` when it was read as an element out of a list or dict.
     pub(super) fn element_read(&self, receiver: Span) -> Option<Span> {
         Some(receiver).filter(|r| self.element_reads.contains(r))
@@ -98,7 +111,7 @@ impl Interp<'_, '_> {
             kind: w.kind,
             view_origin,
             call_site: self.call_site,
-            numpy_share: tensors.iter().find(|t| t.numpy).map(|t| t.origin),
+            numpy_share: tensors.iter().find_map(|t| t.numpy),
             through_bound,
             under_no_grad: !self.grad_enabled,
             element: w.element,
@@ -110,9 +123,9 @@ impl Interp<'_, '_> {
                     .find(|(storage, _)| *storage == t.storage)
                     .map(|(_, e)| *e)
             }),
-            hook_args: self.running_pre_hook.is_some_and(|(def, name)| {
-                w.through == Some(name) && self.stmt.is_some_and(|s| s.item == def.item)
-            }),
+            hook_args: self
+                .running_pre_hook
+                .is_some_and(|args| self.is_element_of(args, targets)),
             hook_output: self.running_hook.filter(|(def, name)| {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),

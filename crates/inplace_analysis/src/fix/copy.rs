@@ -180,12 +180,34 @@ pub(crate) fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> 
 fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
     let body = ctx.body(v.item)?;
     let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel)?;
-    let root = root_place(&body, ExprId(e as u32))?;
+    let root = view_root(ctx, &body, ExprId(e as u32))?;
     let stmt = simple_statement_at(&body, v.rel)?;
     Some((
         StmtRef { item: v.item, stmt },
         Span::new(v.item, body.expr_span(root)),
     ))
+}
+
+/// The tensor a view expression is a view of, through subscripts, view methods and
+/// attributes, and `.detach()` only (`h[:, 0].view(-1)` -> `h`). A chain through any other
+/// call (`torch.sigmoid(h).view(-1)`, `self.head(h).view(-1)`) views a new tensor: None.
+fn view_root(ctx: &RenderCtx<'_>, body: &Body, mut e: ExprId) -> Option<ExprId> {
+    loop {
+        if is_place(body, e) {
+            return Some(e);
+        }
+        e = match *body.expr(e) {
+            Expr::Subscript { value, .. } => value,
+            Expr::Call { func, .. } => match *body.expr(func) {
+                Expr::Attr { value, attr, .. } => {
+                    let m = ctx.name(attr);
+                    (crate::ops::VIEW_OPS.contains(&m) || m == "detach").then_some(value)?
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+    }
 }
 
 /// The outermost `with ...no_grad():` (or `inference_mode`) statement around `stmt`.

@@ -75,12 +75,12 @@ pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 
 fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) -> Option<Finding> {
     let w = ctx.write(write);
-    let mut related = Vec::new();
-    write_related(ctx, w, &mut related);
     if let Some(share) = w.numpy_share {
         // A NumPy array written where nothing saved its memory is just an array.
-        return in_graph.then(|| numpy_finding(ctx, w, share, related))?;
+        return in_graph.then(|| numpy_finding(ctx, w, share))?;
     }
+    let mut related = Vec::new();
+    write_related(ctx, w, &mut related);
     let (severity, why) = if in_graph {
         (
             Severity::Warning,
@@ -133,18 +133,24 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
 fn numpy_finding(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
-    share: Span,
-    mut related: Vec<crate::finding::Related>,
+    share: crate::domain::NumpyShare,
 ) -> Option<Finding> {
-    let at = ctx.range(share)?;
-    let call = ctx.snippet(share);
+    // (An array's views are NumPy's: no "view shares the version counter" note.)
+    let mut related = Vec::new();
+    let plain = crate::events::Write {
+        view_origin: None,
+        ..w.clone()
+    };
+    write_related(ctx, &plain, &mut related);
+    let at = ctx.range(share.at)?;
+    let call = ctx.snippet(share.at);
     related.push(crate::finding::Related {
         source: None,
         range: at,
         message: format!("`{call}` shares this memory without a version counter"),
     });
     // `t.numpy()` -> `t.numpy().copy()`; `torch.from_numpy(a)` -> `torch.from_numpy(a).clone()`.
-    let (copy, what) = if ctx.slice(at).trim_end().ends_with(".numpy()") {
+    let (copy, what) = if share.from_tensor {
         (".copy()", "the array")
     } else {
         (".clone()", "the tensor")
@@ -166,7 +172,7 @@ fn numpy_finding(
              but not its version counter: autograd will not notice, and gradients through it \
              come out silently wrong",
             ctx.snippet(w.site),
-            ctx.line(share)
+            ctx.line(share.at)
         ),
         related,
         fix: Some(fix),

@@ -242,6 +242,11 @@ pub(crate) fn out_of_place(
             _ => None,
         }
     };
+    // A forward pre-hook's arguments are replaced only by what it returns: no rewrite or copy
+    // in the hook takes the write's place.
+    if w.hook_args {
+        return None;
+    }
     match w.kind {
         WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
             crate::fix::inplace_false(ctx, w.range, applicability)
@@ -251,9 +256,6 @@ pub(crate) fn out_of_place(
         | WriteKind::TorchFn(_)
         | WriteKind::Subscript { .. }
         | WriteKind::OutArg => {
-            if w.hook_args {
-                return None;
-            }
             let fix = rewrite.or_else(|| crate::fix::clone_before(ctx, w))?;
             // A forward hook's output rebound is lost unless the hook returns it.
             match w.hook_output {
