@@ -191,23 +191,11 @@ fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
 /// The tensor a view expression is a view of, through subscripts, view methods and
 /// attributes, and `.detach()` only (`h[:, 0].view(-1)` -> `h`). A chain through any other
 /// call (`torch.sigmoid(h).view(-1)`, `self.head(h).view(-1)`) views a new tensor: None.
-fn view_root(ctx: &RenderCtx<'_>, body: &Body, mut e: ExprId) -> Option<ExprId> {
-    loop {
-        if is_place(body, e) {
-            return Some(e);
-        }
-        e = match *body.expr(e) {
-            Expr::Subscript { value, .. } => value,
-            Expr::Call { func, .. } => match *body.expr(func) {
-                Expr::Attr { value, attr, .. } => {
-                    let m = ctx.name(attr);
-                    (crate::ops::VIEW_OPS.contains(&m) || m == "detach").then_some(value)?
-                }
-                _ => return None,
-            },
-            _ => return None,
-        };
-    }
+fn view_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
+    chain_root(body, e, &|attr| {
+        let m = ctx.name(attr);
+        crate::ops::VIEW_OPS.contains(&m) || m == "detach"
+    })
 }
 
 /// The outermost `with ...no_grad():` (or `inference_mode`) statement around `stmt`.

@@ -264,7 +264,13 @@ fn is_place(body: &Body, e: ExprId) -> bool {
 
 /// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
 /// `y.detach()`, `self.buf[t]`.
-fn root_place(body: &Body, mut e: ExprId) -> Option<ExprId> {
+fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {
+    chain_root(body, e, &|_| true)
+}
+
+/// The place a chain of subscripts and method calls starts from, through the methods
+/// `through` accepts (by name).
+fn chain_root(body: &Body, mut e: ExprId, through: &dyn Fn(Name) -> bool) -> Option<ExprId> {
     loop {
         if is_place(body, e) {
             return Some(e);
@@ -272,7 +278,7 @@ fn root_place(body: &Body, mut e: ExprId) -> Option<ExprId> {
         e = match *body.expr(e) {
             Expr::Subscript { value, .. } => value,
             Expr::Call { func, .. } => match *body.expr(func) {
-                Expr::Attr { value, .. } => value,
+                Expr::Attr { value, attr, .. } if through(attr) => value,
                 _ => return None,
             },
             _ => return None,
