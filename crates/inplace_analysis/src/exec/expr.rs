@@ -550,7 +550,7 @@ impl Interp<'_, '_> {
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
         let base = self.eval_opt(c, value);
-        let (index, key, index_tensors) = self.index_of(c, sub);
+        let (index, key, gather) = self.index_of(c, sub);
         let mut out = Vals::new();
         for b in base {
             if out.len() > MAX_VALUES {
@@ -567,16 +567,16 @@ impl Interp<'_, '_> {
             match self.obj(b) {
                 // A string key means a dict (or a mapping-like output), never tensor indexing.
                 Obj::Tensor(_) if index == Index::Key => out.push(self.alloc(Obj::Unknown)),
-                // Indexing with tensors (`x[idx]`, `x[mask]`, `x[:, idx]`) gathers a copy, not a
-                // view, and its backward reads the indices (measured with torch 2.15: writing
-                // `idx` or `mask` in place before `backward()` raises).
-                Obj::Tensor(_) if !index_tensors.is_empty() => {
+                // Indexing with tensors or lists (`x[idx]`, `x[mask]`, `x[:, [1, 3]]`) gathers a
+                // copy, not a view, and its backward reads the index tensors (measured with
+                // torch 2.15: writing `idx` or `mask` in place before `backward()` raises).
+                Obj::Tensor(_) if gather.is_some() => {
                     let saves = crate::ops::Saves {
                         input: false,
                         other: true,
                         result: false,
                     };
-                    let inputs = [smallvec![b], index_tensors.clone()];
+                    let inputs = [smallvec![b], gather.clone().unwrap_or_default()];
                     let label = Some(OpLabel::Indexing(c.span(e)));
                     out.push(self.derive(&inputs, c.span(e), saves, label, true));
                 }
@@ -753,13 +753,22 @@ impl Interp<'_, '_> {
 
     /// What a subscript indexes with, after evaluating its parts, and the key when it is one
     /// known string (`d["act"]`, `d[name]`).
-    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>, Vals) {
+    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>, Option<Vals>) {
         let s = c.body.subscripts[sub as usize];
         let mut position = None;
         let mut key = None;
         let mut parts = 0;
         let mut tensors = Vals::new();
+        // `x[[0, 2]]`, `x[:, [1, 3]]`: a list is an index array too (a gather, nothing saved).
+        let mut list = false;
         for p in c.body.exprs_of(s.parts) {
+            list |= matches!(
+                c.expr(p),
+                Expr::Seq {
+                    kind: SeqKind::List,
+                    ..
+                }
+            );
             let v = self.eval(c, p);
             parts += 1;
             if let [one] = v.as_slice() {
@@ -780,9 +789,10 @@ impl Interp<'_, '_> {
         }
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
+        let gather = (list || !tensors.is_empty()).then_some(tensors);
         match (s.index, position) {
-            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key, tensors),
-            _ => (s.index, key, tensors),
+            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key, gather),
+            _ => (s.index, key, gather),
         }
     }
 
