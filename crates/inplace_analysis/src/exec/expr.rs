@@ -789,7 +789,8 @@ impl Interp<'_, '_> {
         }
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
-        let gather = (list || !tensors.is_empty()).then_some(tensors);
+        // (The target of `x[[0, 2]] += v` is written through, as with a tensor index.)
+        let gather = ((list && !self.index_target) || !tensors.is_empty()).then_some(tensors);
         match (s.index, position) {
             (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key, gather),
             _ => (s.index, key, gather),
