@@ -23,6 +23,8 @@ pub(crate) struct RenderCtx<'a> {
     pub lines: &'a LineIndex,
     pub unit: &'a UnitOutput,
     pub torch: Option<&'a str>,
+    /// The file's top-level imports (found once per rendering).
+    pub imports: &'a [Import],
     pub cells: Option<&'a CellLines>,
 }
 
@@ -59,7 +61,9 @@ impl<'a> RenderCtx<'a> {
     /// the file's top level: a module, not a tensor a fix could copy.
     pub fn is_imported_module(&self, place: &str) -> bool {
         let name = place.split('.').next().unwrap_or(place).trim();
-        module_import(self.prog, |i| self.names.resolve(i.bind) == name).is_some()
+        self.imports
+            .iter()
+            .any(|i| self.names.resolve(i.bind) == name)
     }
 
     /// Where a span starts, as a message names it: `line 9`, or `cell 3, line 2` in a notebook.
@@ -131,26 +135,19 @@ impl<'a> RenderCtx<'a> {
 
 /// The local name of the `torch` module (`th` after `import torch as th`), from the module's
 /// imports.
-pub(crate) fn torch_alias(prog: &Program<'_>, names: &Interner) -> Option<String> {
-    let imp = module_import(prog, |i| names.resolve(i.path) == "torch")?;
+fn torch_alias(imports: &[Import], names: &Interner) -> Option<String> {
+    let imp = imports.iter().find(|i| names.resolve(i.path) == "torch")?;
     Some(names.resolve(imp.bind).to_string())
 }
 
-/// The first import at the top level of the analysed file (in its blocks too) that `pick`
-/// accepts.
-fn module_import(prog: &Program<'_>, pick: impl Fn(&Import) -> bool) -> Option<Import> {
-    for item in &prog.items[prog.entry_items()] {
-        if item.parent().is_some() {
-            continue;
-        }
-        let Some(body) = prog.lowered_body(item.id) else {
-            continue;
-        };
-        if let Some(imp) = body.all_imports().into_iter().find(&pick) {
-            return Some(imp);
-        }
-    }
-    None
+/// The imports at the top level of the analysed file (in its blocks too), in order.
+fn module_imports(prog: &Program<'_>) -> Vec<Import> {
+    prog.items[prog.entry_items()]
+        .iter()
+        .filter(|item| item.parent().is_none())
+        .filter_map(|item| prog.lowered_body(item.id))
+        .flat_map(|body| body.all_imports())
+        .collect()
 }
 
 /// Findings of a file from the outputs of its units, in order.
@@ -226,7 +223,8 @@ pub(crate) fn findings(
     let lines = &LineIndex::new(prog.text);
     let noqa = NoqaMap::from_comments(prog.text, &prog.noqa_comments, lines);
     chosen.retain(|(rule, range, ..)| !noqa.suppresses(lines.line_of(range.start), *rule));
-    let torch = torch_alias(prog, names);
+    let imports = &module_imports(prog);
+    let torch = torch_alias(imports, names);
     let mut out: Vec<Finding> = chosen
         .into_iter()
         .filter_map(|(rule, range, u, ev)| {
@@ -236,6 +234,7 @@ pub(crate) fn findings(
                 lines,
                 unit: units[u],
                 torch: torch.as_deref(),
+                imports,
                 cells,
             };
             let mut f = rules::render(rule, &ctx, ev)?;

@@ -451,11 +451,3 @@ impl Interp<'_, '_> {
         }
     }
 }
-
-/// The position a known index names in a sequence of `n`.
-fn index_at(index: Index, n: usize) -> Option<usize> {
-    match index {
-        Index::At(i) => position_in(i, n),
-        _ => None,
-    }
-}

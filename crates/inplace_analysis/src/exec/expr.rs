@@ -614,16 +614,10 @@ impl Interp<'_, '_> {
                     let ch = m.children.clone();
                     // (`self.blocks[-1]`: the last; `self.blocks[:-1]`: a container of the
                     // same kind holding the others.)
-                    match index {
-                        Index::At(i) if position_in(i, ch.len()).is_some() => {
-                            out.extend(position_in(i, ch.len()).map(|k| ch[k]))
-                        }
-                        Index::Range(lo, hi) => {
-                            let bound = |b: i64| {
-                                position_in(b, ch.len()).unwrap_or(if b < 0 { 0 } else { ch.len() })
-                            };
-                            let lo = lo.map_or(0, bound);
-                            let hi = hi.map_or(ch.len(), bound).max(lo);
+                    match (index, index_at(index, ch.len())) {
+                        (_, Some(k)) => out.push(ch[k]),
+                        (Index::Range(lo, hi), _) => {
+                            let (lo, hi) = slice_bounds(lo, hi, ch.len());
                             let mut part = m.clone();
                             part.children = ch[lo..hi].to_vec();
                             part.attrs.retain(|_, vs| {
@@ -648,26 +642,10 @@ impl Interp<'_, '_> {
 
     /// The element(s) of container `seq` at `index`; true when there are too many to keep.
     fn seq_element(&mut self, seq: ObjId, items: &[Vals], index: Index, out: &mut Vals) -> bool {
-        let n = items.len() as i64;
-        let resolve = |i: i64| {
-            if i < 0 {
-                (n + i).max(0) as usize
-            } else {
-                i as usize
-            }
-        };
-        match index {
-            Index::At(i) if items.len() > 1 && position_in(i, items.len()).is_some() => {
-                if let Some(k) = position_in(i, items.len()) {
-                    out.extend(items[k].iter().copied())
-                }
-            }
-            Index::Range(lo, hi) => {
-                let lo = lo.map(resolve).unwrap_or(0).min(items.len());
-                let hi = hi
-                    .map(resolve)
-                    .unwrap_or(items.len())
-                    .clamp(lo, items.len());
+        match (index, index_at(index, items.len())) {
+            (_, Some(k)) if items.len() > 1 => out.extend(items[k].iter().copied()),
+            (Index::Range(lo, hi), _) => {
+                let (lo, hi) = slice_bounds(lo, hi, items.len());
                 out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
             }
             _ => {

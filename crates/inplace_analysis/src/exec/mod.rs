@@ -58,6 +58,27 @@ fn position_in(i: i64, n: usize) -> Option<usize> {
     (0..n as i64).contains(&at).then_some(at as usize)
 }
 
+/// The position a known index names in a sequence of `n`.
+fn index_at(index: Index, n: usize) -> Option<usize> {
+    match index {
+        Index::At(i) => position_in(i, n),
+        _ => None,
+    }
+}
+
+/// Python's slice `[lo:hi]` of a sequence of `n`, clamped as Python clamps it.
+fn slice_bounds(lo: Option<i64>, hi: Option<i64>, n: usize) -> (usize, usize) {
+    let bound = |b: i64| {
+        if b < 0 {
+            (n as i64 + b).max(0) as usize
+        } else {
+            (b as usize).min(n)
+        }
+    };
+    let lo = lo.map_or(0, bound);
+    (lo, hi.map_or(n, bound).max(lo))
+}
+
 /// Steps allowed for a scope of `lines` lines: enough to inline and unroll ordinary code,
 /// bounded so that a file's analysis stays linear in its size.
 pub(crate) fn budget_for(lines: usize) -> u64 {

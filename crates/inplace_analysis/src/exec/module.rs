@@ -358,13 +358,17 @@ impl Interp<'_, '_> {
             self.running_pre_hook = outer;
             // (A result that may be None on some path, or is no tensor the analysis can see,
             // leaves the arguments as they are: a hook without `return` gives nothing else.)
+            if returned.contains(&NONE) {
+                continue;
+            }
             match returned.as_slice() {
-                _ if returned.contains(&NONE) => {}
-                [one] if matches!(self.obj(*one), Obj::Seq(_)) => {
-                    if let Obj::Seq(items) = self.obj(*one) {
+                [one] => match self.obj(*one) {
+                    Obj::Seq(items) => {
                         args.positional = items.iter().map(|v| (v.clone(), None)).collect();
                     }
-                }
+                    _ if self.maybe_tensor(*one) => args.positional = vec![(returned, None)],
+                    _ => {}
+                },
                 _ if returned.iter().any(|v| self.maybe_tensor(*v)) => {
                     args.positional = vec![(returned, None)];
                 }

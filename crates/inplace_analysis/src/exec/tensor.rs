@@ -63,9 +63,8 @@ impl Interp<'_, '_> {
                 }
                 return recv.clone();
             }
-            // A CPU tensor's array shares its memory (`.cpu()` is taken for a copy: on a GPU
-            // it is one).
-            // (`force=True` too: on the CPU it shares as well.)
+            // A CPU tensor's array shares its memory, with `force=True` too (`.cpu()` is taken
+            // for a copy: on a GPU it is one).
             "numpy" => {
                 return recv
                     .iter()

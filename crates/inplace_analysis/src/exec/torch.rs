@@ -455,7 +455,7 @@ impl Interp<'_, '_> {
         let array = vals.iter().all(|v| matches!(self.obj(*v), Obj::Unknown));
         if array && !vals.is_empty() && self.state.env.contains_key(&name) {
             let alias = self.numpy_alias(t, call, false);
-            self.state.env.insert(name, smallvec![alias]);
+            self.bind_name(c, name, None, smallvec![alias], None);
         }
     }
 

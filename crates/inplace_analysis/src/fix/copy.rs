@@ -18,6 +18,24 @@ pub(crate) fn insert_clone(
     ))
 }
 
+/// Where a NumPy array and a tensor came to share memory, one side gets its own:
+/// `t.numpy()` -> `t.numpy().copy()`, `torch.from_numpy(a)` -> `torch.from_numpy(a).clone()`.
+/// Unsafe: code may rely on the sharing.
+pub(crate) fn own_memory(ctx: &RenderCtx<'_>, share: crate::domain::NumpyShare) -> Option<Fix> {
+    let (copy, what) = if share.from_tensor {
+        (".copy()", "the array")
+    } else {
+        (".clone()", "the tensor")
+    };
+    let r = ctx.range(share.at)?;
+    Some(one(
+        format!("Give {what} its own memory: `{}{copy}`", ctx.slice(r)),
+        Applicability::Unsafe,
+        TextRange::new(r.end, r.end),
+        copy.into(),
+    ))
+}
+
 /// `R = R.clone()` on a line of its own before the statement that makes the tensor a write
 /// changes (the view it writes through, when it is one; else the write itself): the write
 /// then changes a copy, and what an op saved stays as it was saved. Under `torch.no_grad()`
@@ -34,12 +52,9 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         return None;
     }
     let s = w.stmt?;
-    // (`torch.sigmoid(h).view(-1)`: the view's chain starts at a module, not at a tensor;
-    // the name written is then what is copied.)
-    let view = w
-        .view_origin
-        .and_then(|v| view_statement(ctx, v))
-        .filter(|(_, root)| !ctx.is_imported_module(ctx.text(*root)));
+    // (`torch.sigmoid(h).view(-1)` views a new tensor: the name written is then what is
+    // copied.)
+    let view = w.view_origin.and_then(|v| view_statement(ctx, v));
     let (at, root) = match (w.element, view) {
         // `outs[i].add_(1)`: the element is replaced by a copy, not the list.
         (Some(element), _) if element.item == s.item => (s, element),

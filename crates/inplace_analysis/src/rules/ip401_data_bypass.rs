@@ -142,27 +142,12 @@ fn numpy_finding(
         ..w.clone()
     };
     write_related(ctx, &plain, &mut related);
-    let at = ctx.range(share.at)?;
     let call = ctx.snippet(share.at);
     related.push(crate::finding::Related {
         source: None,
-        range: at,
+        range: ctx.range(share.at)?,
         message: format!("`{call}` shares this memory without a version counter"),
     });
-    // `t.numpy()` -> `t.numpy().copy()`; `torch.from_numpy(a)` -> `torch.from_numpy(a).clone()`.
-    let (copy, what) = if share.from_tensor {
-        (".copy()", "the array")
-    } else {
-        (".clone()", "the tensor")
-    };
-    let fix = Fix {
-        title: format!("Give {what} its own memory: `{call}{copy}`"),
-        applicability: Applicability::Unsafe,
-        edits: vec![Edit {
-            range: TextRange::new(at.end, at.end),
-            content: copy.into(),
-        }],
-    };
     Some(Finding {
         rule: Rule::DataBypass,
         severity: Severity::Warning,
@@ -175,7 +160,7 @@ fn numpy_finding(
             ctx.line(share.at)
         ),
         related,
-        fix: Some(fix),
+        fix: fix::own_memory(ctx, share),
     })
 }
 
