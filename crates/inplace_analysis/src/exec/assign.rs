@@ -1,5 +1,6 @@
 //! Binding: names, attributes, subscripts and patterns; augmented assignment.
 
+use super::expr::IndexOf;
 use super::write::WriteSpec;
 use super::*;
 use crate::events::WriteKind;
@@ -241,7 +242,12 @@ impl Interp<'_, '_> {
         stmt: Option<StmtId>,
     ) {
         let base = self.eval(c, object);
-        let (index, key, _) = self.index_of(c, sub);
+        let IndexOf {
+            index,
+            key,
+            arrays_only,
+            ..
+        } = self.index_of(c, sub);
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {
@@ -291,7 +297,8 @@ impl Interp<'_, '_> {
         if !tensors.is_empty() {
             let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
             let through = self.obj_name(c, object);
-            let whole = c.body.subscripts[sub as usize].whole;
+            // `x[:] = v`, `x[mask] = v` write the tensor itself; `x[0] = v` a view of it.
+            let whole = c.body.subscripts[sub as usize].whole || arrays_only;
             let element = self.element_read(c.span(object));
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .through(through, through)
@@ -364,9 +371,12 @@ impl Interp<'_, '_> {
         // `outs["a"] += 1`, `feats[i] *= s`: an element read out of a list or dict is written
         // as a whole (`outs["a"] = outs["a"] + 1` is out of place).
         let element = self.element_read(c.span(target));
-        // `x[:] += v` takes the view `x[:]` first, then writes it: never `whole`.
+        // `x[:] += v` takes the view `x[:]` first, then writes it; `x[mask] += v` gathers a
+        // copy, adds to it and puts it back into `x` itself.
         let kind = if matches!(c.expr(target), Expr::Subscript { .. }) && element.is_none() {
-            WriteKind::Subscript { whole: false }
+            WriteKind::Subscript {
+                whole: self.array_indexed.contains(&c.span(target)),
+            }
         } else {
             WriteKind::AugAssign
         };

@@ -3,6 +3,20 @@
 
 use super::*;
 
+/// What a subscript's index selects.
+pub struct IndexOf {
+    pub index: Index,
+    /// A constant string key (`d["act"]`).
+    pub key: Option<Name>,
+    /// Index arrays (`x[idx]`, `x[mask]`, `x[:, [1, 3]]`): the read gathers a copy; the tensors
+    /// it indexes with.
+    pub gather: Option<Vals>,
+    /// Every part an index array or a whole dimension, at least one an array (`x[mask]`,
+    /// `x[:, [0]]`): a write goes into the tensor itself (`index_put_`), not into a view of it
+    /// (measured with torch 2.15: on a leaf, form ① even for `x[mask] += v`).
+    pub arrays_only: bool,
+}
+
 impl Interp<'_, '_> {
     pub fn eval(&mut self, c: Code<'_>, e: ExprId) -> Vals {
         if self.depth > MAX_DEPTH || self.exhausted() {
@@ -550,7 +564,15 @@ impl Interp<'_, '_> {
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
         let base = self.eval_opt(c, value);
-        let (index, key, gather) = self.index_of(c, sub);
+        let IndexOf {
+            index,
+            key,
+            gather,
+            arrays_only,
+        } = self.index_of(c, sub);
+        if arrays_only {
+            self.array_indexed.insert(c.span(e));
+        }
         let mut out = Vals::new();
         for b in base {
             if out.len() > MAX_VALUES {
@@ -580,6 +602,8 @@ impl Interp<'_, '_> {
                     let label = Some(OpLabel::Indexing(c.span(e)));
                     out.push(self.derive(&inputs, c.span(e), saves, label, true));
                 }
+                // The target of `x[mask] += v` is `x` itself (the sum is put back into it).
+                Obj::Tensor(_) if arrays_only && self.index_target => out.push(b),
                 Obj::Tensor(_) => out.push(self.view_of(b, c.span(e))),
                 Obj::Seq(items) => {
                     let items = items.clone();
@@ -731,7 +755,7 @@ impl Interp<'_, '_> {
 
     /// What a subscript indexes with, after evaluating its parts, and the key when it is one
     /// known string (`d["act"]`, `d[name]`).
-    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> (Index, Option<Name>, Option<Vals>) {
+    pub fn index_of(&mut self, c: Code<'_>, sub: u32) -> IndexOf {
         let s = c.body.subscripts[sub as usize];
         let mut position = None;
         let mut key = None;
@@ -739,39 +763,54 @@ impl Interp<'_, '_> {
         let mut tensors = Vals::new();
         // `x[[0, 2]]`, `x[:, [1, 3]]`: a list is an index array too (a gather, nothing saved).
         let mut list = false;
-        for p in c.body.exprs_of(s.parts) {
-            list |= matches!(
+        // Every part an index array or a whole dimension, at least one an array.
+        let mut advanced = true;
+        let mut arrays = 0;
+        for (k, p) in c.body.exprs_of(s.parts).enumerate() {
+            let is_list = matches!(
                 c.expr(p),
                 Expr::Seq {
                     kind: SeqKind::List,
                     ..
                 }
             );
+            list |= is_list;
             let v = self.eval(c, p);
             parts += 1;
+            let mut array = is_list;
             if let [one] = v.as_slice() {
                 // (An element or slice of another tensor, `for i in perm: x[i]`, may be a 0-dim
                 // integer, which indexes like an int: a view. Only a tensor made whole counts.)
                 if self
                     .tensor(*one)
                     .is_some_and(|t| t.known && t.view_origin.is_none())
-                    && !self.index_target
                 {
-                    tensors.push(*one);
+                    array = true;
+                    if !self.index_target {
+                        tensors.push(*one);
+                    }
                 }
                 position = Some(*one)
                     .filter(|o| self.positions.contains(o))
                     .and_then(|o| self.int_values.get(&o).copied());
             }
+            arrays += usize::from(array);
+            advanced &= array || (k < 32 && s.whole_parts & (1 << k) != 0);
             key = self.one_exact_str(&v);
         }
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
         // (The target of `x[[0, 2]] += v` is written through, as with a tensor index.)
         let gather = ((list && !self.index_target) || !tensors.is_empty()).then_some(tensors);
-        match (s.index, position) {
-            (Index::Other, Some(k)) if parts == 1 => (Index::At(k), key, gather),
-            _ => (s.index, key, gather),
+        let index = match (s.index, position) {
+            (Index::Other, Some(k)) if parts == 1 => Index::At(k),
+            _ => s.index,
+        };
+        IndexOf {
+            index,
+            key,
+            gather,
+            arrays_only: advanced && arrays > 0,
         }
     }
 

@@ -318,6 +318,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
+    /// Subscripts of tensors indexed by arrays only ([`expr::IndexOf::arrays_only`]).
+    pub array_indexed: FxHashSet<Span>,
     /// Loops over a known list of tensors running (`for p in model.parameters():`,
     /// `for name, p in model.named_parameters():`, `for t in (a, b):`): a loop name and the
     /// tensors it takes in turn. A write through the name writes each of them, for certain,
@@ -402,6 +404,7 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
+            array_indexed: FxHashSet::default(),
             each_element: Vec::new(),
             running_hook: None,
             running_pre_hook: None,

@@ -304,6 +304,8 @@ pub struct Subscript {
     /// Every part selects a whole dimension (`[:]`, `[...]`, `[:, :]`, `[0::1]`): the subscript
     /// is the tensor itself, not a view of part of it.
     pub whole: bool,
+    /// Which parts (bit `k`: part `k`, the first 32) select a whole dimension.
+    pub whole_parts: u32,
 }
 
 /// `for target in iter if cond` in a comprehension.

@@ -2,7 +2,8 @@
 //!
 //! **What it finds.** An in-place write (`x += 1`, `x.add_(1)`, `torch.relu_(x)`, `out=x`, and a
 //! subscript write that covers the whole tensor: `x[:] = v`, `x[...] = v`, `x[:, :] = v`, which
-//! copies into `x` itself) into a *leaf* tensor that requires grad: one made with
+//! copies into `x` itself, or that indexes with arrays only: `x[mask] = 0`, `x[idx] += v`,
+//! `x[:, [0, 2]] *= s`, which `index_put_` writes into `x` itself) into a *leaf* tensor that requires grad: one made with
 //! `requires_grad=True`, `.requires_grad_()`, an `nn.Parameter`, or a module parameter, while
 //! grad mode is on.
 //!

@@ -5,7 +5,10 @@
 //! while grad mode is on. Subscript assignment on a leaf is this form, not IP101: Python runs
 //! `x[0] = v` as "take the view `x[0]`, then copy into it". Except when the index covers the
 //! whole tensor (`x[:] = v`, `x[...] = v`): torch 2.15 then copies into the leaf itself and
-//! raises form ① (IP101); `x[:] += v` takes the view first and stays this form.
+//! raises form ① (IP101); `x[:] += v` takes the view first and stays this form. Indexing with
+//! arrays only (a boolean mask, an index tensor, a list, with whole dimensions beside them:
+//! `w[w.abs() < t] = 0`, `w[:, [0, 2]] *= s`, `w[mask] += v`) writes the leaf itself through
+//! `index_put_`: form ① too; an int or a partial slice among the parts takes a view first.
 //!
 //! **Why it breaks.** The view shares the leaf's memory; autograd cannot rebase a leaf's
 //! history onto a write made through a view, so it refuses (form ②).

@@ -992,12 +992,19 @@ impl Lowerer<'_> {
             _ => Index::Other,
         };
         let whole = !idx.is_empty() && idx.iter().all(|i| self.whole_dimension(*i));
+        let whole_parts = idx
+            .iter()
+            .take(32)
+            .enumerate()
+            .filter(|(_, i)| self.whole_dimension(**i))
+            .fold(0u32, |m, (k, _)| m | 1 << k);
         let parts: Vec<u32> = idx.into_iter().map(|i| self.expr(i).0).collect();
         let parts = self.list(&parts);
         self.body.subscripts.push(Subscript {
             index,
             parts,
             whole,
+            whole_parts,
         });
         Expr::Subscript {
             value,
