@@ -614,6 +614,8 @@ impl Interp<'_, '_> {
             // `class Stack(nn.Sequential)` with no `__init__` of its own: the base's takes the
             // layers.
             self.add_children(obj, kind, args);
+        } else if let Some(base) = self.torch_layer_base(class) {
+            self.init_layer_base(obj, &base, args, call);
         }
         obj
     }
@@ -631,6 +633,9 @@ impl Interp<'_, '_> {
             pre_hooks: Vec::new(),
         })));
         let Some(init) = self.find_method(class, known::INIT) else {
+            if let Some(base) = self.torch_layer_base(class) {
+                self.init_layer_base(obj, &base, &Args::default(), class.span);
+            }
             return obj;
         };
         let Some((body, f)) = self.resolve_def(init) else {
@@ -782,15 +787,23 @@ impl Interp<'_, '_> {
         // container's (`nn.Sequential.__init__(*layers)`) takes its children; its `forward` runs
         // them in order.
         let container = self.torch_container_base(&class);
+        let layer = self.torch_layer_base(&class);
         if attr == known::INIT {
             if let Some(kind) = container {
                 self.add_children(self_obj, kind, args);
+            } else if let Some(base) = layer {
+                self.init_layer_base(self_obj, &base, args, call);
             }
             return Some(smallvec![NONE]);
         }
         if attr == known::FORWARD && container == Some(Container::Sequential) {
             let input = args.first().cloned().unwrap_or_default();
             return Some(self.run_in_order(c, value, self_obj, input));
+        }
+        if attr == known::FORWARD {
+            if let Some(base) = layer {
+                return Some(self.call_layer(c, value, self_obj, &base, args, None));
+            }
         }
         None
     }
@@ -806,6 +819,40 @@ impl Interp<'_, '_> {
             Obj::Class(k) if depth < 16 => self.torch_container_depth(k, depth + 1),
             _ => None,
         })
+    }
+
+    /// The torch layer with parameters a class of the file derives from (`class
+    /// WSConv2d(nn.Conv2d)`): its class name (`Conv2d`).
+    pub(super) fn torch_layer_base(&self, class: &ClassObj) -> Option<String> {
+        self.torch_layer_depth(class, 0)
+    }
+
+    fn torch_layer_depth(&self, class: &ClassObj, depth: usize) -> Option<String> {
+        class.bases.iter().find_map(|b| match self.obj(*b) {
+            Obj::Path(p) => {
+                let path = self.name(*p);
+                let last = path.rsplit('.').next()?;
+                let torch = path.starts_with("torch.nn") || path.starts_with("nn.");
+                (torch
+                    && Container::of(last).is_none()
+                    && (crate::ops::table().module(last).is_some()
+                        || crate::ops::module_has_params(last)))
+                .then(|| last.to_string())
+            }
+            Obj::Class(k) if depth < 16 => self.torch_layer_depth(k, depth + 1),
+            _ => None,
+        })
+    }
+
+    /// A torch layer base's constructor run on `obj` (`super().__init__(3, 8, 3)`, or no
+    /// `__init__` of the class's own): its parameters and options become `obj`'s attributes.
+    pub(super) fn init_layer_base(&mut self, obj: ObjId, base: &str, args: &Args, call: Span) {
+        let attrs = self.layer_attrs(base, args, call);
+        if let Obj::Module(m) = self.obj_mut(obj) {
+            for (k, v) in attrs {
+                m.attrs.entry(k).or_insert(v);
+            }
+        }
     }
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).

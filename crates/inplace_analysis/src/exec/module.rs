@@ -66,67 +66,7 @@ impl Interp<'_, '_> {
                 }
             }
             _ => {
-                let params: Vec<String> = match ops::table().module(class) {
-                    Some(spec) => spec.params.clone(),
-                    None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
-                    None => Vec::new(),
-                };
-                // A recurrent layer's options that decide what it saves, by keyword or position
-                // (`nn.LSTM(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                // bidirectional, proj_size)`; `nn.RNN` has `nonlinearity` before `bias` and no
-                // `proj_size`), as `self.rnn.batch_first` reads them too.
-                if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
-                    let shift = usize::from(class == "RNN");
-                    let options = [
-                        (4 + shift, "batch_first"),
-                        (6 + shift, "bidirectional"),
-                        (7 + shift, "proj_size"),
-                    ];
-                    for (at, option) in options {
-                        let option = self.intern(option);
-                        let given = args
-                            .keyword(option)
-                            .map(|(v, ..)| v.clone())
-                            .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
-                        if let Some(v) = given {
-                            attrs.insert(option, v);
-                        }
-                    }
-                }
-                // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
-                let mut off = |kw: &str| {
-                    let kw = self.intern(kw);
-                    self.keyword_false(args, kw)
-                };
-                // `nn.Embedding(n, d, max_norm=1.0)` (or its fourth positional argument; an
-                // `nn.EmbeddingBag`'s third): each call renormalises the rows it looks up, in
-                // place.
-                let max_norm_at = match class {
-                    "Embedding" => Some(3),
-                    "EmbeddingBag" => Some(2),
-                    _ => None,
-                };
-                if let Some(at) = max_norm_at {
-                    let given = args
-                        .keyword(known::MAX_NORM)
-                        .map(|(v, ..)| v.clone())
-                        .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
-                    if given.is_some_and(|v| !v.is_empty() && !v.contains(&NONE)) {
-                        attrs.insert(known::MAX_NORM, smallvec![OTHER]);
-                    }
-                }
-                let no_bias = off("bias");
-                let no_affine = off("affine") || off("elementwise_affine");
-                for p in params {
-                    if (no_bias && p.starts_with("bias"))
-                        || (no_affine && matches!(p.as_str(), "weight" | "bias"))
-                    {
-                        continue;
-                    }
-                    let t = self.new_leaf(true, origin);
-                    let name = self.intern(&p);
-                    attrs.insert(name, smallvec![t]);
-                }
+                attrs = self.layer_attrs(class, args, origin);
                 // Wrappers (`DataParallel(model)`) hold the wrapped module.
                 if let Some((v, _)) = args.positional.first() {
                     for m in v.clone() {
@@ -149,6 +89,80 @@ impl Interp<'_, '_> {
             hooks: Vec::new(),
             pre_hooks: Vec::new(),
         })))
+    }
+
+    /// The attributes a torch layer's constructor sets from its arguments: its parameters
+    /// (`weight`, `bias`, an RNN's `weight_ih_l0`, ...; none that `bias=False`, `affine=False`
+    /// or `elementwise_affine=False` turns off) and the options that decide what it saves.
+    pub(super) fn layer_attrs(
+        &mut self,
+        class: &str,
+        args: &Args,
+        origin: Span,
+    ) -> FxHashMap<Name, Vals> {
+        let mut attrs = FxHashMap::default();
+        let params: Vec<String> = match ops::table().module(class) {
+            Some(spec) => spec.params.clone(),
+            None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
+            None => Vec::new(),
+        };
+        // A recurrent layer's options that decide what it saves, by keyword or position
+        // (`nn.LSTM(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+        // bidirectional, proj_size)`; `nn.RNN` has `nonlinearity` before `bias` and no
+        // `proj_size`), as `self.rnn.batch_first` reads them too.
+        if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
+            let shift = usize::from(class == "RNN");
+            let options = [
+                (4 + shift, "batch_first"),
+                (6 + shift, "bidirectional"),
+                (7 + shift, "proj_size"),
+            ];
+            for (at, option) in options {
+                let option = self.intern(option);
+                let given = args
+                    .keyword(option)
+                    .map(|(v, ..)| v.clone())
+                    .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
+                if let Some(v) = given {
+                    attrs.insert(option, v);
+                }
+            }
+        }
+        // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
+        let mut off = |kw: &str| {
+            let kw = self.intern(kw);
+            self.keyword_false(args, kw)
+        };
+        // `nn.Embedding(n, d, max_norm=1.0)` (or its fourth positional argument; an
+        // `nn.EmbeddingBag`'s third): each call renormalises the rows it looks up, in
+        // place.
+        let max_norm_at = match class {
+            "Embedding" => Some(3),
+            "EmbeddingBag" => Some(2),
+            _ => None,
+        };
+        if let Some(at) = max_norm_at {
+            let given = args
+                .keyword(known::MAX_NORM)
+                .map(|(v, ..)| v.clone())
+                .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
+            if given.is_some_and(|v| !v.is_empty() && !v.contains(&NONE)) {
+                attrs.insert(known::MAX_NORM, smallvec![OTHER]);
+            }
+        }
+        let no_bias = off("bias");
+        let no_affine = off("affine") || off("elementwise_affine");
+        for p in params {
+            if (no_bias && p.starts_with("bias"))
+                || (no_affine && matches!(p.as_str(), "weight" | "bias"))
+            {
+                continue;
+            }
+            let t = self.new_leaf(true, origin);
+            let name = self.intern(&p);
+            attrs.insert(name, smallvec![t]);
+        }
+        attrs
     }
 
     /// The children a container's constructor gets, in order.
@@ -411,28 +425,51 @@ impl Interp<'_, '_> {
         site: Option<Span>,
     ) -> Vals {
         let call = c.span(e);
-        let save_at = site.unwrap_or(call);
         let Obj::Module(module) = self.obj(m) else {
             // An opaque layer (in a `Sequential`): a new tensor made from its inputs.
             return self.opaque_call(args, call);
         };
+        let mut class = self.name(module.class).to_string();
         if let Some(k) = &module.local {
-            return match self
+            match self
                 .find_method(k, known::FORWARD)
                 .or_else(|| self.find_method(k, known::CALL))
             {
-                Some(def) => self.inline(def, Some(m), args, call),
+                Some(def) => return self.inline(def, Some(m), args, call),
                 // `class Stack(nn.Sequential)` filled by `add_module`: the base's `forward`.
                 None if self.torch_container_base(k) == Some(Container::Sequential) => {
                     let input = args.first().cloned().unwrap_or_default();
-                    self.run_in_order(c, e, m, input)
+                    return self.run_in_order(c, e, m, input);
                 }
-                None => self.opaque_call(args, call),
-            };
+                // `class WSConv2d(nn.Conv2d)` that keeps the base's `forward`.
+                None => match self.torch_layer_base(k) {
+                    Some(base) => class = base,
+                    None => return self.opaque_call(args, call),
+                },
+            }
         }
+        self.call_layer(c, e, m, &class, args, site)
+    }
+
+    /// The `forward` of torch layer `class` (the module's own class, or the torch base of a
+    /// class of the file) on module `m`.
+    pub(super) fn call_layer(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        class: &str,
+        args: &Args,
+        site: Option<Span>,
+    ) -> Vals {
+        let call = c.span(e);
+        let save_at = site.unwrap_or(call);
+        let Obj::Module(module) = self.obj(m) else {
+            return self.opaque_call(args, call);
+        };
         let module = module.clone();
         let input = args.first().cloned().unwrap_or_default();
-        let class = self.name(module.class).to_string();
+        let class = class.to_string();
         match class.as_str() {
             "Sequential" => return self.run_in_order(c, e, m, input),
             "DataParallel" | "DistributedDataParallel" => {
