@@ -34,14 +34,18 @@ tanhshrink softsign softshrink hardshrink sinc deg2rad rad2deg angle positive t 
 contiguous float double normalize layer_norm dropout cummax cummin sort topk median var_mean
 std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_
 relu_ leaky_relu_ elu_ selu_ celu_ rrelu_ hardtanh_ threshold_ sqrt_ rsqrt_ reciprocal_ expm1_
-exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_""".split()
+exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdist max_pool1d
+max_pool2d avg_pool1d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
+local_response_norm instance_norm group_norm""".split()
+# (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
+# `torch.linalg.vector_norm` -> `vector_norm`.)
 # (`X_` entries are the in-place kernels: what they save is not always what `X` saves; e.g.
 # `leaky_relu` saves its input, `leaky_relu_` its result.)
 
 BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
 dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
-xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu""".split()
+xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu cdist dist grid_sample""".split()
 
 # Reductions whose `dim=` overload returns (values, indices) and saves only the indices.
 UNARY_DIM = "max min median mode kthvalue sort topk cummax cummin amax amin logsumexp std var norm prod".split()
@@ -99,7 +103,17 @@ EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
     "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
-    "clip_": (0.3, 0.6),
+    "clip_": (0.3, 0.6), "max_pool1d": (2,), "max_pool2d": (2,), "avg_pool1d": (2,),
+    "avg_pool2d": (2,), "adaptive_avg_pool2d": (1,), "adaptive_max_pool2d": (1,),
+    "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
+    "group_norm": (1,),
+}
+# Input shapes of the unary ops that need more dimensions than (2, 3).
+UNARY_SHAPE = {
+    "max_pool1d": (1, 2, 4), "avg_pool1d": (1, 2, 4), "max_pool2d": (1, 2, 4, 4),
+    "avg_pool2d": (1, 2, 4, 4), "adaptive_avg_pool2d": (1, 2, 3, 3),
+    "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
+    "local_response_norm": (1, 2, 3, 3), "instance_norm": (2, 2, 3), "group_norm": (2, 2, 3),
 }
 
 
@@ -146,9 +160,9 @@ def leafs(shape=(2, 3)):
     return a0, a0 * 1.0  # a0 is a leaf; a0 * 1.0 saves nothing and may be written in place
 
 
-def measure_unary(f, extra=()):
+def measure_unary(f, extra=(), shape=(2, 3)):
     def build():
-        _, x = leafs()
+        _, x = leafs(shape)
         return f(x, *extra), {"self": x}
     flags = {}
     for name in ("result", "self"):
@@ -161,7 +175,7 @@ def measure_unary(f, extra=()):
         flags[name] = r
     try:
         torch.manual_seed(0)
-        _, x = leafs()
+        _, x = leafs(shape)
         flags["saved_attrs"] = saved_attrs(f(x, *extra))
     except Exception:
         flags["saved_attrs"] = []
@@ -203,6 +217,9 @@ def binary_config(f, cfg):
             return f(a.reshape(1, 2, 3), b.reshape(3, 2, 1)), {"self": a, "other": b}
         if f is F.conv2d:
             return f(a.reshape(1, 1, 2, 3), b.reshape(6, 1, 1, 1)), {"self": a, "other": b}
+        if f is F.grid_sample:
+            # A (1, 1, 2, 3) image sampled at a (1, 3, 1, 2) grid.
+            return f(a.reshape(1, 1, 2, 3), b.reshape(1, 3, 1, 2), align_corners=False), {"self": a, "other": b}
         if f is F.prelu:
             return f(a, b.flatten()[:1] * 1.0 if b.requires_grad else b.flatten()[:1]), {"self": a, "other": b}
         return f(a, b), {"self": a, "other": b}
@@ -223,7 +240,7 @@ def binary_config(f, cfg):
 
 
 def forms(name):
-    out = []
+    out = ["linalg"] if hasattr(torch.linalg, name) else []
     if hasattr(torch, name) and callable(getattr(torch, name)):
         out.append("torch")
     if hasattr(torch.Tensor, name):
@@ -234,7 +251,7 @@ def forms(name):
 
 
 def resolve(name):
-    for owner in (torch, torch.Tensor, F):
+    for owner in (torch, torch.Tensor, F, torch.linalg):
         fn = getattr(owner, name, None)
         if callable(fn):
             return fn
@@ -288,7 +305,7 @@ def main(argv):
         f = resolve(name)
         if f is None:
             continue
-        flags = measure_unary(f, EXTRA.get(name, ()))
+        flags = measure_unary(f, EXTRA.get(name, ()), UNARY_SHAPE.get(name, (2, 3)))
         if flags is not None:
             ops[name] = {"forms": forms(name), "unary": flags}
     for name in UNARY_DIM:

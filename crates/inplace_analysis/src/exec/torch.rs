@@ -149,7 +149,6 @@ impl Interp<'_, '_> {
         }
         if let Some(f) = p.strip_prefix("torch.") {
             if !f.contains('.') || f.starts_with("special.") || f.starts_with("linalg.") {
-                let f = f.rsplit('.').next().unwrap_or(f);
                 let moved = args.operands_by_position(false);
                 return self.call_torch_fn(c, e, f, moved.as_ref().unwrap_or(args));
             }
@@ -459,7 +458,10 @@ impl Interp<'_, '_> {
         }
     }
 
-    fn call_torch_fn(&mut self, c: Code<'_>, e: ExprId, f: &str, args: &Args) -> Vals {
+    /// `torch.f(...)`; `qualified` may name a submodule (`linalg.vector_norm`): the op table
+    /// knows the op by its last name, the messages by what was written.
+    fn call_torch_fn(&mut self, c: Code<'_>, e: ExprId, qualified: &str, args: &Args) -> Vals {
+        let f = qualified.rsplit('.').next().unwrap_or(qualified);
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
         if let Some((out, value, span)) = args.keyword(known::OUT) {
@@ -492,7 +494,7 @@ impl Interp<'_, '_> {
             }
             return smallvec![t];
         }
-        let fname = self.intern(f);
+        let fname = self.intern(qualified);
         if matches!(
             f,
             "cat" | "stack" | "concat" | "hstack" | "vstack" | "einsum"
