@@ -338,6 +338,36 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `torch.einsum(equation, a, b)`'s operand tensors split into those its backward reads
+    /// as they are and those it reads a copy of ([`ops::einsum_saved`]); all are read when the
+    /// equation or the operands are not known.
+    fn einsum_operands(&mut self, args: &Args, tensors: Vals) -> (Vals, Vals) {
+        let equation = args
+            .positional
+            .first()
+            .and_then(|(v, _)| self.one_exact_str(v));
+        let operands: Vec<Vals> = args
+            .positional
+            .iter()
+            .skip(1)
+            .map(|(v, _)| v.clone())
+            .collect();
+        let decided = equation.and_then(|eq| ops::einsum_saved(self.name(eq), operands.len()));
+        let Some(saved) = decided else {
+            return (tensors, Vals::new());
+        };
+        let (mut kept, mut copied) = (Vals::new(), Vals::new());
+        for (operand, saved) in operands.iter().zip(saved) {
+            let flat = self.flat_tensors(operand);
+            if saved {
+                kept.extend(flat)
+            } else {
+                copied.extend(flat)
+            }
+        }
+        (kept, copied)
+    }
+
     /// `enumerate(xs)`: pairs of an index and an element.
     pub(super) fn enumerate(&mut self, xs: &Vals) -> Vals {
         let e = self.elements(xs);
@@ -509,8 +539,15 @@ impl Interp<'_, '_> {
             } else {
                 Saves::default()
             };
+            // `einsum` saves the operands that reach its product without a copy (the others
+            // go in as inputs that are not saved).
+            let (saved, copied) = if f == "einsum" {
+                self.einsum_operands(args, tensors)
+            } else {
+                (tensors, Vals::new())
+            };
             return smallvec![self.derive(
-                &[tensors],
+                &[saved, copied],
                 call,
                 saves,
                 Some(OpLabel::Torch(fname)),
