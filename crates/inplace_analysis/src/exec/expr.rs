@@ -457,7 +457,25 @@ impl Interp<'_, '_> {
         for g in c.body.list(gens) {
             let g = c.body.generators[*g as usize];
             let iter = self.eval_opt(c, g.iter);
-            let elems = self.elements(&iter);
+            let mut elems = self.elements(&iter);
+            // `[m for m in model if isinstance(m, nn.Linear)]`: the elements whose conditions
+            // are decided false are dropped (each bound on its own to decide).
+            if g.ifs.len > 0 && !g.target.is_none() && elems.len() > 1 && elems.len() <= 16 {
+                let mut kept = Vals::new();
+                for el in elems.clone() {
+                    self.bind_target(c, g.target, smallvec![el], None);
+                    let dropped = c
+                        .body
+                        .exprs_of(g.ifs)
+                        .collect::<SmallVec<[ExprId; 2]>>()
+                        .into_iter()
+                        .any(|cond| self.eval(c, cond).as_slice() == [FALSE]);
+                    if !dropped {
+                        kept.push(el);
+                    }
+                }
+                elems = kept;
+            }
             if !g.target.is_none() {
                 self.bind_target(c, g.target, elems, None);
             }
