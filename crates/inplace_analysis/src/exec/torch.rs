@@ -109,6 +109,33 @@ impl Interp<'_, '_> {
             | "torch.autograd.functional.jvp"
             | "torch.autograd.functional.vhp"
             | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
+            // `checkpoint(block, h, use_reentrant=False)`: `block(h)` runs (again at backward,
+            // from the same inputs: what it saves is read then).
+            "torch.utils.checkpoint.checkpoint" => {
+                if let Some((f, _)) = args.positional.first() {
+                    const OWN: &[&str] = &[
+                        "use_reentrant",
+                        "preserve_rng_state",
+                        "context_fn",
+                        "determinism_check",
+                        "debug",
+                    ];
+                    let inner = Args {
+                        positional: args.positional[1..].to_vec(),
+                        keywords: args
+                            .keywords
+                            .iter()
+                            .filter(|(n, ..)| !OWN.contains(&self.name(*n)))
+                            .cloned()
+                            .collect(),
+                    };
+                    let mut out = Vals::new();
+                    for callee in f.clone() {
+                        out.extend(self.call_value(c, e, callee, &inner));
+                    }
+                    return out;
+                }
+            }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
                 let grad =
                     p.ends_with("Parameter") && !self.arg_is_false(args, 1, known::REQUIRES_GRAD);
