@@ -34,9 +34,9 @@ tanhshrink softsign softshrink hardshrink sinc deg2rad rad2deg angle positive t 
 contiguous float double normalize layer_norm dropout cummax cummin sort topk median var_mean
 std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_
 relu_ leaky_relu_ elu_ selu_ celu_ rrelu_ hardtanh_ threshold_ sqrt_ rsqrt_ reciprocal_ expm1_
-exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdist max_pool1d
-max_pool2d avg_pool1d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
-local_response_norm instance_norm group_norm""".split()
+exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdist
+max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
+local_response_norm group_norm""".split()
 # (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
 # `torch.linalg.vector_norm` -> `vector_norm`.)
 # (`X_` entries are the in-place kernels: what they save is not always what `X` saves; e.g.
@@ -103,17 +103,16 @@ EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
     "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
-    "clip_": (0.3, 0.6), "max_pool1d": (2,), "max_pool2d": (2,), "avg_pool1d": (2,),
-    "avg_pool2d": (2,), "adaptive_avg_pool2d": (1,), "adaptive_max_pool2d": (1,),
+    "clip_": (0.3, 0.6), "max_pool2d": (2,), "avg_pool2d": (2,), "adaptive_avg_pool2d": (1,), "adaptive_max_pool2d": (1,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
     "group_norm": (1,),
 }
 # Input shapes of the unary ops that need more dimensions than (2, 3).
 UNARY_SHAPE = {
-    "max_pool1d": (1, 2, 4), "avg_pool1d": (1, 2, 4), "max_pool2d": (1, 2, 4, 4),
+    "max_pool2d": (1, 2, 4, 4),
     "avg_pool2d": (1, 2, 4, 4), "adaptive_avg_pool2d": (1, 2, 3, 3),
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
-    "local_response_norm": (1, 2, 3, 3), "instance_norm": (2, 2, 3), "group_norm": (2, 2, 3),
+    "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
 }
 
 

@@ -17,8 +17,8 @@ pub(crate) enum WriteKind {
     Method(Name),
     /// `torch.relu_(h)`
     TorchFn(Name),
-    /// `x[i] = v`; `whole`: the index selects all of `x` (`x[:] = v`, `x[...] = v`), so the
-    /// copy goes into `x` itself rather than into a view of it.
+    /// `x[i] = v`; `whole`: the write goes into `x` itself rather than into a view of it (the
+    /// index selects all of `x`, `x[:] = v`, or indexes with arrays only, `x[mask] = v`).
     Subscript { whole: bool },
     /// `nn.ReLU(inplace=True)` called; `call` is the call of the module (the culprit is the
     /// keyword argument).

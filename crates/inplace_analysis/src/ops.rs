@@ -485,9 +485,9 @@ mod tests {
     }
 }
 
-/// Which operands of `torch.einsum(equation, a, b)` its backward reads as they are: `None` when
-/// the equation is not one this decides (not two operands, an ellipsis, no `->`), then every
-/// operand is taken as saved.
+/// Which operands of `torch.einsum(equation, ...)` its backward reads as they are: `None` when
+/// the equation is not one this decides (more than two operands, an ellipsis, no `->`, or not
+/// as many operands as given), then every operand is taken as saved.
 ///
 /// Two operands are contracted by a batched matrix product. An operand whose letters of one kind
 /// (batch: in both operands and the output; contracted: in both, not the output; free: its own)

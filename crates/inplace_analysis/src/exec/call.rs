@@ -821,8 +821,8 @@ impl Interp<'_, '_> {
         })
     }
 
-    /// The torch layer with parameters a class of the file derives from (`class
-    /// WSConv2d(nn.Conv2d)`): its class name (`Conv2d`).
+    /// The torch layer (a module of the op table or one with parameters, not a container) a
+    /// class of the file derives from (`class WSConv2d(nn.Conv2d)`): its class name (`Conv2d`).
     pub(super) fn torch_layer_base(&self, class: &ClassObj) -> Option<String> {
         self.torch_layer_depth(class, 0)
     }
@@ -832,8 +832,7 @@ impl Interp<'_, '_> {
             Obj::Path(p) => {
                 let path = self.name(*p);
                 let last = path.rsplit('.').next()?;
-                let torch = path.starts_with("torch.nn") || path.starts_with("nn.");
-                (torch
+                (path.starts_with("torch.nn.")
                     && Container::of(last).is_none()
                     && (crate::ops::table().module(last).is_some()
                         || crate::ops::module_has_params(last)))
@@ -845,12 +844,18 @@ impl Interp<'_, '_> {
     }
 
     /// A torch layer base's constructor run on `obj` (`super().__init__(3, 8, 3)`, or no
-    /// `__init__` of the class's own): its parameters and options become `obj`'s attributes.
+    /// `__init__` of the class's own): its parameters and options become `obj`'s attributes (set
+    /// as Python does, over what was there), and `inplace=True` makes it an in-place layer.
     pub(super) fn init_layer_base(&mut self, obj: ObjId, base: &str, args: &Args, call: Span) {
         let attrs = self.layer_attrs(base, args, call);
+        let inplace = args
+            .keyword(known::INPLACE)
+            .filter(|(v, ..)| v.contains(&TRUE))
+            .map(|(_, _, arg)| InplaceArg { arg, call });
         if let Obj::Module(m) = self.obj_mut(obj) {
-            for (k, v) in attrs {
-                m.attrs.entry(k).or_insert(v);
+            m.attrs.extend(attrs);
+            if inplace.is_some() {
+                m.inplace = inplace;
             }
         }
     }

@@ -460,16 +460,14 @@ impl Interp<'_, '_> {
             let mut elems = self.elements(&iter);
             // `[m for m in model if isinstance(m, nn.Linear)]`: the elements whose conditions
             // are decided false are dropped (each bound on its own to decide).
-            if g.ifs.len > 0 && !g.target.is_none() && elems.len() > 1 && elems.len() <= 16 {
+            if g.ifs.len > 0 && !g.target.is_none() && !elems.is_empty() && elems.len() <= 16 {
+                let conds: SmallVec<[ExprId; 2]> = c.body.exprs_of(g.ifs).collect();
                 let mut kept = Vals::new();
                 for el in elems.clone() {
                     self.bind_target(c, g.target, smallvec![el], None);
-                    let dropped = c
-                        .body
-                        .exprs_of(g.ifs)
-                        .collect::<SmallVec<[ExprId; 2]>>()
-                        .into_iter()
-                        .any(|cond| self.eval(c, cond).as_slice() == [FALSE]);
+                    let dropped = conds
+                        .iter()
+                        .any(|cond| self.eval(c, *cond).as_slice() == [FALSE]);
                     if !dropped {
                         kept.push(el);
                     }
@@ -581,7 +579,10 @@ impl Interp<'_, '_> {
     }
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
+        // (Only this subscript is the target of `x[a][mask] += v`: `x[a]` is read as usual.)
+        let target = std::mem::replace(&mut self.index_target, false);
         let base = self.eval_opt(c, value);
+        self.index_target = target;
         let IndexOf {
             index,
             key,
@@ -793,7 +794,9 @@ impl Interp<'_, '_> {
                 }
             );
             list |= is_list;
+            let target = std::mem::replace(&mut self.index_target, false);
             let v = self.eval(c, p);
+            self.index_target = target;
             parts += 1;
             let mut array = is_list;
             if let [one] = v.as_slice() {

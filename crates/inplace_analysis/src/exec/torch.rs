@@ -109,32 +109,8 @@ impl Interp<'_, '_> {
             | "torch.autograd.functional.jvp"
             | "torch.autograd.functional.vhp"
             | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
-            // `checkpoint(block, h, use_reentrant=False)`: `block(h)` runs (again at backward,
-            // from the same inputs: what it saves is read then).
-            "torch.utils.checkpoint.checkpoint" => {
-                if let Some((f, _)) = args.positional.first() {
-                    const OWN: &[&str] = &[
-                        "use_reentrant",
-                        "preserve_rng_state",
-                        "context_fn",
-                        "determinism_check",
-                        "debug",
-                    ];
-                    let inner = Args {
-                        positional: args.positional[1..].to_vec(),
-                        keywords: args
-                            .keywords
-                            .iter()
-                            .filter(|(n, ..)| !OWN.contains(&self.name(*n)))
-                            .cloned()
-                            .collect(),
-                    };
-                    let mut out = Vals::new();
-                    for callee in f.clone() {
-                        out.extend(self.call_value(c, e, callee, &inner));
-                    }
-                    return out;
-                }
+            "torch.utils.checkpoint.checkpoint" if !args.positional.is_empty() => {
+                return self.call_checkpointed(c, e, args);
             }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
                 let grad =
@@ -513,6 +489,48 @@ impl Interp<'_, '_> {
             let alias = self.numpy_alias(t, call, false);
             self.bind_name(c, name, None, smallvec![alias], None);
         }
+    }
+
+    /// `checkpoint(block, *args, **kwargs)`: `block(*args, **kwargs)` runs without saving
+    /// anything (it runs again at backward), and the checkpoint saves its tensor arguments
+    /// (measured with torch 2.15, both `use_reentrant` modes: writing the block's input in place
+    /// before backward raises, writing its output does not).
+    fn call_checkpointed(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
+        const OWN: &[&str] = &[
+            "use_reentrant",
+            "preserve_rng_state",
+            "context_fn",
+            "determinism_check",
+            "debug",
+        ];
+        let call = c.span(e);
+        let inner = Args {
+            positional: args.positional[1..].to_vec(),
+            keywords: args
+                .keywords
+                .iter()
+                .filter(|(n, ..)| !OWN.contains(&self.name(*n)))
+                .cloned()
+                .collect(),
+        };
+        let block = args.positional[0].0.clone();
+        let outer = std::mem::replace(&mut self.grad_enabled, false);
+        let out = self.call_one_of(c, e, &block, &inner);
+        self.grad_enabled = outer;
+        let [one] = out.as_slice() else {
+            return out;
+        };
+        if !self.tensor(*one).is_some_and(|t| t.known) {
+            return out;
+        }
+        let inputs = self.flat_tensors(&inner.all_values().flatten().copied().collect());
+        let saves = Saves {
+            input: true,
+            other: false,
+            result: false,
+        };
+        let label = OpLabel::Torch(self.intern("utils.checkpoint.checkpoint"));
+        smallvec![self.derive(&[inputs], call, saves, Some(label), true)]
     }
 
     /// `torch.f(...)`; `qualified` may name a submodule (`linalg.vector_norm`): the op table
