@@ -810,35 +810,34 @@ impl Interp<'_, '_> {
 
     /// The torch container a class of the file derives from (`class Stack(nn.Sequential)`).
     pub(super) fn torch_container_base(&self, class: &ClassObj) -> Option<Container> {
-        self.torch_container_depth(class, 0)
-    }
-
-    fn torch_container_depth(&self, class: &ClassObj, depth: usize) -> Option<Container> {
-        class.bases.iter().find_map(|b| match self.obj(*b) {
-            Obj::Path(p) => Container::of(self.name(*p).rsplit('.').next()?),
-            Obj::Class(k) if depth < 16 => self.torch_container_depth(k, depth + 1),
-            _ => None,
-        })
+        self.torch_base(class, &|path| Container::of(path.rsplit('.').next()?), 0)
     }
 
     /// The torch layer (a module of the op table or one with parameters, not a container) a
     /// class of the file derives from (`class WSConv2d(nn.Conv2d)`): its class name (`Conv2d`).
     pub(super) fn torch_layer_base(&self, class: &ClassObj) -> Option<String> {
-        self.torch_layer_depth(class, 0)
+        let layer = |path: &str| {
+            let last = path.rsplit('.').next()?;
+            (path.starts_with("torch.nn.")
+                && Container::of(last).is_none()
+                && (crate::ops::table().module(last).is_some()
+                    || crate::ops::module_has_params(last)))
+            .then(|| last.to_string())
+        };
+        self.torch_base(class, &layer, 0)
     }
 
-    fn torch_layer_depth(&self, class: &ClassObj, depth: usize) -> Option<String> {
+    /// The first answer of `get` for the dotted paths among a class's bases, through the
+    /// file's classes it derives from (depth first).
+    fn torch_base<T>(
+        &self,
+        class: &ClassObj,
+        get: &dyn Fn(&str) -> Option<T>,
+        depth: usize,
+    ) -> Option<T> {
         class.bases.iter().find_map(|b| match self.obj(*b) {
-            Obj::Path(p) => {
-                let path = self.name(*p);
-                let last = path.rsplit('.').next()?;
-                (path.starts_with("torch.nn.")
-                    && Container::of(last).is_none()
-                    && (crate::ops::table().module(last).is_some()
-                        || crate::ops::module_has_params(last)))
-                .then(|| last.to_string())
-            }
-            Obj::Class(k) if depth < 16 => self.torch_layer_depth(k, depth + 1),
+            Obj::Path(p) => get(self.name(*p)),
+            Obj::Class(k) if depth < 16 => self.torch_base(k, get, depth + 1),
             _ => None,
         })
     }
