@@ -36,6 +36,9 @@ import re
 import subprocess
 import sys
 import concurrent.futures as cf
+import queue
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 FORMS = [
     # prefixes of the verbatim messages (fixtures may print them truncated)
@@ -86,12 +89,34 @@ def is_fixture(path):
     return project_of(path) is None or os.path.basename(path).startswith("run_")
 
 
+SERVERS = queue.Queue()
+
+
+def run_script(path, extra_path):
+    """`python PATH` from its folder, as a child of a fork server that imported torch once
+    (forkserver.py); one server per concurrent caller, reused."""
+    try:
+        server = SERVERS.get_nowait()
+    except queue.Empty:
+        env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
+        server = subprocess.Popen([sys.executable, os.path.join(HERE, "forkserver.py")], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        server.stdin.write(json.dumps({"script": path, "cwd": os.path.dirname(path), "path": extra_path,
+                                       "timeout": 120}) + "\n")
+        server.stdin.flush()
+        reply = json.loads(server.stdout.readline())
+    except (OSError, ValueError):
+        server.kill()
+        raise
+    SERVERS.put(server)
+    return reply
+
+
 def outcome(path):
-    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
     path = os.path.abspath(path)
     project = project_of(path)
-    if project:
-        env["PYTHONPATH"] = os.pathsep.join([project, os.path.join(project, "src")])
+    extra_path = [project, os.path.join(project, "src")] if project else []
     if path.endswith(".ipynb"):
         work = tempfile.mkdtemp(prefix="inplace-nb-")
         try:
@@ -101,9 +126,8 @@ def outcome(path):
             return outcome(script)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    p = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120,
-                       cwd=os.path.dirname(path), env=env)
-    out = p.stdout + p.stderr
+    p = run_script(path, extra_path)
+    out = p["stdout"] + p["stderr"]
     found = [name for name, needle in FORMS if needle in out]
     if "form2" in found and "form1" in found:
         # the form-② text contains the form-① text
@@ -111,7 +135,7 @@ def outcome(path):
             found.remove("form1")
     if "SILENT-HARM" in out:
         found.append("silent")
-    crashed = p.returncode != 0 and not found
+    crashed = p["returncode"] != 0 and not found
     return sorted(set(found)), crashed, out[-600:]
 
 
@@ -247,6 +271,10 @@ def main(argv):
             if r["problems"]:
                 print(f"{r['fixture']:<{width}}  {','.join(r['runtime']):<18} {','.join(r['expected']) or '-'}")
     print(f"{len(rows) - bad} passed, {bad} failed")
+    while not SERVERS.empty():
+        server = SERVERS.get()
+        server.stdin.close()
+        server.wait()
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as fh:
             json.dump(rows, fh, indent=1)
