@@ -110,6 +110,14 @@ pub(crate) enum Event {
         through_view: bool,
         view: Option<Span>,
     },
+    /// A write into one of the views a function returning several made (`chunk`, `split`,
+    /// `unbind`, iteration) while autograd records it; `plain`: the view does not require
+    /// grad, the value written does.
+    MultiViewWrite {
+        write: WriteId,
+        view: crate::domain::MultiView,
+        plain: bool,
+    },
     /// A write clobbered a save that a backward (or a returned graph) needs.
     Clobber {
         write: WriteId,

@@ -198,10 +198,22 @@ pub(crate) fn findings(
     // aliases it changes (IP402): the runtime error comes first.
     let raises: Vec<TextRange> = chosen
         .iter()
-        .filter(|(rule, ..)| matches!(rule.form(), Form::Leaf | Form::LeafView | Form::Saved))
+        .filter(|(rule, ..)| {
+            matches!(
+                rule.form(),
+                Form::Leaf | Form::LeafView | Form::MultiView | Form::Saved
+            )
+        })
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
+    // A write into a split's view raises at once: no backward after it reads what it clobbers.
+    let refused: Vec<TextRange> = chosen
+        .iter()
+        .filter(|(rule, ..)| rule.form() == Form::MultiView)
+        .map(|(_, range, ..)| *range)
+        .collect();
+    chosen.retain(|(rule, range, ..)| rule.form() != Form::Saved || !refused.contains(range));
     // One finding per chain of writes: `y.mul_(a).add_(b)` is reported at `y.mul_(a)`, the
     // write its fix (a copy of `y`) covers along with the rest of the chain.
     let starts: Vec<(Rule, TextRange)> = chosen.iter().map(|(r, range, ..)| (*r, *range)).collect();
@@ -253,6 +265,7 @@ pub(crate) fn findings(
 fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange> {
     let write = match ev {
         Event::LeafWrite { write, .. }
+        | Event::MultiViewWrite { write, .. }
         | Event::Clobber { write, .. }
         | Event::DataWrite { write, .. }
         | Event::StaleRead { write, .. } => rules::write_of(unit, *write)?.call_site,

@@ -286,7 +286,7 @@ fn github_and_sarif_formats() {
             .as_array()
             .unwrap()
             .len(),
-        11
+        12
     );
 }
 
@@ -326,8 +326,8 @@ fn explain_and_rules() {
     assert_eq!(
         codes,
         [
-            "IP101", "IP201", "IP301", "IP302", "IP303", "IP304", "IP401", "IP402", "IP403",
-            "IP410", "IP501"
+            "IP101", "IP201", "IP202", "IP301", "IP302", "IP303", "IP304", "IP401", "IP402",
+            "IP403", "IP410", "IP501"
         ]
     );
     // IP410 is opt-in.

@@ -109,6 +109,7 @@ impl Walk<'_, '_> {
                 self.put(st);
                 self.span(t.origin);
                 self.put(t.view_origin.map(|v| (v.item, v.rel)));
+                self.put(t.multi_view.map(|m| (m.op, m.at.item, m.at.rel)));
                 match t.node {
                     Some(n) => self.node(n),
                     None => self.put(u32::MAX),

@@ -54,6 +54,9 @@ pub(crate) struct TensorObj {
     pub view_of_leaf: bool,
     /// Where the view was taken, when this is a view.
     pub view_origin: Option<Span>,
+    /// One of the views a function returning several made (`chunk`, `split`, `unbind`, rows
+    /// of an iteration), or a view of one: autograd refuses to write it in place.
+    pub multi_view: Option<MultiView>,
     pub node: Option<NodeId>,
     /// Known to be a tensor (not just "maybe", as a function argument is).
     pub known: bool,
@@ -66,6 +69,50 @@ pub(crate) struct TensorObj {
     /// When the grad is only possible: the argument it rests on (the caller must pass one that
     /// requires grad).
     pub grad_if: Option<GradIf>,
+}
+
+/// Where a view made by a function that returns several views was made, and by which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct MultiView {
+    pub op: SplitOp,
+    /// The call (`qkv.chunk(3)`), or the tensor iterated over.
+    pub at: Span,
+}
+
+/// The functions whose several views autograd refuses to see written in place (measured with
+/// torch 2.15; `tensor_split`, `hsplit`, `vsplit` and `unsafe_chunk` views may be written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SplitOp {
+    /// `chunk`, `split` by a size.
+    Split,
+    /// `split` by a list of sizes, `split_with_sizes`.
+    SplitWithSizes,
+    /// `unbind`.
+    Unbind,
+    /// Iterating over a tensor (`for row in x`, `a, b = x`), which unbinds its first dimension.
+    Iteration,
+}
+
+impl SplitOp {
+    /// The op of a method or torch function name; `sizes`: its sizes are given as a list.
+    pub fn of(name: &str, sizes: bool) -> Option<SplitOp> {
+        match name {
+            "chunk" => Some(SplitOp::Split),
+            "split" if !sizes => Some(SplitOp::Split),
+            "split" | "split_with_sizes" => Some(SplitOp::SplitWithSizes),
+            "unbind" => Some(SplitOp::Unbind),
+            _ => None,
+        }
+    }
+
+    /// The autograd node the runtime names (`Output 0 of Split is a view ...`).
+    pub fn node(self) -> &'static str {
+        match self {
+            SplitOp::Split => "Split",
+            SplitOp::SplitWithSizes => "SplitWithSizes",
+            SplitOp::Unbind | SplitOp::Iteration => "Unbind",
+        }
+    }
 }
 
 /// Where a NumPy array came to share a tensor's memory.
@@ -98,6 +145,7 @@ impl TensorObj {
             leaf: false,
             view_of_leaf: false,
             view_origin: None,
+            multi_view: None,
             node: None,
             known,
             origin,
@@ -116,6 +164,7 @@ impl TensorObj {
             leaf: false,
             view_of_leaf: false,
             view_origin: None,
+            multi_view: None,
             grad_tensor: None,
             detached_from: None,
             ..self.clone()

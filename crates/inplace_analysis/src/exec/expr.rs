@@ -716,10 +716,12 @@ impl Interp<'_, '_> {
                         Obj::Tensor(t) => {
                             let from = t.storage;
                             let t = if position.is_some() {
-                                // (Each element of a list of leaves is a leaf.)
+                                // (Each element of a list of leaves is a leaf; of a
+                                // split's views, one of its views.)
                                 TensorObj {
                                     leaf: t.leaf,
                                     view_of_leaf: t.view_of_leaf,
+                                    multi_view: t.multi_view,
                                     ..t.sibling(self.heap.len() as ObjId)
                                 }
                             } else {
@@ -852,9 +854,13 @@ impl Interp<'_, '_> {
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.iter().copied()),
                 Obj::Module(m) => out.extend(m.children.iter().copied()),
+                // Iterating over a tensor unbinds its first dimension (over what is only taken
+                // to be one, an argument or what came of it, which is often a list of
+                // tensors, it gives views as usual).
                 Obj::Tensor(t) => {
-                    let r = t.origin;
-                    out.push(self.view_of(*v, r));
+                    let (r, certain) = (t.origin, t.known && t.grad_if.is_none());
+                    let op = Some(SplitOp::Iteration).filter(|_| certain);
+                    out.push(self.split_view_of(*v, r, op));
                 }
                 Obj::Other | Obj::Str(_) => out.push(OTHER),
                 _ => out.push(self.alloc(Obj::Unknown)),

@@ -23,7 +23,7 @@ const COPIES: &[&str] = &[
 ];
 
 /// View methods that give several views at once.
-const SPLITS: &[&str] = &[
+pub(super) const SPLITS: &[&str] = &[
     "unbind",
     "split",
     "chunk",
@@ -97,7 +97,14 @@ impl Interp<'_, '_> {
             return smallvec![OTHER];
         }
         if ops::VIEW_OPS.contains(&m.as_str()) {
-            let views: Vals = recv.iter().map(|v| self.view_of(*v, call)).collect();
+            let op = SplitOp::of(
+                &m,
+                args.positional.first().is_some_and(|(v, _)| self.is_seq(v)),
+            );
+            let views: Vals = recv
+                .iter()
+                .map(|v| self.split_view_of(*v, call, op))
+                .collect();
             if SPLITS.contains(&m.as_str()) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
             }
@@ -575,6 +582,20 @@ impl Interp<'_, '_> {
         self.alloc(Obj::Tensor(v))
     }
 
+    /// Some alternative of `v` is a list or tuple (`x.split([2, 3])` splits by sizes).
+    pub(super) fn is_seq(&self, v: &Vals) -> bool {
+        v.iter().any(|o| matches!(self.obj(*o), Obj::Seq(_)))
+    }
+
+    /// One of the views `op` (`chunk`, `split`, `unbind`) makes of `base` at `origin`.
+    pub fn split_view_of(&mut self, base: ObjId, origin: Span, op: Option<SplitOp>) -> ObjId {
+        let id = self.view_of(base, origin);
+        if let (Some(op), Some(t)) = (op, self.tensor_mut(id)) {
+            t.multi_view = Some(MultiView { op, at: origin });
+        }
+        id
+    }
+
     pub fn detach_of(&mut self, base: ObjId, origin: Span) -> ObjId {
         let Some(t) = self.tensor(base) else {
             return self.alloc(Obj::Unknown);
@@ -583,6 +604,7 @@ impl Interp<'_, '_> {
         v.grad = Tri::No;
         v.leaf = false;
         v.view_of_leaf = false;
+        v.multi_view = None;
         v.node = None;
         v.view_origin = Some(origin);
         v.origin = origin;

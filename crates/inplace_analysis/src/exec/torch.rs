@@ -600,16 +600,22 @@ impl Interp<'_, '_> {
             )];
         }
         if f == "detach" || ops::VIEW_OPS.contains(&f) {
-            return first
+            let sizes = args.positional.get(1).is_some_and(|(v, _)| self.is_seq(v));
+            let op = SplitOp::of(f, sizes);
+            let views: Vals = first
                 .iter()
                 .map(|v| {
                     if f == "detach" {
                         self.detach_of(*v, call)
                     } else {
-                        self.view_of(*v, call)
+                        self.split_view_of(*v, call, op)
                     }
                 })
                 .collect();
+            if super::tensor::SPLITS.contains(&f) {
+                return smallvec![self.alloc(Obj::Seq(vec![views]))];
+            }
+            return views;
         }
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);

@@ -155,12 +155,32 @@ impl Interp<'_, '_> {
                 .get(&t.storage)
                 .is_some_and(|s| !s.is_empty())
         });
+        let all_multi = !tensors.is_empty() && tensors.iter().all(|t| t.multi_view.is_some());
         for t in targets {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
             };
-            // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
-            if !no_grad && tt.counter && all_leaf {
+            // A view that `chunk`/`split`/`unbind` made, written while autograd records: it
+            // raises at once when the tensor split or the value requires grad, a leaf's included
+            // (measured with torch 2.15).
+            let multi = match tt
+                .multi_view
+                .filter(|_| !no_grad && tt.counter && all_multi)
+            {
+                // (Only where it is certain: an argument split in a helper may be an index or a
+                // mask, which never requires grad.)
+                Some(view) if tt.grad == Tri::Yes => Some((view, false)),
+                Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
+                _ => None,
+            };
+            if let Some((view, plain)) = multi {
+                self.report(Event::MultiViewWrite {
+                    write: wid,
+                    view,
+                    plain,
+                });
+            } else if !no_grad && tt.counter && all_leaf {
+                // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
                 // `x[i] = v` on a leaf writes a view of it (form ②); `x[:] = v` copies into the
                 // leaf itself (form ①, measured with torch 2.15).
                 let through_view =
