@@ -454,6 +454,10 @@ impl Interp<'_, '_> {
     fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {
         self.steps += 1 + self.state.env.len() as u64 / 16;
         let saved_env = self.state.env.clone();
+        if let Some(slots) = self.unrolled_comprehension(c, elt, value, gens) {
+            self.state.env = saved_env;
+            return smallvec![self.alloc(Obj::Seq(slots))];
+        }
         for g in c.body.list(gens) {
             let g = c.body.generators[*g as usize];
             let iter = self.eval_opt(c, g.iter);
@@ -508,6 +512,34 @@ impl Interp<'_, '_> {
         }
         self.state.env = saved_env;
         smallvec![self.alloc(Obj::Seq(slots))]
+    }
+
+    /// `[opt_for(h) for h in self.heads]`, `[blk(x) for blk in self.blocks]`: a list
+    /// comprehension with one generator and no condition over children a loop would run one by
+    /// one ([`Self::unrollable`]) makes one slot per child, each evaluated with its own child,
+    /// as the loop would (a later `zip` pairs them slot by slot).
+    fn unrolled_comprehension(
+        &mut self,
+        c: Code<'_>,
+        elt: ExprId,
+        value: ExprId,
+        gens: List,
+    ) -> Option<Vec<Vals>> {
+        let ([g], Some(e), None) = (c.body.list(gens), elt.get(), value.get()) else {
+            return None;
+        };
+        let g = c.body.generators[*g as usize];
+        if g.ifs.len > 0 || g.target.is_none() {
+            return None;
+        }
+        let iter = self.eval_opt(c, g.iter);
+        let children = self.unrollable(&iter)?;
+        let mut slots = Vec::with_capacity(children.len());
+        for child in children {
+            self.bind_target(c, g.target, smallvec![child], None);
+            slots.push(self.eval(c, e));
+        }
+        Some(slots)
     }
 
     fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {
@@ -889,8 +921,16 @@ impl Interp<'_, '_> {
             return (children.len() <= 32).then_some(children);
         }
         let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));
+        // (Or tuples of single values holding a module or an optimizer: `(name, layer)` pairs
+        // of `.items()`, `zip(optimizers, losses)`.)
         let modules = children.iter().all(|c| match self.obj(*c) {
-            Obj::Seq(pair) => pair.len() == 2 && matches!(pair[1].as_slice(), [l] if module(*l)),
+            Obj::Seq(tuple) => {
+                tuple.len() >= 2
+                    && tuple.iter().all(|v| v.len() == 1)
+                    && tuple
+                        .iter()
+                        .any(|v| matches!(self.obj(v[0]), Obj::Module(_) | Obj::Optimizer { .. }))
+            }
             _ => module(*c),
         });
         (modules && children.len() <= 32).then_some(children)

@@ -314,6 +314,13 @@ impl Interp<'_, '_> {
                 smallvec![self.alloc(Obj::Seq(slots))]
             }
             "enumerate" => self.enumerate(&first),
+            "zip" if let Some(tuples) = self.zip_slots(args) => {
+                let slots = tuples
+                    .into_iter()
+                    .map(|t| smallvec![self.alloc(Obj::Seq(t))])
+                    .collect();
+                smallvec![self.alloc(Obj::Seq(slots))]
+            }
             "zip" => {
                 let mut cols = Vec::new();
                 for (v, _) in &args.positional {
@@ -369,6 +376,32 @@ impl Interp<'_, '_> {
             }
         }
         (kept, copied)
+    }
+
+    /// `zip(xs, ys, ...)` of lists (or tuples) that are known slot by slot and all equally long
+    /// (at most 32): its tuples in order, the i-th holding the i-th slot of each. `None`
+    /// otherwise (then one tuple stands for all, each place any element).
+    fn zip_slots(&self, args: &Args) -> Option<Vec<Vec<Vals>>> {
+        if !args.keywords.is_empty() || args.positional.len() < 2 {
+            return None;
+        }
+        let mut lists = Vec::new();
+        for (v, _) in &args.positional {
+            let [one] = v.as_slice() else { return None };
+            match self.obj(*one) {
+                Obj::Seq(slots) if !self.dict_keys.contains_key(one) => lists.push(slots),
+                _ => return None,
+            }
+        }
+        let n = lists[0].len();
+        if n < 2 || n > 32 || lists.iter().any(|l| l.len() != n) {
+            return None;
+        }
+        Some(
+            (0..n)
+                .map(|i| lists.iter().map(|l| l[i].clone()).collect())
+                .collect(),
+        )
     }
 
     /// `enumerate(xs)`: pairs of an index and an element.
