@@ -394,7 +394,7 @@ impl Interp<'_, '_> {
             }
         }
         let n = lists[0].len();
-        if n < 2 || n > 32 || lists.iter().any(|l| l.len() != n) {
+        if !(2..=32).contains(&n) || lists.iter().any(|l| l.len() != n) {
             return None;
         }
         Some(
