@@ -5,11 +5,12 @@ Outcome of a fixture, from what the runtime printed (stdout + stderr, including 
   form1  "a leaf Variable that requires grad is being used in an in-place operation"
   form2  "a view of a leaf Variable that requires grad is being used in an in-place operation"
   form3  "modified by an inplace operation"
-  multiview  "This view is the output of a function that returns multiple views" (IP202)
+  refusedview  "This view is the output of a function that returns multiple views" or "A view
+         was created in no_grad mode and is being modified inplace" (IP202)
   silent the fixture printed SILENT-HARM (it computed the right value a second way and differed)
   clean  none of these
 
-Agreement: form1 <=> an IP101 expectation, form2 <=> IP201, multiview <=> IP202, form3 <=> an IP30x expectation,
+Agreement: form1 <=> an IP101 expectation, form2 <=> IP201, refusedview <=> IP202, form3 <=> an IP30x expectation,
 silent => an IP40x expectation; clean => no error-level (IP1xx-IP3xx) expectation. A `# miss:`
 comment (real-world fixtures: a hazard the analyzer does not find yet) counts as an expectation here.
 Fix verification (with --binary PATH): every fixture with a fix is copied, all its fixes are
@@ -46,7 +47,8 @@ FORMS = [
     ("form2", "a view of a leaf Variable that requires grad"),
     ("form1", "a leaf Variable that requires grad"),
     ("form3", "needed for gradient computation has been modified"),
-    ("multiview", "This view is the output of a function that returns multiple views"),
+    ("refusedview", "This view is the output of a function that returns multiple views"),
+    ("refusedview", "A view was created in no_grad mode and is being modified inplace"),
 ]
 
 
@@ -162,8 +164,8 @@ def judge(codes, forms):
         problems.append("form ② vs IP201")
     if ("form3" in forms) != has("IP30"):
         problems.append("form ③ vs IP30x")
-    if ("multiview" in forms) != has("IP202"):
-        problems.append("multi-view write vs IP202")
+    if ("refusedview" in forms) != has("IP202"):
+        problems.append("refused view write vs IP202")
     if "silent" in forms and not has("IP40"):
         problems.append("silent harm without IP40x")
     return problems

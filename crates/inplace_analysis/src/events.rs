@@ -113,9 +113,9 @@ pub(crate) enum Event {
     /// A write into one of the views a function returning several made (`chunk`, `split`,
     /// `unbind`, iteration) while autograd records it; `plain`: the view does not require
     /// grad, the value written does.
-    MultiViewWrite {
+    RefusedViewWrite {
         write: WriteId,
-        view: crate::domain::MultiView,
+        view: crate::domain::RefusedView,
         plain: bool,
     },
     /// A write clobbered a save that a backward (or a returned graph) needs.

@@ -201,7 +201,7 @@ pub(crate) fn findings(
         .filter(|(rule, ..)| {
             matches!(
                 rule.form(),
-                Form::Leaf | Form::LeafView | Form::MultiView | Form::Saved
+                Form::Leaf | Form::LeafView | Form::RefusedView | Form::Saved
             )
         })
         .map(|(_, range, ..)| *range)
@@ -210,7 +210,7 @@ pub(crate) fn findings(
     // A write into a split's view raises at once: no backward after it reads what it clobbers.
     let refused: Vec<TextRange> = chosen
         .iter()
-        .filter(|(rule, ..)| rule.form() == Form::MultiView)
+        .filter(|(rule, ..)| rule.form() == Form::RefusedView)
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| rule.form() != Form::Saved || !refused.contains(range));
@@ -265,7 +265,7 @@ pub(crate) fn findings(
 fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange> {
     let write = match ev {
         Event::LeafWrite { write, .. }
-        | Event::MultiViewWrite { write, .. }
+        | Event::RefusedViewWrite { write, .. }
         | Event::Clobber { write, .. }
         | Event::DataWrite { write, .. }
         | Event::StaleRead { write, .. } => rules::write_of(unit, *write)?.call_site,

@@ -250,7 +250,7 @@ fn form(rule: Rule) -> &'static str {
     match rule.form() {
         Form::Leaf => "form ① — raises at the write",
         Form::LeafView => "form ② — raises at the write",
-        Form::MultiView => "raises at the write — a view of a function that returns several",
+        Form::RefusedView => "raises at the write — a view autograd refuses to rebase",
         Form::Saved => "form ③ — raises at `backward()`",
         Form::Silent => "form ④ — never raises; silently wrong",
         Form::Cost => "cost",
@@ -272,7 +272,7 @@ pub fn hover_finding(label: &dyn Fn(usize) -> String, f: &Finding) -> String {
     let runtime = match f.rule.form() {
         Form::Leaf => Some(format!("RuntimeError: {}", inplace_analysis::FORM1_MESSAGE)),
         Form::LeafView => Some(format!("RuntimeError: {}", inplace_analysis::FORM2_MESSAGE)),
-        Form::MultiView => Some(format!(
+        Form::RefusedView => Some(format!(
             "RuntimeError: Output N of Split {}",
             inplace_analysis::MULTI_VIEW_MESSAGE
         )),

@@ -109,7 +109,7 @@ impl Walk<'_, '_> {
                 self.put(st);
                 self.span(t.origin);
                 self.put(t.view_origin.map(|v| (v.item, v.rel)));
-                self.put(t.multi_view.map(|m| (m.op, m.at.item, m.at.rel)));
+                self.put(t.refused_view.map(|m| (m.op, m.at.item, m.at.rel, m.grad)));
                 match t.node {
                     Some(n) => self.node(n),
                     None => self.put(u32::MAX),

@@ -55,8 +55,9 @@ pub(crate) struct TensorObj {
     /// Where the view was taken, when this is a view.
     pub view_origin: Option<Span>,
     /// One of the views a function returning several made (`chunk`, `split`, `unbind`, rows
-    /// of an iteration), or a view of one: autograd refuses to write it in place.
-    pub multi_view: Option<MultiView>,
+    /// of an iteration), a view made under `no_grad`, or a view of one: autograd refuses to
+    /// write it in place while grad mode is on.
+    pub refused_view: Option<RefusedView>,
     pub node: Option<NodeId>,
     /// Known to be a tensor (not just "maybe", as a function argument is).
     pub known: bool,
@@ -71,18 +72,21 @@ pub(crate) struct TensorObj {
     pub grad_if: Option<GradIf>,
 }
 
-/// Where a view made by a function that returns several views was made, and by which.
+/// A view autograd refuses to see written in place while grad mode is on: where it was made,
+/// and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct MultiView {
-    pub op: SplitOp,
-    /// The call (`qkv.chunk(3)`), or the tensor iterated over.
+pub(crate) struct RefusedView {
+    pub op: RefusedBy,
+    /// The call (`qkv.chunk(3)`, `w[0]`), or the tensor iterated over.
     pub at: Span,
+    /// The tensor viewed required grad (then any write raises; else one whose value does).
+    pub grad: bool,
 }
 
-/// The functions whose several views autograd refuses to see written in place (measured with
-/// torch 2.15; `tensor_split`, `hsplit`, `vsplit` and `unsafe_chunk` views may be written).
+/// How such a view was made (measured with torch 2.15; `tensor_split`, `hsplit`, `vsplit` and
+/// `unsafe_chunk` views may be written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum SplitOp {
+pub(crate) enum RefusedBy {
     /// `chunk`, `split` by a size.
     Split,
     /// `split` by a list of sizes, `split_with_sizes`.
@@ -91,16 +95,18 @@ pub(crate) enum SplitOp {
     Unbind,
     /// Iterating over a tensor (`for row in x`, `a, b = x`), which unbinds its first dimension.
     Iteration,
+    /// Any view taken under `torch.no_grad()` (`with torch.no_grad(): v = w[0]`).
+    NoGrad,
 }
 
-impl SplitOp {
+impl RefusedBy {
     /// The op of a method or torch function name; `sizes`: its sizes are given as a list.
-    pub fn of(name: &str, sizes: bool) -> Option<SplitOp> {
+    pub fn of(name: &str, sizes: bool) -> Option<RefusedBy> {
         match name {
-            "chunk" => Some(SplitOp::Split),
-            "split" if !sizes => Some(SplitOp::Split),
-            "split" | "split_with_sizes" => Some(SplitOp::SplitWithSizes),
-            "unbind" => Some(SplitOp::Unbind),
+            "chunk" => Some(RefusedBy::Split),
+            "split" if !sizes => Some(RefusedBy::Split),
+            "split" | "split_with_sizes" => Some(RefusedBy::SplitWithSizes),
+            "unbind" => Some(RefusedBy::Unbind),
             _ => None,
         }
     }
@@ -108,9 +114,10 @@ impl SplitOp {
     /// The autograd node the runtime names (`Output 0 of Split is a view ...`).
     pub fn node(self) -> &'static str {
         match self {
-            SplitOp::Split => "Split",
-            SplitOp::SplitWithSizes => "SplitWithSizes",
-            SplitOp::Unbind | SplitOp::Iteration => "Unbind",
+            RefusedBy::Split => "Split",
+            RefusedBy::SplitWithSizes => "SplitWithSizes",
+            RefusedBy::Unbind | RefusedBy::Iteration => "Unbind",
+            RefusedBy::NoGrad => "View",
         }
     }
 }
@@ -145,7 +152,7 @@ impl TensorObj {
             leaf: false,
             view_of_leaf: false,
             view_origin: None,
-            multi_view: None,
+            refused_view: None,
             node: None,
             known,
             origin,
@@ -164,7 +171,7 @@ impl TensorObj {
             leaf: false,
             view_of_leaf: false,
             view_origin: None,
-            multi_view: None,
+            refused_view: None,
             grad_tensor: None,
             detached_from: None,
             ..self.clone()

@@ -753,7 +753,7 @@ impl Interp<'_, '_> {
                                 TensorObj {
                                     leaf: t.leaf,
                                     view_of_leaf: t.view_of_leaf,
-                                    multi_view: t.multi_view,
+                                    refused_view: t.refused_view,
                                     ..t.sibling(self.heap.len() as ObjId)
                                 }
                             } else {
@@ -891,7 +891,7 @@ impl Interp<'_, '_> {
                 // tensors, it gives views as usual).
                 Obj::Tensor(t) => {
                     let (r, certain) = (t.origin, t.known && t.grad_if.is_none());
-                    let op = Some(SplitOp::Iteration).filter(|_| certain);
+                    let op = Some(RefusedBy::Iteration).filter(|_| certain);
                     out.push(self.split_view_of(*v, r, op));
                 }
                 Obj::Other | Obj::Str(_) => out.push(OTHER),

@@ -97,7 +97,7 @@ impl Interp<'_, '_> {
             return smallvec![OTHER];
         }
         if ops::VIEW_OPS.contains(&m.as_str()) {
-            let op = SplitOp::of(
+            let op = RefusedBy::of(
                 &m,
                 args.positional.first().is_some_and(|(v, _)| self.is_seq(v)),
             );
@@ -577,6 +577,14 @@ impl Interp<'_, '_> {
         v.origin = origin;
         v.grad_tensor = None;
         if !self.grad_enabled {
+            // (A view of a view made with grad mode on stays what that one is.)
+            if t.counter && v.refused_view.is_none() {
+                v.refused_view = Some(RefusedView {
+                    op: RefusedBy::NoGrad,
+                    at: origin,
+                    grad: t.grad == Tri::Yes,
+                });
+            }
             v.grad = Tri::No;
         }
         self.alloc(Obj::Tensor(v))
@@ -588,10 +596,17 @@ impl Interp<'_, '_> {
     }
 
     /// One of the views `op` (`chunk`, `split`, `unbind`) makes of `base` at `origin`.
-    pub fn split_view_of(&mut self, base: ObjId, origin: Span, op: Option<SplitOp>) -> ObjId {
+    pub fn split_view_of(&mut self, base: ObjId, origin: Span, op: Option<RefusedBy>) -> ObjId {
         let id = self.view_of(base, origin);
         if let (Some(op), Some(t)) = (op, self.tensor_mut(id)) {
-            t.multi_view = Some(MultiView { op, at: origin });
+            if t.refused_view.is_none_or(|r| r.op != RefusedBy::NoGrad) {
+                let grad = t.grad == Tri::Yes;
+                t.refused_view = Some(RefusedView {
+                    op,
+                    at: origin,
+                    grad,
+                });
+            }
         }
         id
     }
@@ -604,7 +619,7 @@ impl Interp<'_, '_> {
         v.grad = Tri::No;
         v.leaf = false;
         v.view_of_leaf = false;
-        v.multi_view = None;
+        v.refused_view = None;
         v.node = None;
         v.view_origin = Some(origin);
         v.origin = origin;

@@ -634,7 +634,7 @@ impl Interp<'_, '_> {
         }
         if f == "detach" || ops::VIEW_OPS.contains(&f) {
             let sizes = args.positional.get(1).is_some_and(|(v, _)| self.is_seq(v));
-            let op = SplitOp::of(f, sizes);
+            let op = RefusedBy::of(f, sizes);
             let views: Vals = first
                 .iter()
                 .map(|v| {

@@ -155,26 +155,27 @@ impl Interp<'_, '_> {
                 .get(&t.storage)
                 .is_some_and(|s| !s.is_empty())
         });
-        let all_multi = !tensors.is_empty() && tensors.iter().all(|t| t.multi_view.is_some());
+        let all_refused = !tensors.is_empty() && tensors.iter().all(|t| t.refused_view.is_some());
         for t in targets {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
             };
-            // A view that `chunk`/`split`/`unbind` made, written while autograd records: it
-            // raises at once when the tensor split or the value requires grad, a leaf's included
+            // A view that `chunk`/`split`/`unbind` made, or one made under `no_grad`, written
+            // while autograd records: it raises at once when the tensor viewed or the value
+            // requires grad, a leaf's included
             // (measured with torch 2.15).
             let multi = match tt
-                .multi_view
-                .filter(|_| !no_grad && tt.counter && all_multi)
+                .refused_view
+                .filter(|_| !no_grad && tt.counter && all_refused)
             {
                 // (Only where it is certain: an argument split in a helper may be an index or a
                 // mask, which never requires grad.)
-                Some(view) if tt.grad == Tri::Yes => Some((view, false)),
+                Some(view) if view.grad || tt.grad == Tri::Yes => Some((view, false)),
                 Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
                 _ => None,
             };
             if let Some((view, plain)) = multi {
-                self.report(Event::MultiViewWrite {
+                self.report(Event::RefusedViewWrite {
                     write: wid,
                     view,
                     plain,

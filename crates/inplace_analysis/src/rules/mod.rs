@@ -4,7 +4,7 @@
 
 pub(crate) mod ip101_leaf_inplace;
 pub(crate) mod ip201_leaf_view_inplace;
-pub(crate) mod ip202_multi_view_inplace;
+pub(crate) mod ip202_refused_view_inplace;
 pub(crate) mod ip301_saved_output_inplace;
 pub(crate) mod ip302_saved_input_inplace;
 pub(crate) mod ip303_inplace_activation_after_saving_op;
@@ -35,10 +35,10 @@ pub const FORM2_MESSAGE: &str =
 
 /// The text after `Output N of Split` (torch 2.15); a view made with grad mode on from a tensor
 /// that does not require grad, written with a value that does, starts with
-/// [`MULTI_VIEW_NO_GRAD`] instead.
+/// [`NO_GRAD_VIEW_START`] instead.
 pub const MULTI_VIEW_MESSAGE: &str = "is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
-/// See [`MULTI_VIEW_MESSAGE`].
-pub const MULTI_VIEW_NO_GRAD: &str =
+/// The start of the message for a view made under `no_grad` written with grad mode on.
+pub const NO_GRAD_VIEW_START: &str =
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled.";
 
 /// A rule's part in turning events into findings.
@@ -54,7 +54,7 @@ pub(crate) struct RuleImpl {
 const RULES: &[RuleImpl] = &[
     ip101_leaf_inplace::RULE,
     ip201_leaf_view_inplace::RULE,
-    ip202_multi_view_inplace::RULE,
+    ip202_refused_view_inplace::RULE,
     ip304_step_before_backward::RULE,
     ip303_inplace_activation_after_saving_op::RULE,
     ip301_saved_output_inplace::RULE,

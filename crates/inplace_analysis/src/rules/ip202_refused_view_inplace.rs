@@ -1,0 +1,160 @@
+//! # IP202 refused-view-inplace
+//!
+//! **What it finds.** An in-place write, with grad mode on, into a view autograd refuses to
+//! rebase:
+//! - one of the views a function returning several made: `q, k, v = qkv.chunk(3, dim=-1)`
+//!   then `q *= scale`; `x.split(2)`, `x.split([1, 3])`, `x.unbind(0)`, `torch.chunk(x, 2)`;
+//!   the rows of `for row in x` (iterating over a tensor unbinds it); when the tensor split
+//!   requires grad (a parameter, or anything computed from one), or the value written does.
+//!   `tensor_split`, `hsplit`, `vsplit` and `unsafe_chunk` views may be written (measured);
+//! - a view made under `torch.no_grad()` (`with torch.no_grad(): v = w[0]`), written after the
+//!   block when the tensor viewed or the value written requires grad;
+//! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`).
+//!
+//! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
+//! history onto its base. For one output of a multi-output view function it cannot do that
+//! alone; for a view made while nothing was recorded it would have to guess whether the write
+//! is meant to be tracked. It refuses the write (even on a leaf's view, with this message
+//! rather than form ②'s).
+//!
+//! **Runtime message** (raised at the write itself, torch 2.15):
+//! `RuntimeError: Output 0 of Split is a view and is being modified inplace. This view is the
+//! output of a function that returns multiple views. Such functions do not allow the output
+//! views to be modified inplace. You should replace the inplace operation by an out-of-place
+//! one.` (`SplitWithSizes`, `Unbind`, or the last view op for a view of one.) A view made under
+//! `no_grad`, or a split's view of a tensor without grad written with a value that has it:
+//! `RuntimeError: A view was created in no_grad mode and is being modified inplace with grad
+//! mode enabled. ...`
+//!
+//! **Example**
+//! ```python
+//! q, k = (x @ w).chunk(2, dim=-1)
+//! q *= 0.125          # IP202
+//! ```
+//!
+//! **Fix.** Write out of place: `q = q * 0.125` (offered), `q = q.mul(0.125)`, `inplace=False`;
+//! for a subscript write, a copy first (`q = q.clone()`). Rows of a parameter (an
+//! initialisation), or a `no_grad` view of a tensor that requires grad (an update): the write
+//! under `with torch.no_grad():` (offered), the view and the write then both unrecorded. A row
+//! of a loop over a tensor, or a `no_grad` view of a plain tensor, gets no fix: rebinding the
+//! name changes nothing the tensor keeps; write the whole tensor out of place
+//! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block.
+//!
+//! **Fix safety.** *Unsafe*: the tensor viewed no longer sees the write (it never could while
+//! autograd recorded, but code after it may have read it expecting the change); under
+//! `no_grad` the write succeeds unrecorded.
+
+use super::{out_of_place, write_of, write_related, RuleImpl};
+use super::{MULTI_VIEW_MESSAGE, NO_GRAD_VIEW_START};
+use crate::domain::{RefusedBy, RefusedView};
+use crate::events::{Event, WriteKind};
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Related, Severity};
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
+
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::RefusedViewInplace,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::RefusedViewWrite { write, .. } => Some(write_of(u, *write)?.range),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::RefusedViewWrite { write, view, plain } = ev else {
+        return None;
+    };
+    let w = ctx.write(*write);
+    // The views' origin is said here; the write's own view (the split call) is not repeated.
+    let mut own = w.clone();
+    own.view_origin = own.view_origin.filter(|v| *v != view.at);
+    let made = ctx.snippet(view.at);
+    let (whose, where_made) = match view.op {
+        RefusedBy::Iteration => (
+            format!("a row of the tensor iterated over ({})", ctx.line(view.at)),
+            "iterating over this tensor unbinds it into views".to_string(),
+        ),
+        RefusedBy::NoGrad => (
+            format!(
+                "the view `{made}` made under `torch.no_grad()` ({}), with grad mode on",
+                ctx.line(view.at)
+            ),
+            format!("`{made}` is a view made under `torch.no_grad()` here"),
+        ),
+        _ => (
+            format!("one of the views `{made}` returns ({})", ctx.line(view.at)),
+            format!("`{made}` returns several views here"),
+        ),
+    };
+    let mut related = Vec::new();
+    if let Some(range) = ctx.range(view.at) {
+        related.push(Related {
+            source: None,
+            range,
+            message: where_made,
+        });
+    }
+    write_related(ctx, &own, &mut related);
+    // The runtime names the split's node for its own outputs, the last view op otherwise (an
+    // indexed write takes a view first: `Output 0 of Select`).
+    let indexed = matches!(w.kind, WriteKind::Subscript { whole: false });
+    let node = if !indexed && w.view_origin.is_none_or(|v| v == view.at) {
+        view.op.node()
+    } else {
+        "…"
+    };
+    let runtime = match view.op {
+        RefusedBy::NoGrad => format!("{NO_GRAD_VIEW_START} {NO_GRAD_VIEW_REST}"),
+        _ if *plain => format!(
+            "{NO_GRAD_VIEW_START} {}",
+            &MULTI_VIEW_MESSAGE[MULTI_VIEW_TAIL..]
+        ),
+        _ => format!("Output N of {node} {MULTI_VIEW_MESSAGE}"),
+    };
+    Some(Finding {
+        rule: Rule::RefusedViewInplace,
+        severity: Severity::Error,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into {whose}; it raises here: {runtime}",
+            ctx.snippet(w.site),
+        ),
+        related,
+        fix: fix(ctx, w, view),
+    })
+}
+
+/// Where `This view is the output of ...` starts in [`MULTI_VIEW_MESSAGE`].
+const MULTI_VIEW_TAIL: usize = "is a view and is being modified inplace. ".len();
+/// The rest of the message for a view made under `no_grad`.
+const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+
+/// Into a parameter's rows (an initialisation), or into a view made under `no_grad` of a
+/// tensor that requires grad (an update meant to be unrecorded): the write under
+/// `torch.no_grad()`, where autograd allows it and the tensor still changes. A loop's row
+/// rebound out of place, or a `no_grad` view of a plain tensor rebound, would change nothing
+/// the tensor keeps: no fix. Else out of place, or into a copy.
+fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Option<crate::Fix> {
+    match view.op {
+        RefusedBy::NoGrad if view.grad => crate::fix::write_under_no_grad(ctx, w),
+        RefusedBy::NoGrad | RefusedBy::Iteration => None,
+        _ if w.into_leaf => crate::fix::write_under_no_grad(ctx, w),
+        _ => out_of_place(ctx, &own_copy(w), crate::Applicability::Unsafe),
+    }
+}
+
+/// The write as if into a tensor of its own: the fix rewrites it out of place, or copies the
+/// name it writes through (not the tensor that was split, whose copy splits the same way).
+fn own_copy(w: &crate::events::Write) -> crate::events::Write {
+    let mut w = w.clone();
+    w.view_origin = None;
+    w
+}
