@@ -62,6 +62,20 @@ ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2
 ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d CircularPad1d CircularPad2d
 Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle
 Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Softmax2d Unflatten""".split()
+# Loss modules, called with an input and a target (`criterion(logits, labels)`).
+LOSSES = """MSELoss L1Loss SmoothL1Loss HuberLoss BCELoss BCEWithLogitsLoss KLDivLoss
+CrossEntropyLoss NLLLoss SoftMarginLoss MultiLabelSoftMarginLoss PoissonNLLLoss
+HingeEmbeddingLoss MultiMarginLoss""".split()
+MODULES += LOSSES
+
+
+def loss_target(name, shape):
+    """A target for loss `name` and an input of `shape` (class ids, signs, or values in (0, 1))."""
+    if name in ("CrossEntropyLoss", "NLLLoss", "MultiMarginLoss"):
+        return torch.tensor([0, 2])[: shape[0]]
+    if name in ("SoftMarginLoss", "HingeEmbeddingLoss"):
+        return torch.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]])
+    return torch.rand(shape) * 0.6 + 0.2
 
 MODULE_ARGS = {
     "Softmax": dict(dim=-1), "LogSoftmax": dict(dim=-1), "Softmin": dict(dim=-1),
@@ -269,6 +283,8 @@ def measure_module(cls_name):
         torch.manual_seed(0)
         m = new()
         _, x = leafs(shape)
+        if cls_name in LOSSES:
+            return m(x, loss_target(cls_name, shape)), {"self": x}
         return m(x), {"self": x}
 
     flags = {}

@@ -472,6 +472,12 @@ impl Interp<'_, '_> {
         let class = class.to_string();
         match class.as_str() {
             "Sequential" => return self.run_in_order(c, e, m, input),
+            // `nn.Identity()(x) is x`; `nn.Flatten`/`nn.Unflatten` return a view of their input
+            // (an in-place layer after them writes what the layer before saved).
+            "Identity" => return input,
+            "Flatten" | "Unflatten" => {
+                return input.iter().map(|v| self.view_of(*v, call)).collect();
+            }
             "DataParallel" | "DistributedDataParallel" => {
                 if let Some(inner) = module.children.first() {
                     return self.call_module(c, e, *inner, args);
