@@ -5,8 +5,9 @@ Outcome of a fixture, from what the runtime printed (stdout + stderr, including 
   form1  "a leaf Variable that requires grad is being used in an in-place operation"
   form2  "a view of a leaf Variable that requires grad is being used in an in-place operation"
   form3  "modified by an inplace operation"
-  refusedview  "This view is the output of a function that returns multiple views" or "A view
-         was created in no_grad mode and is being modified inplace" (IP202)
+  refusedview  "This view is the output of a function that returns multiple views", "A view
+         was created in no_grad mode and is being modified inplace" or "This view was created
+         inside a custom Function" (IP202)
   silent the fixture printed SILENT-HARM (it computed the right value a second way and differed)
   clean  none of these
 
@@ -49,6 +50,7 @@ FORMS = [
     ("form3", "needed for gradient computation has been modified"),
     ("refusedview", "This view is the output of a function that returns multiple views"),
     ("refusedview", "A view was created in no_grad mode and is being modified inplace"),
+    ("refusedview", "This view was created inside a custom Function"),
 ]
 
 

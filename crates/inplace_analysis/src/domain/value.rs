@@ -97,6 +97,8 @@ pub(crate) enum RefusedBy {
     Iteration,
     /// Any view taken under `torch.no_grad()` (`with torch.no_grad(): v = w[0]`).
     NoGrad,
+    /// An input or output of a module with a full backward hook (`BackwardHookFunction`).
+    BackwardHook,
 }
 
 impl RefusedBy {
@@ -118,6 +120,7 @@ impl RefusedBy {
             RefusedBy::SplitWithSizes => "SplitWithSizes",
             RefusedBy::Unbind | RefusedBy::Iteration => "Unbind",
             RefusedBy::NoGrad => "View",
+            RefusedBy::BackwardHook => "BackwardHookFunction",
         }
     }
 }
@@ -210,6 +213,9 @@ pub(crate) struct ModuleObj {
     /// Functions registered with `register_forward_pre_hook`, run before each call on its
     /// positional arguments.
     pub pre_hooks: Vec<ObjId>,
+    /// Where `register_full_backward_hook` was called on it: its inputs that require grad and
+    /// its outputs are then views a custom Function made.
+    pub backward_hook: Option<Span>,
 }
 
 /// A class defined in the file.

@@ -604,6 +604,7 @@ impl Interp<'_, '_> {
             origin: call,
             hooks: Vec::new(),
             pre_hooks: Vec::new(),
+            backward_hook: None,
         };
         let obj = self.alloc(Obj::Module(Box::new(module)));
         if let Some(init) = self.find_method(class, known::INIT) {
@@ -631,6 +632,7 @@ impl Interp<'_, '_> {
             origin: class.span,
             hooks: Vec::new(),
             pre_hooks: Vec::new(),
+            backward_hook: None,
         })));
         let Some(init) = self.find_method(class, known::INIT) else {
             if let Some(base) = self.torch_layer_base(class) {

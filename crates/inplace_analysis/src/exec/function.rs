@@ -30,6 +30,7 @@ impl Interp<'_, '_> {
             origin: call,
             hooks: Vec::new(),
             pre_hooks: Vec::new(),
+            backward_hook: None,
         })));
         let mut full = args.clone();
         full.positional.insert(0, (smallvec![ctx], None));

@@ -88,6 +88,7 @@ impl Interp<'_, '_> {
             origin,
             hooks: Vec::new(),
             pre_hooks: Vec::new(),
+            backward_hook: None,
         })))
     }
 
@@ -316,13 +317,35 @@ impl Interp<'_, '_> {
             replaced = self.run_pre_hooks(c, e, m, &pre_hooks, args);
             &replaced
         };
+        let backward_hook = match self.obj(m) {
+            Obj::Module(module) => module.backward_hook.filter(|_| self.grad_enabled),
+            _ => None,
+        };
+        let hooked;
+        let args = match backward_hook {
+            Some(at) => {
+                hooked = Args {
+                    positional: args
+                        .positional
+                        .iter()
+                        .map(|(v, e)| (self.backward_hook_views(v, at), *e))
+                        .collect(),
+                    keywords: args.keywords.clone(),
+                };
+                &hooked
+            }
+            None => args,
+        };
         let out = self.call_module_body(c, e, m, args, site);
         let hooks = match self.obj(m) {
             Obj::Module(module) => module.hooks.clone(),
             _ => Vec::new(),
         };
         if hooks.is_empty() {
-            return out;
+            return match backward_hook {
+                Some(at) => self.backward_hook_views(&out, at),
+                None => out,
+            };
         }
         // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
         // replaces the output.
@@ -346,7 +369,33 @@ impl Interp<'_, '_> {
                 result = returned;
             }
         }
-        result
+        match backward_hook {
+            Some(at) => self.backward_hook_views(&result, at),
+            None => result,
+        }
+    }
+
+    /// What a module with a full backward hook (registered at `at`) passes on: each tensor of
+    /// `vals` that requires grad becomes a view its `BackwardHookFunction` made, which autograd
+    /// refuses to see written in place (measured with torch 2.15: `out.relu_()` on the output,
+    /// `x.mul_(2)` on the input inside `forward`, raise at once).
+    fn backward_hook_views(&mut self, vals: &Vals, at: Span) -> Vals {
+        vals.iter()
+            .map(|v| match self.tensor(*v) {
+                Some(t) if t.grad == Tri::Yes && t.counter => {
+                    let view = self.view_of(*v, at);
+                    if let Some(t) = self.tensor_mut(view) {
+                        t.refused_view = Some(RefusedView {
+                            op: RefusedBy::BackwardHook,
+                            at,
+                            grad: true,
+                        });
+                    }
+                    view
+                }
+                _ => *v,
+            })
+            .collect()
     }
 
     /// Forward pre-hooks run as `hook(module, args)` with the positional arguments as a tuple;
@@ -929,9 +978,13 @@ impl Interp<'_, '_> {
                 self.zero_grads(&params, args);
                 smallvec![OTHER]
             }
-            "state_dict" | "load_state_dict" | "register_full_backward_hook" => {
+            "register_full_backward_hook" => {
+                if let Obj::Module(module) = self.obj_mut(m) {
+                    module.backward_hook = Some(call);
+                }
                 smallvec![OTHER]
             }
+            "state_dict" | "load_state_dict" => smallvec![OTHER],
             _ => self.opaque_call(args, call),
         }
     }

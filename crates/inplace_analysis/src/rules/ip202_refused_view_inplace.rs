@@ -9,6 +9,9 @@
 //!   `tensor_split`, `hsplit`, `vsplit` and `unsafe_chunk` views may be written (measured);
 //! - a view made under `torch.no_grad()` (`with torch.no_grad(): v = w[0]`), written after the
 //!   block when the tensor viewed or the value written requires grad;
+//! - an output of a layer with a full backward hook (`layer.register_full_backward_hook(f)`,
+//!   Grad-CAM), or an input that requires grad inside its `forward`: torch wraps them in a
+//!   custom Function's views (`nn.ReLU(inplace=True)` after a hooked layer raises at forward);
 //! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`).
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
@@ -24,7 +27,9 @@
 //! one.` (`SplitWithSizes`, `Unbind`, or the last view op for a view of one.) A view made under
 //! `no_grad`, or a split's view of a tensor without grad written with a value that has it:
 //! `RuntimeError: A view was created in no_grad mode and is being modified inplace with grad
-//! mode enabled. ...`
+//! mode enabled. ...` A hooked layer's input or output: `RuntimeError: Output 0 of
+//! BackwardHookFunction is a view and is being modified inplace. This view was created inside a
+//! custom Function ...`
 //!
 //! **Example**
 //! ```python
@@ -89,6 +94,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ),
             format!("`{made}` is a view made under `torch.no_grad()` here"),
         ),
+        RefusedBy::BackwardHook => (
+            format!(
+                "an input or output of a layer with a full backward hook (`{made}`, {})",
+                ctx.line(view.at)
+            ),
+            "the full backward hook registered here wraps the layer's inputs and outputs in a custom Function's views".to_string(),
+        ),
         _ => (
             format!("one of the views `{made}` returns ({})", ctx.line(view.at)),
             format!("`{made}` returns several views here"),
@@ -113,6 +125,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     };
     let runtime = match view.op {
         RefusedBy::NoGrad => format!("{NO_GRAD_VIEW_START} {NO_GRAD_VIEW_REST}"),
+        RefusedBy::BackwardHook => {
+            format!("Output 0 of BackwardHookFunction {CUSTOM_FUNCTION_VIEW}")
+        }
         _ if *plain => format!(
             "{NO_GRAD_VIEW_START} {}",
             &MULTI_VIEW_MESSAGE[MULTI_VIEW_TAIL..]
@@ -134,6 +149,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 
 /// Where `This view is the output of ...` starts in [`MULTI_VIEW_MESSAGE`].
 const MULTI_VIEW_TAIL: usize = "is a view and is being modified inplace. ".len();
+/// The message for a view a custom Function made, after `Output 0 of BackwardHookFunction`.
+const CUSTOM_FUNCTION_VIEW: &str = "is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
 /// The rest of the message for a view made under `no_grad`.
 const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
