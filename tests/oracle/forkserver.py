@@ -8,16 +8,21 @@ A child forked from this server starts with torch already imported and otherwise
 mode, anomaly mode, `sys.modules`, dies with it), `__name__ == "__main__"`, `sys.argv[0]` and
 `sys.path[0]` set to the script, the working directory the caller names, stdin from /dev/null.
 The environment (PYTHONHASHSEED, PYTHONWARNINGS) is the server's, set by whoever starts it.
+What differs: modules the server imported (torch, numpy and the standard library's) are already
+imported, so a script cannot shadow them with a file of the same name, and environment
+variables it sets before `import torch` do not reach torch's import.
 
 Protocol (lines of JSON): request {"script", "cwd", "path": [extra sys.path entries], "timeout"}
 -> reply {"returncode", "stdout", "stderr"}; a script past its timeout is killed and gets
 returncode -9. The server exits at end of input.
 """
+import atexit
 import json
 import os
 import runpy
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -31,6 +36,7 @@ for name in ("torch", "torch.nn", "torch.nn.functional", "torch.optim", "numpy")
 def child(req, out_fd, err_fd):
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
+    sys.stdin = open(os.devnull)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     code = 0
@@ -38,7 +44,12 @@ def child(req, out_fd, err_fd):
         script = os.path.abspath(req["script"])
         os.chdir(req["cwd"])
         sys.argv = [script]
-        sys.path[:0] = [os.path.dirname(script)] + req.get("path", [])
+        extra = req.get("path", [])
+        # The script's folder where the server's was, then PYTHONPATH's entries (exported too,
+        # for processes the script starts).
+        sys.path[0:1] = [os.path.dirname(script)] + extra
+        if extra:
+            os.environ["PYTHONPATH"] = os.pathsep.join(extra)
         runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
         if e.code is None:
@@ -52,6 +63,9 @@ def child(req, out_fd, err_fd):
         traceback.print_exc()
         code = 1
     try:
+        # What the interpreter does at exit: wait for threads, run atexit handlers.
+        threading._shutdown()
+        atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
     finally:

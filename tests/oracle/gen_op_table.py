@@ -291,7 +291,11 @@ def measure_module(cls_name):
     for name in ("result", "self"):
         def write(ts, out, name=name):
             (out if name == "result" else ts[name]).mul_(1)
-        flags[name] = bool(raises_after(build, write))
+        raised = raises_after(build, write)
+        if raised is None and name == "self" and cls_name in LOSSES:
+            # (A loss whose call failed, a target of the wrong kind, would read as "saves nothing".)
+            raise SystemExit(f"gen_op_table: {cls_name}(input, target) could not be measured")
+        flags[name] = bool(raised)
     params = [n for n, _ in new().named_parameters()]
     flags["params"] = params
     flags["inplace_kw"] = "inplace" in inspect.signature(cls.__init__).parameters

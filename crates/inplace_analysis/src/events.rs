@@ -110,9 +110,9 @@ pub(crate) enum Event {
         through_view: bool,
         view: Option<Span>,
     },
-    /// A write into one of the views a function returning several made (`chunk`, `split`,
-    /// `unbind`, iteration) while autograd records it; `plain`: the view does not require
-    /// grad, the value written does.
+    /// A write, while autograd records, into a view it refuses to rebase (a split's output, a
+    /// row of an iteration, a view made under `no_grad`, a hooked layer's input or output);
+    /// `plain`: the view does not require grad, the value written does.
     RefusedViewWrite {
         write: WriteId,
         view: crate::domain::RefusedView,

@@ -102,7 +102,7 @@ pub use incremental::{FileState, Reuse};
 pub use line_index::{Encoding, LineIndex};
 pub use noqa::NoqaMap;
 pub use registry::{Form, Rule, RuleSelection};
-pub use rules::{FORM1_MESSAGE, FORM2_MESSAGE, FORM3_MESSAGE, MULTI_VIEW_MESSAGE};
+pub use rules::{FORM1_MESSAGE, FORM2_MESSAGE, FORM3_MESSAGE};
 pub use syntax::{count_errors, error_count, python_parser};
 
 use ir::Interner;

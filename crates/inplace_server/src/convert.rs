@@ -272,10 +272,11 @@ pub fn hover_finding(label: &dyn Fn(usize) -> String, f: &Finding) -> String {
     let runtime = match f.rule.form() {
         Form::Leaf => Some(format!("RuntimeError: {}", inplace_analysis::FORM1_MESSAGE)),
         Form::LeafView => Some(format!("RuntimeError: {}", inplace_analysis::FORM2_MESSAGE)),
-        Form::RefusedView => Some(format!(
-            "RuntimeError: Output N of Split {}",
-            inplace_analysis::MULTI_VIEW_MESSAGE
-        )),
+        // (Its text depends on how the view was made: the finding's message ends with it.)
+        Form::RefusedView => f
+            .message
+            .split_once("it raises here: ")
+            .map(|(_, text)| format!("RuntimeError: {text}")),
         Form::Saved => {
             let op = f
                 .related

@@ -93,7 +93,9 @@ pub(crate) enum RefusedBy {
     SplitWithSizes,
     /// `unbind`.
     Unbind,
-    /// Iterating over a tensor (`for row in x`, `a, b = x`), which unbinds its first dimension.
+    /// Iterating over a tensor (`for row in x`, `[f(r) for r in x]`), which unbinds its first
+    /// dimension. (`a, b = x` is not followed: unpacking a call's result takes it to be a
+    /// tuple of results.)
     Iteration,
     /// Any view taken under `torch.no_grad()` (`with torch.no_grad(): v = w[0]`).
     NoGrad,
@@ -113,14 +115,14 @@ impl RefusedBy {
         }
     }
 
-    /// The autograd node the runtime names (`Output 0 of Split is a view ...`).
-    pub fn node(self) -> &'static str {
+    /// The autograd node the runtime names for a split's own output (`Output 0 of Split is a
+    /// view ...`, torch 2.15); the other kinds have messages of their own.
+    pub fn node(self) -> Option<&'static str> {
         match self {
-            RefusedBy::Split => "Split",
-            RefusedBy::SplitWithSizes => "SplitWithSizes",
-            RefusedBy::Unbind | RefusedBy::Iteration => "Unbind",
-            RefusedBy::NoGrad => "View",
-            RefusedBy::BackwardHook => "BackwardHookFunction",
+            RefusedBy::Split => Some("Split"),
+            RefusedBy::SplitWithSizes => Some("SplitWithSizes"),
+            RefusedBy::Unbind | RefusedBy::Iteration => Some("Unbind"),
+            RefusedBy::NoGrad | RefusedBy::BackwardHook => None,
         }
     }
 }

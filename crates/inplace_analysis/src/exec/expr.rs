@@ -454,13 +454,18 @@ impl Interp<'_, '_> {
     fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {
         self.steps += 1 + self.state.env.len() as u64 / 16;
         let saved_env = self.state.env.clone();
-        if let Some(slots) = self.unrolled_comprehension(c, elt, value, gens) {
+        let mut first_iter = None;
+        if let Some(slots) = self.unrolled_comprehension(c, elt, value, gens, &mut first_iter) {
             self.state.env = saved_env;
             return smallvec![self.alloc(Obj::Seq(slots))];
         }
         for g in c.body.list(gens) {
             let g = c.body.generators[*g as usize];
-            let iter = self.eval_opt(c, g.iter);
+            // (The first iterable is evaluated once, by the unrolling attempt when it made one.)
+            let iter = match first_iter.take() {
+                Some(iter) => iter,
+                None => self.eval_opt(c, g.iter),
+            };
             let mut elems = self.elements(&iter);
             // `[m for m in model if isinstance(m, nn.Linear)]`: the elements whose conditions
             // are decided false are dropped (each bound on its own to decide).
@@ -518,27 +523,40 @@ impl Interp<'_, '_> {
     /// comprehension with one generator and no condition over children a loop would run one by
     /// one ([`Self::unrollable`]) makes one slot per child, each evaluated with its own child,
     /// as the loop would (a later `zip` pairs them slot by slot).
+    /// `evaluated`: its iterable, when it was evaluated but not unrolled (a comprehension inside
+    /// one being unrolled is not unrolled: its element would run up to 32 x 32 times).
     fn unrolled_comprehension(
         &mut self,
         c: Code<'_>,
         elt: ExprId,
         value: ExprId,
         gens: List,
+        evaluated: &mut Option<Vals>,
     ) -> Option<Vec<Vals>> {
         let ([g], Some(e), None) = (c.body.list(gens), elt.get(), value.get()) else {
             return None;
         };
         let g = c.body.generators[*g as usize];
-        if g.ifs.len > 0 || g.target.is_none() {
+        if g.ifs.len > 0 || g.target.is_none() || self.unrolling_comprehension {
             return None;
         }
         let iter = self.eval_opt(c, g.iter);
-        let children = self.unrollable(&iter)?;
+        // (Iterating an `nn.ModuleDict` gives its keys, as in a `for` loop.)
+        let keys = match iter.as_slice() {
+            [m] => self.module_dict_key_list(*m).map(|k| smallvec![k]),
+            _ => None,
+        };
+        let Some(children) = self.unrollable(keys.as_ref().unwrap_or(&iter)) else {
+            *evaluated = Some(iter);
+            return None;
+        };
+        self.unrolling_comprehension = true;
         let mut slots = Vec::with_capacity(children.len());
         for child in children {
             self.bind_target(c, g.target, smallvec![child], None);
             slots.push(self.eval(c, e));
         }
+        self.unrolling_comprehension = false;
         Some(slots)
     }
 

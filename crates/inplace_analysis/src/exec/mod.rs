@@ -326,6 +326,9 @@ pub(crate) struct Interp<'p, 't> {
     /// not one of several alternatives.
     pub each_element: Vec<(Name, Vals)>,
     /// The forward hook running (its definition and the name of its `output` parameter).
+    /// A comprehension is being unrolled child by child (one inside it is not: at most 32
+    /// evaluations of an element per comprehension).
+    pub unrolling_comprehension: bool,
     pub running_hook: Option<(DefLoc, Name)>,
     /// The target of an augmented assignment is being read (`x[idx] += v` writes `x` itself
     /// through `__setitem__`: its subscript is taken as a view even with a tensor index).
@@ -407,6 +410,7 @@ impl<'p, 't> Interp<'p, 't> {
             array_indexed: FxHashSet::default(),
             each_element: Vec::new(),
             running_hook: None,
+            unrolling_comprehension: false,
             running_pre_hook: None,
             index_target: false,
             field_reads: FxHashSet::default(),

@@ -341,18 +341,15 @@ impl Interp<'_, '_> {
             Obj::Module(module) => module.hooks.clone(),
             _ => Vec::new(),
         };
-        if hooks.is_empty() {
-            return match backward_hook {
-                Some(at) => self.backward_hook_views(&out, at),
-                None => out,
-            };
-        }
         // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
         // replaces the output.
-        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
-        let input_tuple = self.alloc(Obj::Seq(inputs));
         let mut result = out;
+        let input_tuple = (!hooks.is_empty()).then(|| {
+            let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+            self.alloc(Obj::Seq(inputs))
+        });
         for hook in hooks {
+            let input_tuple = input_tuple.unwrap_or(UNKNOWN);
             let hook_args = Args {
                 positional: vec![
                     (smallvec![m], None),
@@ -384,13 +381,7 @@ impl Interp<'_, '_> {
             .map(|v| match self.tensor(*v) {
                 Some(t) if t.grad == Tri::Yes && t.counter => {
                     let view = self.view_of(*v, at);
-                    if let Some(t) = self.tensor_mut(view) {
-                        t.refused_view = Some(RefusedView {
-                            op: RefusedBy::BackwardHook,
-                            at,
-                            grad: true,
-                        });
-                    }
+                    self.refuse_view(view, RefusedBy::BackwardHook, at);
                     view
                 }
                 _ => *v,

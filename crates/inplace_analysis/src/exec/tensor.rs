@@ -577,8 +577,9 @@ impl Interp<'_, '_> {
         v.origin = origin;
         v.grad_tensor = None;
         if !self.grad_enabled {
-            // (A view of a view made with grad mode on stays what that one is.)
-            if t.counter && v.refused_view.is_none() {
+            // (As in torch, the later kind wins: a `no_grad` view of a split's view is a
+            // `no_grad` view.)
+            if t.counter {
                 v.refused_view = Some(RefusedView {
                     op: RefusedBy::NoGrad,
                     at: origin,
@@ -590,6 +591,14 @@ impl Interp<'_, '_> {
         self.alloc(Obj::Tensor(v))
     }
 
+    /// Marks view `id` as one autograd refuses to see written (made by `op` at `at`).
+    pub(super) fn refuse_view(&mut self, id: ObjId, op: RefusedBy, at: Span) {
+        if let Some(t) = self.tensor_mut(id) {
+            let grad = t.grad == Tri::Yes;
+            t.refused_view = Some(RefusedView { op, at, grad });
+        }
+    }
+
     /// Some alternative of `v` is a list or tuple (`x.split([2, 3])` splits by sizes).
     pub(super) fn is_seq(&self, v: &Vals) -> bool {
         v.iter().any(|o| matches!(self.obj(*o), Obj::Seq(_)))
@@ -598,15 +607,10 @@ impl Interp<'_, '_> {
     /// One of the views `op` (`chunk`, `split`, `unbind`) makes of `base` at `origin`.
     pub fn split_view_of(&mut self, base: ObjId, origin: Span, op: Option<RefusedBy>) -> ObjId {
         let id = self.view_of(base, origin);
-        if let (Some(op), Some(t)) = (op, self.tensor_mut(id)) {
-            if t.refused_view.is_none_or(|r| r.op != RefusedBy::NoGrad) {
-                let grad = t.grad == Tri::Yes;
-                t.refused_view = Some(RefusedView {
-                    op,
-                    at: origin,
-                    grad,
-                });
-            }
+        // (Taken with grad mode on, a split's view is one whatever its base was; under
+        // `no_grad` it is a `no_grad` view, as `view_of` made it.)
+        if let (Some(op), true) = (op, self.grad_enabled) {
+            self.refuse_view(id, op, origin);
         }
         id
     }

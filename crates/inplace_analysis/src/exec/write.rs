@@ -160,11 +160,10 @@ impl Interp<'_, '_> {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
             };
-            // A view that `chunk`/`split`/`unbind` made, or one made under `no_grad`, written
-            // while autograd records: it raises at once when the tensor viewed or the value
-            // requires grad, a leaf's included
-            // (measured with torch 2.15).
-            let multi = match tt
+            // A view autograd refuses to rebase (a split's, one made under `no_grad`, a hooked
+            // layer's), written while autograd records: it raises at once when the tensor
+            // viewed or the value requires grad, a leaf's included (measured with torch 2.15).
+            let refused = match tt
                 .refused_view
                 .filter(|_| !no_grad && tt.counter && all_refused)
             {
@@ -174,7 +173,7 @@ impl Interp<'_, '_> {
                 Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
                 _ => None,
             };
-            if let Some((view, plain)) = multi {
+            if let Some((view, plain)) = refused {
                 self.report(Event::RefusedViewWrite {
                     write: wid,
                     view,

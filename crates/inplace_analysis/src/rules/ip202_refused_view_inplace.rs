@@ -50,7 +50,6 @@
 //! `no_grad` the write succeeds unrecorded.
 
 use super::{out_of_place, write_of, write_related, RuleImpl};
-use super::{MULTI_VIEW_MESSAGE, NO_GRAD_VIEW_START};
 use crate::domain::{RefusedBy, RefusedView};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
@@ -118,40 +117,40 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     // The runtime names the split's node for its own outputs, the last view op otherwise (an
     // indexed write takes a view first: `Output 0 of Select`).
     let indexed = matches!(w.kind, WriteKind::Subscript { whole: false });
-    let node = if !indexed && w.view_origin.is_none_or(|v| v == view.at) {
-        view.op.node()
-    } else {
-        "…"
+    let node = view
+        .op
+        .node()
+        .filter(|_| !indexed && w.view_origin.is_none_or(|v| v == view.at))
+        .unwrap_or("…");
+    // (An in-place layer is named by its constructor, as IP303 does.)
+    let writer = match w.kind {
+        WriteKind::InplaceModule { ctor, .. } => ctx.snippet(ctor),
+        _ => ctx.snippet(w.site),
     };
     let runtime = match view.op {
-        RefusedBy::NoGrad => format!("{NO_GRAD_VIEW_START} {NO_GRAD_VIEW_REST}"),
+        RefusedBy::NoGrad => format!("{NO_GRAD_VIEW} {NO_GRAD_VIEW_REST}"),
         RefusedBy::BackwardHook => {
-            format!("Output 0 of BackwardHookFunction {CUSTOM_FUNCTION_VIEW}")
+            format!("Output 0 of BackwardHookFunction {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}")
         }
-        _ if *plain => format!(
-            "{NO_GRAD_VIEW_START} {}",
-            &MULTI_VIEW_MESSAGE[MULTI_VIEW_TAIL..]
-        ),
-        _ => format!("Output N of {node} {MULTI_VIEW_MESSAGE}"),
+        _ if *plain => format!("{NO_GRAD_VIEW} {MULTI_VIEW}"),
+        _ => format!("Output N of {node} {VIEW_MODIFIED} {MULTI_VIEW}"),
     };
     Some(Finding {
         rule: Rule::RefusedViewInplace,
         severity: Severity::Error,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into {whose}; it raises here: {runtime}",
-            ctx.snippet(w.site),
-        ),
+        message: format!("`{writer}` writes in place into {whose}; it raises here: {runtime}"),
         related,
         fix: fix(ctx, w, view),
     })
 }
 
-/// Where `This view is the output of ...` starts in [`MULTI_VIEW_MESSAGE`].
-const MULTI_VIEW_TAIL: usize = "is a view and is being modified inplace. ".len();
-/// The message for a view a custom Function made, after `Output 0 of BackwardHookFunction`.
-const CUSTOM_FUNCTION_VIEW: &str = "is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
-/// The rest of the message for a view made under `no_grad`.
+// The runtime's texts (torch 2.15), in the pieces its messages share.
+const VIEW_MODIFIED: &str = "is a view and is being modified inplace.";
+const MULTI_VIEW: &str = "This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+const CUSTOM_FUNCTION_VIEW: &str = "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+const NO_GRAD_VIEW: &str =
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled.";
 const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
 /// Into a parameter's rows (an initialisation), or into a view made under `no_grad` of a

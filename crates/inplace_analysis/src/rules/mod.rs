@@ -33,14 +33,6 @@ pub const FORM1_MESSAGE: &str =
 pub const FORM2_MESSAGE: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
 
-/// The text after `Output N of Split` (torch 2.15); a view made with grad mode on from a tensor
-/// that does not require grad, written with a value that does, starts with
-/// [`NO_GRAD_VIEW_START`] instead.
-pub const MULTI_VIEW_MESSAGE: &str = "is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
-/// The start of the message for a view made under `no_grad` written with grad mode on.
-pub const NO_GRAD_VIEW_START: &str =
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled.";
-
 /// A rule's part in turning events into findings.
 pub(crate) struct RuleImpl {
     pub rule: Rule,
