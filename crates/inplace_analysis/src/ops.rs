@@ -147,6 +147,17 @@ pub const VIEW_OPS: &[&str] = &[
     "squeeze_",
 ];
 
+/// View ops that give several views at once (a list of them).
+pub const SPLITS: &[&str] = &[
+    "unbind",
+    "split",
+    "chunk",
+    "tensor_split",
+    "split_with_sizes",
+    "hsplit",
+    "vsplit",
+];
+
 /// Ops whose result holds integers or booleans: it never requires grad, whatever the inputs.
 pub const INDEX_RESULT: &[&str] = &[
     "argmax",

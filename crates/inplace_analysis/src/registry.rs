@@ -34,7 +34,7 @@ pub enum Form {
     /// Form ②: raises at the write, on a view of such a leaf.
     LeafView,
     /// Raises at the write, on a view autograd refuses to rebase (a split's, one made under
-    /// `no_grad`).
+    /// `no_grad`, a hooked layer's input or output).
     RefusedView,
     /// Form ③: raises at `backward()`, a saved tensor was modified.
     Saved,
@@ -82,7 +82,7 @@ rules! {
     LeafViewInplace => "IP201", "leaf-view-inplace", Error, LeafView, true, "ip201_leaf_view_inplace.rs",
         "in-place write to a view of a leaf that requires grad, e.g. `x[0] = v` (raises at that line)";
     RefusedViewInplace => "IP202", "refused-view-inplace", Error, RefusedView, true, "ip202_refused_view_inplace.rs",
-        "in-place write to a view autograd refuses to rebase: an output of `chunk`/`split`/`unbind` or iteration, or a view made under `no_grad` (raises at that line)";
+        "in-place write to a view autograd refuses to rebase: an output of `chunk`/`split`/`unbind` or iteration, a view made under `no_grad`, a hooked layer's output (raises at that line)";
     SavedOutputInplace => "IP301", "saved-output-inplace", Error, Saved, true, "ip301_saved_output_inplace.rs",
         "in-place write to an op's output that its backward needs (raises at `backward()`)";
     SavedInputInplace => "IP302", "saved-input-inplace", Error, Saved, true, "ip302_saved_input_inplace.rs",

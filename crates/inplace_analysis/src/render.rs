@@ -207,7 +207,7 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
-    // A write into a split's view raises at once: no backward after it reads what it clobbers.
+    // A write into a refused view raises at once: no backward after it reads what it clobbers.
     let refused: Vec<TextRange> = chosen
         .iter()
         .filter(|(rule, ..)| rule.form() == Form::RefusedView)

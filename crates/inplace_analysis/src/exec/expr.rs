@@ -464,7 +464,10 @@ impl Interp<'_, '_> {
             // (The first iterable is evaluated once, by the unrolling attempt when it made one.)
             let iter = match first_iter.take() {
                 Some(iter) => iter,
-                None => self.eval_opt(c, g.iter),
+                None => {
+                    let iter = self.eval_opt(c, g.iter);
+                    self.iterated(iter, g.iter.get().map(|e| c.span(e)))
+                }
             };
             let mut elems = self.elements(&iter);
             // `[m for m in model if isinstance(m, nn.Linear)]`: the elements whose conditions
@@ -541,12 +544,8 @@ impl Interp<'_, '_> {
             return None;
         }
         let iter = self.eval_opt(c, g.iter);
-        // (Iterating an `nn.ModuleDict` gives its keys, as in a `for` loop.)
-        let keys = match iter.as_slice() {
-            [m] => self.module_dict_key_list(*m).map(|k| smallvec![k]),
-            _ => None,
-        };
-        let Some(children) = self.unrollable(keys.as_ref().unwrap_or(&iter)) else {
+        let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
+        let Some(children) = self.unrollable(&iter) else {
             *evaluated = Some(iter);
             return None;
         };
@@ -920,6 +919,20 @@ impl Interp<'_, '_> {
             out.push(UNKNOWN);
         }
         out
+    }
+
+    /// What a `for` loop or a comprehension walks when it iterates `iter`: an `nn.ModuleDict`
+    /// gives its keys; an object whose class defines `__iter__` (called at `at`), what that
+    /// gives; anything else itself (its elements are taken by [`Self::elements`]).
+    pub(super) fn iterated(&mut self, iter: Vals, at: Option<Span>) -> Vals {
+        let [m] = iter.as_slice() else { return iter };
+        if let Some(keys) = self.module_dict_key_list(*m) {
+            return smallvec![keys];
+        }
+        match at.and_then(|at| self.iterate_instance(*m, at)) {
+            Some(v) => v,
+            None => iter,
+        }
     }
 
     /// The children to run a loop over one by one: a single `ModuleList`/`Sequential`, or a

@@ -325,10 +325,10 @@ pub(crate) struct Interp<'p, 't> {
     /// tensors it takes in turn. A write through the name writes each of them, for certain,
     /// not one of several alternatives.
     pub each_element: Vec<(Name, Vals)>,
-    /// The forward hook running (its definition and the name of its `output` parameter).
     /// A comprehension is being unrolled child by child (one inside it is not: at most 32
     /// evaluations of an element per comprehension).
     pub unrolling_comprehension: bool,
+    /// The forward hook running (its definition and the name of its `output` parameter).
     pub running_hook: Option<(DefLoc, Name)>,
     /// The target of an augmented assignment is being read (`x[idx] += v` writes `x` itself
     /// through `__setitem__`: its subscript is taken as a view even with a tensor index).

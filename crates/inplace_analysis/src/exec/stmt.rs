@@ -275,17 +275,13 @@ impl Interp<'_, '_> {
             (Some(iter), None) => self.eval(c, iter),
             (None, None) => smallvec![UNKNOWN],
         };
-        // Iterating an `nn.ModuleDict` gives its keys; an object whose class defines
-        // `__iter__`, what that gives.
-        if let [m] = iter.as_slice() {
-            if let Some(keys) = self.module_dict_key_list(*m) {
-                iter = smallvec![keys];
-            } else if let Some(e) = iter_expr.get().filter(|_| enumerated.is_none()) {
-                if let Some(v) = self.iterate_instance(*m, c.span(e)) {
-                    iter = v;
-                }
-            }
-        }
+        iter = self.iterated(
+            iter,
+            iter_expr
+                .get()
+                .filter(|_| enumerated.is_none())
+                .map(|e| c.span(e)),
+        );
         if let Some((_, start)) = enumerated {
             // `for i, block in enumerate(self.blocks)`: each child with its position.
             if let Some(children) = self.unrollable(&iter) {

@@ -22,17 +22,6 @@ const COPIES: &[&str] = &[
     "contiguous",
 ];
 
-/// View methods that give several views at once.
-pub(super) const SPLITS: &[&str] = &[
-    "unbind",
-    "split",
-    "chunk",
-    "tensor_split",
-    "split_with_sizes",
-    "hsplit",
-    "vsplit",
-];
-
 impl Interp<'_, '_> {
     pub(super) fn tensor_method(
         &mut self,
@@ -105,7 +94,7 @@ impl Interp<'_, '_> {
                 .iter()
                 .map(|v| self.split_view_of(*v, call, op))
                 .collect();
-            if SPLITS.contains(&m.as_str()) {
+            if ops::SPLITS.contains(&m.as_str()) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
             }
             return views;

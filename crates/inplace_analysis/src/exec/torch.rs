@@ -645,7 +645,7 @@ impl Interp<'_, '_> {
                     }
                 })
                 .collect();
-            if super::tensor::SPLITS.contains(&f) {
+            if ops::SPLITS.contains(&f) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
             }
             return views;

@@ -77,9 +77,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         return None;
     };
     let w = ctx.write(*write);
-    // The views' origin is said here; the write's own view (the split call) is not repeated.
-    let mut own = w.clone();
-    own.view_origin = own.view_origin.filter(|v| *v != view.at);
     let made = ctx.snippet(view.at);
     let (whose, where_made) = match view.op {
         RefusedBy::Iteration => (
@@ -113,7 +110,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             message: where_made,
         });
     }
-    write_related(ctx, &own, &mut related);
+    // (Where the view was made is said above, not again as "is a view".)
+    write_related(ctx, &own_copy(w), &mut related);
     // The runtime names the split's node for its own outputs, the last view op otherwise (an
     // indexed write takes a view first: `Output 0 of Select`).
     let indexed = matches!(w.kind, WriteKind::Subscript { whole: false });
