@@ -146,6 +146,9 @@ pub(crate) enum Event {
         read: Span,
         bindings: SmallVec<[Binding; 2]>,
         next_call: bool,
+        /// Where the view `name` is bound to was taken, when it is a view of the tensor
+        /// written (not that tensor under another name).
+        view: Option<Span>,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

@@ -250,6 +250,33 @@ pub const MODULE_INDEX_OPERANDS: &[(&str, usize)] = &[
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
 
+/// View ops and attributes that show every element of their input (rearranged): a write into
+/// any part of the input is seen through them. The other views show a part.
+pub const WHOLE_VIEWS: &[&str] = &[
+    "view",
+    "view_as",
+    "t",
+    "transpose",
+    "permute",
+    "unsqueeze",
+    "squeeze",
+    "squeeze_",
+    "expand",
+    "expand_as",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
+    "alias",
+    "T",
+    "mT",
+    "H",
+    "mH",
+];
+
 /// `torch.*` factories: they make a new leaf; `requires_grad=True` makes it require grad.
 pub const FACTORIES: &[&str] = &[
     "tensor",

@@ -70,6 +70,44 @@ pub(crate) struct TensorObj {
     /// When the grad is only possible: the argument it rests on (the caller must pass one that
     /// requires grad).
     pub grad_if: Option<GradIf>,
+    /// When this is a view: the tensor it was taken from and which part of it it shows (a
+    /// write into that part changes what a name bound to the view reads: IP402).
+    pub view_of: Option<(ObjId, Part)>,
+}
+
+/// Which part of a tensor a view shows, or an in-place write changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Part {
+    /// All of it (`x.view(-1)`, `x.t()`, `x[:]`; a write through the tensor itself).
+    Whole,
+    /// What a subscript's index selects, by the index's text: `x[..., :d]` read and
+    /// `x[..., :d] = v` written are the same part.
+    Index(u64),
+    /// A piece a view op cuts (`narrow`, `select`, one output of `chunk`/`unbind`, a row of an
+    /// iteration): which elements is not followed.
+    Piece,
+}
+
+impl Part {
+    /// The part a view op (or view attribute) `name` shows.
+    pub fn of_view(name: &str) -> Part {
+        if crate::ops::WHOLE_VIEWS.contains(&name) {
+            Part::Whole
+        } else {
+            Part::Piece
+        }
+    }
+
+    /// Whether a view showing `self` certainly sees a write into `written`: where either is
+    /// the whole tensor, or both are the same index. Distinct indices are taken to be disjoint
+    /// (`x[..., :d]` and `x[..., d:]`), and so are pieces (the outputs of a `chunk`).
+    pub fn overlaps(self, written: Part) -> bool {
+        match (self, written) {
+            (Part::Whole, _) | (_, Part::Whole) => true,
+            (Part::Index(a), Part::Index(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// A view autograd refuses to see written in place while grad mode is on: where it was made,
@@ -164,6 +202,7 @@ impl TensorObj {
             grad_tensor: None,
             detached_from: None,
             grad_if: None,
+            view_of: None,
         }
     }
 
@@ -179,6 +218,7 @@ impl TensorObj {
             refused_view: None,
             grad_tensor: None,
             detached_from: None,
+            view_of: None,
             ..self.clone()
         }
     }

@@ -300,7 +300,13 @@ impl Interp<'_, '_> {
             // `x[:] = v`, `x[mask] = v` write the tensor itself; `x[0] = v` a view of it.
             let whole = c.body.subscripts[sub as usize].whole || arrays_only;
             let element = self.element_read(c.span(object));
+            let part = if whole {
+                Part::Whole
+            } else {
+                self.subscript_part(c, target, object, sub)
+            };
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
+                .part(part)
                 .through(through, through)
                 .value(Some(&vals))
                 .element(element)

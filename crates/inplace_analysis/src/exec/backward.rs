@@ -82,6 +82,13 @@ impl Interp<'_, '_> {
 
     pub fn report_stale_read(&mut self, name: Name, writes: &[WriteId], read: Span) {
         for w in writes {
+            let written = self.write_targets[*w as usize];
+            let view = (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
+                let t = self
+                    .tensor(*v)
+                    .filter(|t| t.view_of.is_some() && *v != written)?;
+                t.view_origin
+            });
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
@@ -91,6 +98,7 @@ impl Interp<'_, '_> {
                 read,
                 bindings,
                 next_call: false,
+                view,
             });
         }
     }
@@ -119,6 +127,7 @@ impl Interp<'_, '_> {
             read,
             bindings,
             next_call: true,
+            view: None,
         });
     }
 

@@ -559,6 +559,26 @@ impl Interp<'_, '_> {
         Some(slots)
     }
 
+    /// The part of a tensor the subscript `e` (`value[...]`) shows: all of it for `x[:]`,
+    /// else its index, by its text without spaces (a read `x[..., :d]` and a write
+    /// `x[..., :d] = v` name the same part).
+    pub(super) fn subscript_part(&self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Part {
+        if c.body.subscripts[sub as usize].whole {
+            return Part::Whole;
+        }
+        let (all, base) = (c.span(e), c.span(value));
+        let text = self.prog.text_of(all);
+        let index = text
+            .get((base.rel.end.saturating_sub(all.rel.start)) as usize..)
+            .unwrap_or(text);
+        use std::hash::Hasher;
+        let mut h = rustc_hash::FxHasher::default();
+        for b in index.bytes().filter(|b| !b.is_ascii_whitespace()) {
+            h.write_u8(b);
+        }
+        Part::Index(h.finish())
+    }
+
     fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {
         if reads && self.state.stale.contains_key(&name) {
             let writes = self.state.stale.remove(&name).unwrap_or_default();
@@ -672,7 +692,10 @@ impl Interp<'_, '_> {
                 }
                 // The target of `x[mask] += v` is `x` itself (the sum is put back into it).
                 Obj::Tensor(_) if arrays_only && self.index_target => out.push(b),
-                Obj::Tensor(_) => out.push(self.view_of(b, c.span(e))),
+                Obj::Tensor(_) => {
+                    let part = self.subscript_part(c, e, value, sub);
+                    out.push(self.view_of(b, c.span(e), part));
+                }
                 Obj::Seq(items) => {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
@@ -909,7 +932,7 @@ impl Interp<'_, '_> {
                 Obj::Tensor(t) => {
                     let (r, certain) = (t.origin, t.known && t.grad_if.is_none());
                     let op = Some(RefusedBy::Iteration).filter(|_| certain);
-                    out.push(self.split_view_of(*v, r, op));
+                    out.push(self.split_view_of(*v, r, op, Part::Piece));
                 }
                 Obj::Other | Obj::Str(_) => out.push(OTHER),
                 _ => out.push(self.alloc(Obj::Unknown)),

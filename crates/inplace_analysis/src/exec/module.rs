@@ -380,7 +380,7 @@ impl Interp<'_, '_> {
         vals.iter()
             .map(|v| match self.tensor(*v) {
                 Some(t) if t.grad == Tri::Yes && t.counter => {
-                    let view = self.view_of(*v, at);
+                    let view = self.view_of(*v, at, Part::Whole);
                     self.refuse_view(view, RefusedBy::BackwardHook, at);
                     view
                 }
@@ -516,7 +516,9 @@ impl Interp<'_, '_> {
             // (an in-place layer after them writes what the layer before saved).
             "Identity" => return input,
             "Flatten" | "Unflatten" => {
-                return input.iter().map(|v| self.view_of(*v, call)).collect();
+                return (input.iter())
+                    .map(|v| self.view_of(*v, call, Part::Whole))
+                    .collect();
             }
             "DataParallel" | "DistributedDataParallel" => {
                 if let Some(inner) = module.children.first() {

@@ -92,7 +92,7 @@ impl Interp<'_, '_> {
             );
             let views: Vals = recv
                 .iter()
-                .map(|v| self.split_view_of(*v, call, op))
+                .map(|v| self.split_view_of(*v, call, op, Part::of_view(&m)))
                 .collect();
             if ops::SPLITS.contains(&m.as_str()) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
@@ -555,11 +555,12 @@ impl Interp<'_, '_> {
 
     // ----------------------------------------------------------- views, detach, data, grad
 
-    pub fn view_of(&mut self, base: ObjId, origin: Span) -> ObjId {
+    pub fn view_of(&mut self, base: ObjId, origin: Span, part: Part) -> ObjId {
         let Some(t) = self.tensor(base) else {
             return self.alloc(Obj::Unknown);
         };
         let mut v = t.clone();
+        v.view_of = Some((base, part));
         v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
         v.leaf = false;
         v.view_origin = Some(origin);
@@ -594,8 +595,14 @@ impl Interp<'_, '_> {
     }
 
     /// One of the views `op` (`chunk`, `split`, `unbind`) makes of `base` at `origin`.
-    pub fn split_view_of(&mut self, base: ObjId, origin: Span, op: Option<RefusedBy>) -> ObjId {
-        let id = self.view_of(base, origin);
+    pub fn split_view_of(
+        &mut self,
+        base: ObjId,
+        origin: Span,
+        op: Option<RefusedBy>,
+        part: Part,
+    ) -> ObjId {
+        let id = self.view_of(base, origin, part);
         // (Taken with grad mode on, a split's view is one whatever its base was; under
         // `no_grad` it is a `no_grad` view, as `view_of` made it.)
         if let (Some(op), true) = (op, self.grad_enabled) {
@@ -618,6 +625,8 @@ impl Interp<'_, '_> {
         v.origin = origin;
         v.grad_tensor = None;
         v.detached_from = Some(base);
+        // (The same memory as `base` under another name: `mark_stale` follows it.)
+        v.view_of = None;
         self.alloc(Obj::Tensor(v))
     }
 
@@ -817,7 +826,7 @@ impl Interp<'_, '_> {
         }
         let a = self.name(attr);
         if ops::VIEW_ATTRS.contains(&a) {
-            return smallvec![self.view_of(o, range)];
+            return smallvec![self.view_of(o, range, Part::of_view(a))];
         }
         if ops::NON_TENSOR.contains(&a) {
             return smallvec![OTHER];

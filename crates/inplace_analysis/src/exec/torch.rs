@@ -641,7 +641,7 @@ impl Interp<'_, '_> {
                     if f == "detach" {
                         self.detach_of(*v, call)
                     } else {
-                        self.split_view_of(*v, call, op)
+                        self.split_view_of(*v, call, op, Part::of_view(f))
                     }
                 })
                 .collect();

@@ -25,6 +25,8 @@ pub(crate) struct WriteSpec<'v> {
     pub element: Option<Span>,
     /// The receiver was read as a field of a tuple-like record.
     pub record_field: bool,
+    /// Which part of each target it writes (`x[..., :d] = v`: that index; else all of it).
+    pub part: Part,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -40,7 +42,12 @@ impl<'v> WriteSpec<'v> {
             checks_leaf: true,
             element: None,
             record_field: false,
+            part: Part::Whole,
         }
+    }
+    pub fn part(mut self, part: Part) -> Self {
+        self.part = part;
+        self
     }
     pub fn element(mut self, e: Option<Span>) -> Self {
         self.element = e;
@@ -213,6 +220,11 @@ impl Interp<'_, '_> {
             if tt.known && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
                 if single {
                     self.mark_stale(*t, wid, w.keep);
+                    self.mark_stale_views(*t, w.part, wid);
+                    // Writing all of a view writes its part of the tensor it shows.
+                    if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
+                        self.mark_stale_views(base, part, wid);
+                    }
                 }
                 // (Rows of one stored tensor, `yield self.x[i]` in a loop, are alternatives
                 // of one storage: the stored data changes whichever it is.)
@@ -310,6 +322,44 @@ impl Interp<'_, '_> {
             .env
             .iter()
             .filter(|(n, vs)| vs.iter().any(|x| same(*x)) && Some(**n) != keep)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in stale {
+            let e = self.state.stale.entry(n).or_default();
+            if !e.contains(&wid) {
+                e.push(wid);
+            }
+        }
+    }
+
+    /// Names bound to a view of `base` that shows some of its `part` a write `wid` changed
+    /// (`x1 = x[..., :d]` before `x[..., :d] = v`; `flat = x.view(-1)` before `x.relu_()`) are
+    /// stale: the view reads the new values. A view of such a view that shows all of it too.
+    /// (The tensor written through, and `base` itself, rightly see the write.)
+    fn mark_stale_views(&mut self, base: ObjId, part: Part, wid: WriteId) {
+        let written = self.write_targets[wid as usize];
+        let sees = |x: ObjId| {
+            let mut at = x;
+            for _ in 0..3 {
+                let Some((of, shows)) = self
+                    .tensor(at)
+                    .filter(|t| t.counter)
+                    .and_then(|t| t.view_of)
+                else {
+                    return false;
+                };
+                if of == base {
+                    return shows.overlaps(part);
+                }
+                if shows != Part::Whole {
+                    return false;
+                }
+                at = of;
+            }
+            false
+        };
+        let stale: SmallVec<[Name; 4]> = (self.state.env.iter())
+            .filter(|(_, vs)| vs.len() == 1 && vs[0] != written && vs[0] != base && sees(vs[0]))
             .map(|(n, _)| *n)
             .collect();
         for n in stale {

@@ -4,8 +4,13 @@
 //! *another name*: `y = x; y += 1; print(x)`; `h = torch.relu_(feat)` and then `feat` used
 //! again (`torch.relu_` returns `feat` itself); an in-place activation inside a residual block
 //! that overwrites the tensor the skip connection adds back (`identity = x;
-//! x = self.relu(x)` with `nn.ReLU(inplace=True)`; `out += identity`). The finding is at the write;
-//! the later read and the aliasing assignment are related locations.
+//! x = self.relu(x)` with `nn.ReLU(inplace=True)`; `out += identity`). A view is another name
+//! for the memory it shows: `x1 = x[..., :d]` read after `x[..., :d] = v` (a rotary embedding
+//! written in place), `kept = w[:, :, j]` put back after `w[:, :, j] = ...` (a swap that copies),
+//! `flat = feat.view(n, -1)` read after `feat.relu_()`. Subscripts with different indices are
+//! taken to be disjoint (`x[..., :d]` and `x[..., d:]`); a write through the view itself is
+//! meant to reach the tensor it shows and is not reported. The finding is at the write; the
+//! later read and the aliasing assignment (or where the view was taken) are related locations.
 //!
 //! A dataset's `__getitem__` that changes a sample it keeps from its own values (`img =
 //! self.data[i]; img -= mean`, `self.waves[i].div_(peak)`, `row = torch.from_numpy(self.table[i]);
@@ -26,7 +31,8 @@
 //! aux = head(feat)        # reads the ReLU'd values
 //! ```
 //!
-//! **Fix.** Copy where the alias is made (`y = x.clone()`), or write out of place
+//! **Fix.** Copy where the alias or view is made (`y = x.clone()`, `x1 = x[..., :d].clone()`),
+//! or write out of place
 //! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper).
 //!
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
@@ -67,6 +73,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         read,
         bindings,
         next_call,
+        view,
     } = ev
     else {
         return None;
@@ -86,10 +93,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             message,
         });
     }
-    // The alias was made by the later binding that assigns a plain name (`y = x`).
+    // The alias was made by the later binding that assigns a plain name (`y = x`), or where
+    // the view was taken.
     let alias = bindings
         .iter()
-        .filter(|b| b.alias_of.is_some())
+        .filter(|b| b.alias_of.is_some() && view.is_none())
         .max_by_key(|b| ctx.range(b.stmt));
     if let Some(range) = alias.and_then(|b| ctx.range(b.stmt)) {
         related.push(Related {
@@ -98,12 +106,19 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             message: "the alias is made here: both names share one tensor".into(),
         });
     }
+    if let Some(range) = view.and_then(|v| ctx.range(v)) {
+        related.push(Related {
+            source: None,
+            range,
+            message: format!("`{name}` is a view taken here: it shows the memory written"),
+        });
+    }
     write_related(ctx, w, &mut related);
     let in_module = w
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
-    let fix = alias
-        .and_then(|b| b.alias_of)
+    let fix = (alias.and_then(|b| b.alias_of))
+        .or(*view)
         // (An alias made in a module's code cannot be fixed from here.)
         .filter(|at| !crate::project::is_module_item(at.item))
         .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
@@ -130,6 +145,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let message = if *next_call {
         format!(
             "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
+            ctx.line(*read)
+        )
+    } else if view.is_some() {
+        format!(
+            "`{through}` writes in place into memory the view `{name}` shows; `{name}` is read later ({}) and silently sees the new values",
             ctx.line(*read)
         )
     } else {
