@@ -16,5 +16,5 @@ pub(crate) mod value;
 
 pub(crate) use graph::{GraphNode, NodeId, OpLabel, Save, SaveId};
 pub(crate) use layered::Layered;
-pub(crate) use state::{Binding, Env, State};
+pub(crate) use state::{Binding, Env, Slot, State};
 pub(crate) use value::*;

@@ -18,6 +18,13 @@ pub(crate) struct Binding {
     pub alias_of: Option<Span>,
 }
 
+/// A place in a container object: a list's or dict's position, a module's attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Slot {
+    At(u32),
+    Attr(Name),
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct State {
     pub env: Env,
@@ -34,6 +41,9 @@ pub(crate) struct State {
     pub data_written: FxHashMap<NodeId, SmallVec<[(WriteId, bool); 1]>>,
     /// Names whose tensor an in-place write changed under them (IP402).
     pub stale: FxHashMap<Name, SmallVec<[WriteId; 1]>>,
+    /// Places in a container (a list's or dict's slot, a module's attribute) that hold a
+    /// tensor an in-place write changed through another way to it (IP402).
+    pub stale_slots: FxHashMap<(ObjId, Slot), SmallVec<[WriteId; 1]>>,
     /// Parameter (or module) object -> optimizer object holding it.
     pub held: FxHashMap<ObjId, ObjId>,
     /// Storages of parameters whose `.grad` is surely `None` (zeroed by `zero_grad()` and not
@@ -98,6 +108,7 @@ impl State {
         union_into(&mut self.data_clobbered, &other.data_clobbered, None);
         union_into(&mut self.data_written, &other.data_written, None);
         union_into(&mut self.stale, &other.stale, None);
+        union_into(&mut self.stale_slots, &other.stale_slots, None);
         for (k, v) in &other.bound_at {
             self.bound_at.entry(*k).or_insert(*v);
         }

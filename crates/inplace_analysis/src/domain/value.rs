@@ -252,6 +252,9 @@ pub(crate) struct ModuleObj {
     pub origin: Span,
     /// Functions registered with `register_forward_hook`, run after each call.
     pub hooks: Vec<ObjId>,
+    /// Those of them registered on one of several modules a receiver may have been
+    /// (`self.vgg[i].register_forward_hook(h)` with `i` unknown): maybe not on this one.
+    pub maybe_hooks: Vec<ObjId>,
     /// Functions registered with `register_forward_pre_hook`, run before each call on its
     /// positional arguments.
     pub pre_hooks: Vec<ObjId>,

@@ -201,6 +201,12 @@ impl Interp<'_, '_> {
                         call: site,
                     })
                 });
+                self.state.stale_slots.remove(&(o, Slot::Attr(attr)));
+                if self.storing_maybe {
+                    self.maybe_slots.insert((o, Slot::Attr(attr)));
+                } else {
+                    self.maybe_slots.remove(&(o, Slot::Attr(attr)));
+                }
                 if let Obj::Module(m) = self.obj_mut(o) {
                     m.attrs.insert(attr, vals);
                     if let Some(arg) = inplace {
@@ -276,22 +282,44 @@ impl Interp<'_, '_> {
         }
         for s in seqs {
             // `xs[2] = v` replaces that position; other keys add a position.
-            let Obj::Seq(items) = self.obj_mut(s) else {
+            let Obj::Seq(items) = self.obj(s) else {
                 continue;
             };
-            // (`xs[-1] = v`: the last.)
-            match index_at(index, items.len()) {
-                Some(k) => {
-                    items[k] = if vals.len() > MAX_SEQ {
-                        smallvec![UNKNOWN]
-                    } else {
-                        vals.clone()
+            // (`xs[-1] = v`: the last; `d["f"] = v`: the entry of that key, a new one at the end
+            // of a dict whose keys are known or that is empty.)
+            let len = items.len();
+            let keyed = key.filter(|_| len == 0 || self.dict_keys.contains_key(&s));
+            let at = match keyed.map(|k| self.key_slot(s, k).flatten()) {
+                Some(at) => at,
+                None => index_at(index, len),
+            };
+            let slot = Slot::At(at.unwrap_or(len) as u32);
+            if self.storing_maybe {
+                self.maybe_slots.insert((s, slot));
+            } else {
+                self.maybe_slots.remove(&(s, slot));
+            }
+            match (at, keyed) {
+                (Some(k), _) => {
+                    self.state.stale_slots.remove(&(s, Slot::At(k as u32)));
+                    if let Obj::Seq(items) = self.obj_mut(s) {
+                        items[k] = if vals.len() > MAX_SEQ {
+                            smallvec![UNKNOWN]
+                        } else {
+                            vals.clone()
+                        };
                     }
                 }
-                None => {
-                    let slot = items.len().min(MAX_SLOTS - 1);
-                    self.seq_insert(s, slot, &vals);
+                (None, Some(k)) if len < MAX_SLOTS => {
+                    let written = c.span(target);
+                    if let Obj::Seq(items) = self.obj_mut(s) {
+                        items.push(vals.clone());
+                    }
+                    let keys = self.dict_keys.entry(s).or_default();
+                    keys.resize(len, None);
+                    keys.push(Some((k, written)));
                 }
+                (None, _) => self.seq_insert(s, len.min(MAX_SLOTS - 1), &vals),
             }
         }
         if !tensors.is_empty() {
@@ -305,8 +333,15 @@ impl Interp<'_, '_> {
             } else {
                 self.subscript_part(c, target, object, sub)
             };
+            // `scores.data[mask] = -inf`.
+            let masking = stmt.is_some_and(|s| match *c.body.stmt(s) {
+                Stmt::Assign { value, .. } => self.masking_value(c, value),
+                _ => false,
+            });
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
+                .masking(masking)
                 .part(part)
+                .receiver(Some(c.span(object)))
                 .through(through, through)
                 .value(Some(&vals))
                 .element(element)
@@ -387,6 +422,7 @@ impl Interp<'_, '_> {
             WriteKind::AugAssign
         };
         let spec = WriteSpec::new(kind, span, span)
+            .receiver(Some(c.span(target)))
             .through(through, through)
             .value(Some(&value))
             .element(element)

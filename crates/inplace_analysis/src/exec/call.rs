@@ -15,6 +15,7 @@ impl Interp<'_, '_> {
             let recv = self.eval_opt(c, value);
             let mut out = Vals::new();
             let mut tensors = Vals::new();
+            let uncertain = recv.len() > 1;
             for r in recv.iter().copied() {
                 let res = match self.obj(r) {
                     Obj::Tensor(_) => {
@@ -39,7 +40,12 @@ impl Interp<'_, '_> {
                             }
                         }
                     }
-                    Obj::Module(_) => self.module_method(c, e, r, attr, &a),
+                    Obj::Module(_) => {
+                        let outer = std::mem::replace(&mut self.uncertain_receiver, uncertain);
+                        let res = self.module_method(c, e, r, attr, &a);
+                        self.uncertain_receiver = outer;
+                        res
+                    }
                     Obj::Optimizer { params, .. } => {
                         let params = params.clone();
                         self.optimizer_method(r, &params, attr, &a, call)
@@ -603,6 +609,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: call,
             hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
             pre_hooks: Vec::new(),
             backward_hook: None,
         };
@@ -631,6 +638,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: class.span,
             hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
             pre_hooks: Vec::new(),
             backward_hook: None,
         })));

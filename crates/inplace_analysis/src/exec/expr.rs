@@ -15,6 +15,10 @@ pub struct IndexOf {
     /// `x[:, [0]]`): a write goes into the tensor itself (`index_put_`), not into a view of it
     /// (measured with torch 2.15: on a leaf, form ① even for `x[mask] += v`).
     pub arrays_only: bool,
+    /// A known integer index (`self.blocks[i]` with `i` from `for i in (0, 2)`): it pins down
+    /// a child of a module container, whose children are known one by one (not an element of
+    /// a list, whose slots may each stand for many elements).
+    pub int: Option<i64>,
 }
 
 impl Interp<'_, '_> {
@@ -210,6 +214,8 @@ impl Interp<'_, '_> {
         let parts: SmallVec<[Vals; 2]> = exprs.iter().map(|p| self.eval(c, *p)).collect();
         if let ([a, b], Some(is)) = (parts.as_slice(), is) {
             if b.as_slice() == [NONE] && !a.is_empty() {
+                // (Booleans and known integers are not `None` either; `OTHER` may be: it stands
+                // for an argument whose default is `None` too.)
                 let known = |v: &ObjId| {
                     matches!(
                         self.obj(*v),
@@ -218,7 +224,8 @@ impl Interp<'_, '_> {
                             | Obj::Optimizer { .. }
                             | Obj::Func(_)
                             | Obj::Class(_)
-                    )
+                    ) || matches!(*v, TRUE | FALSE)
+                        || self.int_values.contains_key(v)
                 };
                 let is_none = if a.iter().all(|v| *v == NONE) {
                     Some(true)
@@ -657,6 +664,7 @@ impl Interp<'_, '_> {
             key,
             gather,
             arrays_only,
+            int,
         } = self.index_of(c, sub);
         if arrays_only {
             self.array_indexed.insert(c.span(e));
@@ -672,6 +680,7 @@ impl Interp<'_, '_> {
             {
                 out.extend(items[at].iter().copied());
                 self.element_reads.insert(c.span(e));
+                self.read_slot(b, Slot::At(at as u32), c.span(e));
                 continue;
             }
             match self.obj(b) {
@@ -699,6 +708,10 @@ impl Interp<'_, '_> {
                 Obj::Seq(items) => {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
+                    match index_at(index, items.len()) {
+                        Some(k) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
+                        None => self.read_any_slot(b, c.span(e)),
+                    }
                     self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
                     if self.seq_element(b, &items, index, &mut out) {
                         return smallvec![UNKNOWN];
@@ -729,6 +742,10 @@ impl Interp<'_, '_> {
                     let ch = m.children.clone();
                     // (`self.blocks[-1]`: the last; `self.blocks[:-1]`: a container of the
                     // same kind holding the others.)
+                    let index = match (index, int) {
+                        (Index::Other, Some(k)) => Index::At(k),
+                        _ => index,
+                    };
                     match (index, index_at(index, ch.len())) {
                         (_, Some(k)) => out.push(ch[k]),
                         (Index::Range(lo, hi), _) => {
@@ -859,6 +876,7 @@ impl Interp<'_, '_> {
         // Every part an index array or a whole dimension, at least one an array.
         let mut advanced = true;
         let mut arrays = 0;
+        let mut int = None;
         for (k, p) in c.body.exprs_of(s.parts).enumerate() {
             let is_list = matches!(
                 c.expr(p),
@@ -888,6 +906,7 @@ impl Interp<'_, '_> {
                 position = Some(*one)
                     .filter(|o| self.positions.contains(o))
                     .and_then(|o| self.int_values.get(&o).copied());
+                int = self.int_values.get(one).copied();
             }
             arrays += usize::from(array);
             advanced &= array || (k < 32 && s.whole_parts & (1 << k) != 0);
@@ -906,6 +925,7 @@ impl Interp<'_, '_> {
             key,
             gather,
             arrays_only: advanced && arrays > 0,
+            int: int.filter(|_| parts == 1),
         }
     }
 

@@ -29,6 +29,7 @@ impl Interp<'_, '_> {
             children: Vec::new(),
             origin: call,
             hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
             pre_hooks: Vec::new(),
             backward_hook: None,
         })));

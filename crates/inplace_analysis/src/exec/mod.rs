@@ -153,6 +153,10 @@ impl Args {
     pub fn first(&self) -> Option<&Vals> {
         self.positional.first().map(|(v, _)| v)
     }
+    /// The expression of the first positional argument, when it was written out.
+    pub fn first_expr(&self) -> Option<ExprId> {
+        self.positional.first().and_then(|(_, e)| *e)
+    }
     pub fn all_values(&self) -> impl Iterator<Item = &Vals> {
         self.positional
             .iter()
@@ -318,6 +322,14 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
+    /// Expressions that read a slot of a container (`store["f"]`, `self.feat`), and which.
+    pub slot_reads: FxHashMap<Span, (ObjId, Slot)>,
+    /// The receiver of the module method being called is one of several alternatives.
+    pub uncertain_receiver: bool,
+    /// Such a hook is running: what it stores may not be stored.
+    pub storing_maybe: bool,
+    /// Container slots stored by such a hook: not taken to hold what it stored (IP402).
+    pub maybe_slots: FxHashSet<(ObjId, Slot)>,
     /// Subscripts of tensors indexed by arrays only ([`expr::IndexOf::arrays_only`]).
     pub array_indexed: FxHashSet<Span>,
     /// Loops over a known list of tensors running (`for p in model.parameters():`,
@@ -407,6 +419,10 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
+            slot_reads: FxHashMap::default(),
+            uncertain_receiver: false,
+            storing_maybe: false,
+            maybe_slots: FxHashSet::default(),
             array_indexed: FxHashSet::default(),
             each_element: Vec::new(),
             running_hook: None,

@@ -87,6 +87,7 @@ impl Interp<'_, '_> {
             children,
             origin,
             hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
             pre_hooks: Vec::new(),
             backward_hook: None,
         })))
@@ -337,9 +338,9 @@ impl Interp<'_, '_> {
             None => args,
         };
         let out = self.call_module_body(c, e, m, args, site);
-        let hooks = match self.obj(m) {
-            Obj::Module(module) => module.hooks.clone(),
-            _ => Vec::new(),
+        let (hooks, maybe_hooks) = match self.obj(m) {
+            Obj::Module(module) => (module.hooks.clone(), module.maybe_hooks.clone()),
+            _ => Default::default(),
         };
         // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
         // replaces the output.
@@ -360,7 +361,10 @@ impl Interp<'_, '_> {
             };
             let outer = self.running_hook;
             self.running_hook = self.hook_output_param(hook);
+            let maybe = self.storing_maybe || maybe_hooks.contains(&hook);
+            let outer_maybe = std::mem::replace(&mut self.storing_maybe, maybe);
             let returned = self.call_value(c, e, hook, &hook_args);
+            self.storing_maybe = outer_maybe;
             self.running_hook = outer;
             if returned.iter().any(|v| self.maybe_tensor(*v)) {
                 result = returned;
@@ -539,7 +543,9 @@ impl Interp<'_, '_> {
                 call,
                 ctor: arg.call,
             };
-            let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
+            let w = WriteSpec::new(kind, arg.arg, call)
+                .receiver(args.first_expr().map(|a| c.span(a)))
+                .through(through, keep);
             self.write(&tensors, w);
             if spec.is_some_and(|s| s.inplace_result) && self.grad_enabled {
                 let mut saves = Saves::new();
@@ -956,7 +962,11 @@ impl Interp<'_, '_> {
                 let kw = self.intern("with_kwargs");
                 let with_kwargs = self.keyword_on(args, kw);
                 if let (Some(hook), false) = (args.first().cloned(), with_kwargs) {
+                    let maybe = self.uncertain_receiver;
                     if let Obj::Module(module) = self.obj_mut(m) {
+                        if maybe && name == "register_forward_hook" {
+                            module.maybe_hooks.extend(hook.iter().copied());
+                        }
                         match name.as_str() {
                             "register_forward_hook" => module.hooks.extend(hook),
                             _ => module.pre_hooks.extend(hook),
@@ -1030,14 +1040,9 @@ impl Interp<'_, '_> {
                 }
                 entry
             }
-            m @ ("pop" | "get" | "values" | "copy") => {
-                let whole = matches!(m, "values" | "copy");
-                let e = self.elements(&smallvec![s]);
-                if whole {
-                    return smallvec![self.alloc(Obj::Seq(vec![e]))];
-                }
-                e
-            }
+            "copy" => smallvec![self.copy_seq(s, false)],
+            "values" => smallvec![self.copy_seq(s, true)],
+            "pop" | "get" => self.elements(&smallvec![s]),
             "items" => {
                 let e = self.elements(&smallvec![s]);
                 let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));

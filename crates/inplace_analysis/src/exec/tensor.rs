@@ -104,7 +104,13 @@ impl Interp<'_, '_> {
             let keep = self.keep_name(call, through);
             let value = args.first().cloned();
             let element = self.element_read(c.span(recv_expr));
+            // (`masked_fill_(mask, v)`, `index_fill_(d, i, v)`, `fill_(v)`: the value last.)
+            let masking = matches!(base, "masked_fill" | "index_fill" | "fill")
+                && (args.positional.last().and_then(|(_, e)| *e))
+                    .is_some_and(|v| self.masking_value(c, v));
             let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
+                .receiver(Some(c.span(self.written_root(c, recv_expr))))
+                .masking(masking)
                 .through(through, keep)
                 .value(value.as_ref())
                 .element(element)
@@ -702,6 +708,7 @@ impl Interp<'_, '_> {
                     if m.local.as_ref().is_some_and(|k| self.is_named_tuple(k, 0)) {
                         self.field_reads.insert(range);
                     }
+                    self.read_slot(o, Slot::Attr(attr), range);
                     if self.getitem_self == Some(o) {
                         self.remember_stored(&v, attr, range);
                     }
@@ -824,7 +831,26 @@ impl Interp<'_, '_> {
             }
             return smallvec![g];
         }
+        // What autograd records of it, as far as it is known: `if x.requires_grad:`,
+        // `if x.grad_fn is None:` (a fast path taken when autograd does not record) take one
+        // branch then.
+        if attr == known::REQUIRES_GRAD {
+            return match t.grad {
+                Tri::Yes => smallvec![TRUE],
+                Tri::No => smallvec![FALSE],
+                Tri::Maybe => smallvec![TRUE, FALSE],
+            };
+        }
         let a = self.name(attr);
+        // (Its node stands as `True`: not `None`, and true.)
+        if a == "grad_fn" {
+            return match (t.node, t.grad) {
+                (Some(_), Tri::Yes) if !t.leaf => smallvec![TRUE],
+                (None, Tri::No) => smallvec![NONE],
+                _ if t.leaf => smallvec![NONE],
+                _ => smallvec![TRUE, NONE],
+            };
+        }
         if ops::VIEW_ATTRS.contains(&a) {
             return smallvec![self.view_of(o, range, Part::of_view(a))];
         }

@@ -50,6 +50,10 @@ impl Interp<'_, '_> {
         if p == "builtins.map" {
             return self.call_map(c, e, args);
         }
+        // `if torch.is_grad_enabled(): ... else: <in-place fast path>`.
+        if p == "torch.is_grad_enabled" {
+            return smallvec![if self.grad_enabled { TRUE } else { FALSE }];
+        }
         if let Some(b) = p.strip_prefix("builtins.") {
             return self.call_builtin(c, e, b, args);
         }
@@ -338,6 +342,15 @@ impl Interp<'_, '_> {
                     .map(|(n, v, _, at)| (Some((*n, *at)), v.clone()))
                     .collect();
                 smallvec![self.keyed_dict(entries)]
+            }
+            // `dict(d)` of a dict: a copy of it, entry by entry.
+            "dict"
+                if args.positional.len() == 1
+                    && args.keywords.is_empty()
+                    && matches!(first.as_slice(), [one] if self.dict_keys.contains_key(one)
+                    || matches!(self.obj(*one), Obj::Seq(_))) =>
+            {
+                smallvec![self.copy_seq(first[0], false)]
             }
             // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
             "super" => match self.state.env.get(&known::SELF).cloned() {
@@ -668,6 +681,7 @@ impl Interp<'_, '_> {
         let tensors = self.as_tensors(&first);
         let (through, keep) = self.first_arg_names(c, args, call);
         let spec = WriteSpec::new(WriteKind::TorchFn(f), call, call)
+            .receiver(args.first_expr().map(|a| c.span(a)))
             .through(through, keep)
             .call(e);
         self.write(&tensors, spec);
@@ -693,6 +707,7 @@ impl Interp<'_, '_> {
         if let (Some(arg), true) = (inplace_arg, ops::functional_inplace_position(f).is_some()) {
             let tensors = self.as_tensors(&first);
             let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)
+                .receiver(args.first_expr().map(|a| c.span(a)))
                 .through(through, keep)
                 .call(e);
             self.write(&tensors, spec);

@@ -27,6 +27,11 @@ pub(crate) struct WriteSpec<'v> {
     pub record_field: bool,
     /// Which part of each target it writes (`x[..., :d] = v`: that index; else all of it).
     pub part: Part,
+    /// The expression written through (`store["f"]` of `store["f"].relu_()`), when there is one.
+    pub receiver: Option<Span>,
+    /// It writes a masking value (`-inf`, `-1e9`, `finfo(dtype).min`): what a softmax or an
+    /// exponential after it turns into zeros and zero gradients.
+    pub masking: bool,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -43,7 +48,17 @@ impl<'v> WriteSpec<'v> {
             element: None,
             record_field: false,
             part: Part::Whole,
+            receiver: None,
+            masking: false,
         }
+    }
+    pub fn masking(mut self, masking: bool) -> Self {
+        self.masking = masking;
+        self
+    }
+    pub fn receiver(mut self, r: Option<Span>) -> Self {
+        self.receiver = r;
+        self
     }
     pub fn part(mut self, part: Part) -> Self {
         self.part = part;
@@ -201,7 +216,7 @@ impl Interp<'_, '_> {
                 }
             }
             if !tt.counter {
-                self.write_through_data(wid, &tt, w.kind);
+                self.write_through_data(wid, &tt, w.kind, w.masking);
                 continue;
             }
             // A step writes every parameter for certain (they are not alternatives), and so
@@ -221,6 +236,19 @@ impl Interp<'_, '_> {
                 if single {
                     self.mark_stale(*t, wid, w.keep);
                     self.mark_stale_views(*t, w.part, wid);
+                    // (A parameter or other leaf is meant to be updated where it is kept;
+                    // so is what `nn.init` fills.)
+                    if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
+                        // (Written through the slot itself, or through a name bound to what it
+                        // held: `w = self.w; w[m] = 0` means to change `self.w`.)
+                        let bound_from = through_bound.and_then(|b| b.alias_of);
+                        let keep: SmallVec<[(ObjId, Slot); 2]> = [w.receiver, bound_from]
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|r| self.slot_reads.get(&r).copied())
+                            .collect();
+                        self.mark_stale_slots(*t, wid, &keep);
+                    }
                     // Writing all of a view writes its part of the tensor it shows.
                     if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
                         self.mark_stale_views(base, part, wid);
@@ -266,7 +294,7 @@ impl Interp<'_, '_> {
     }
 
     /// Form ④: a write through `.data` does not bump the counter autograd checks.
-    fn write_through_data(&mut self, wid: WriteId, t: &TensorObj, kind: WriteKind) {
+    fn write_through_data(&mut self, wid: WriteId, t: &TensorObj, kind: WriteKind, masking: bool) {
         if let Some(r) = self.data_reads.get_mut(&t.origin) {
             r.written = true;
         }
@@ -289,9 +317,12 @@ impl Interp<'_, '_> {
                 entry.push((wid, leaf));
             }
         }
-        // The history of the tensor `.data` was taken from.
+        // The history of the tensor `.data` was taken from. (Masking it, `scores.data
+        // .masked_fill_(mask, -inf)` before a softmax, gives the gradient the out-of-place
+        // fill gives: zero at the masked places, as the softmax's own is zero there.)
         let node = t
             .detached_from
+            .filter(|_| !masking)
             .and_then(|b| self.tensor(b))
             .and_then(|b| b.node);
         if let (Some(n), false, true) = (node, leaf, kind != WriteKind::DataAssign) {
@@ -332,6 +363,36 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether expression `e` is a masking value: negative infinity (`-float("inf")`,
+    /// `float("-inf")`, `-math.inf`), the least finite value (`torch.finfo(x.dtype).min`), or a
+    /// large negative constant (`-1e9`, `-10000.0`).
+    pub(super) fn masking_value(&self, c: Code<'_>, e: ExprId) -> bool {
+        let text: String = (self.prog.text_of(c.span(e)).chars())
+            .filter(|ch| !ch.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let negative = text.starts_with('-') || text.contains("\"-inf") || text.contains("'-inf");
+        (negative && text.contains("inf"))
+            || (text.contains("finfo") && text.ends_with(".min"))
+            || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
+    }
+
+    /// The expression an in-place call writes through: its receiver, or, for a chain of
+    /// in-place calls (`self.center.mul_(0.9).add_(v)`), the first receiver (each returns its
+    /// receiver).
+    pub(super) fn written_root(&self, c: Code<'_>, mut e: ExprId) -> ExprId {
+        for _ in 0..16 {
+            let Expr::Call { func, .. } = *c.expr(e) else {
+                break;
+            };
+            match *c.expr(func) {
+                Expr::Attr { value, attr, .. } if self.name(attr).ends_with('_') => e = value,
+                _ => break,
+            }
+        }
+        e
+    }
+
     /// Names bound to a view of `base` that shows some of its `part` a write `wid` changed
     /// (`x1 = x[..., :d]` before `x[..., :d] = v`; `flat = x.view(-1)` before `x.relu_()`) are
     /// stale: the view reads the new values. A view of such a view that shows all of it too.
@@ -368,6 +429,119 @@ impl Interp<'_, '_> {
                 e.push(wid);
             }
         }
+    }
+
+    /// Slots of containers the names reach (a dict, a list, a module's attributes, and the
+    /// containers those hold) that hold `t` itself are stale after write `wid` (a forward hook's
+    /// `store["f"] = o` before the next in-place ReLU writes `o`), except those written
+    /// through (`keep`).
+    fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, keep: &[(ObjId, Slot)]) {
+        /// Most container objects looked into per write.
+        const MAX_VISITED: usize = 64;
+        let mut todo: SmallVec<[(ObjId, u8); 16]> = SmallVec::new();
+        for vs in self.state.env.values() {
+            for v in vs {
+                if matches!(self.obj(*v), Obj::Seq(_) | Obj::Module(_))
+                    && !todo.iter().any(|x| x.0 == *v)
+                {
+                    todo.push((*v, 0));
+                }
+            }
+        }
+        let mut visited: SmallVec<[ObjId; 16]> = SmallVec::new();
+        let mut stale: SmallVec<[(ObjId, Slot); 2]> = SmallVec::new();
+        while let Some((o, depth)) = todo.pop() {
+            if visited.contains(&o) || visited.len() >= MAX_VISITED {
+                continue;
+            }
+            visited.push(o);
+            let mut look = |slot: Slot, vs: &Vals, todo: &mut SmallVec<[(ObjId, u8); 16]>| {
+                if vs.as_slice() == [t] {
+                    // (Not a slot a hook that may not run on this layer stored.)
+                    if !keep.contains(&(o, slot)) && !self.maybe_slots.contains(&(o, slot)) {
+                        stale.push((o, slot));
+                    }
+                } else if depth < 2 {
+                    todo.extend(vs.iter().map(|v| (*v, depth + 1)));
+                }
+            };
+            match self.obj(o) {
+                Obj::Seq(items) => {
+                    for (k, vs) in items.iter().enumerate() {
+                        look(Slot::At(k as u32), vs, &mut todo);
+                    }
+                }
+                Obj::Module(m) => {
+                    for (attr, vs) in &m.attrs {
+                        look(Slot::Attr(*attr), vs, &mut todo);
+                    }
+                }
+                _ => {}
+            }
+            todo.retain(|(x, _)| matches!(self.obj(*x), Obj::Seq(_) | Obj::Module(_)));
+        }
+        for key in stale {
+            let e = self.state.stale_slots.entry(key).or_default();
+            if !e.contains(&wid) {
+                e.push(wid);
+            }
+        }
+    }
+
+    /// A read of slot `slot` of container `o` by expression `at`: remembered (a write through
+    /// it keeps it fresh), and reported when a write changed its tensor another way (IP402).
+    pub(super) fn read_slot(&mut self, o: ObjId, slot: Slot, at: Span) {
+        self.slot_reads.insert(at, (o, slot));
+        if let Some(writes) = self.state.stale_slots.remove(&(o, slot)) {
+            let name = self.prog.text_of(at).to_string();
+            let name = self.intern(&name);
+            self.report_stale_read(name, &writes, at);
+        }
+    }
+
+    /// A read of container `o` at a place the analysis cannot pin (`d[k]`, `xs[i]`): any of its
+    /// slots may be read, a stale one too.
+    pub(super) fn read_any_slot(&mut self, o: ObjId, at: Span) {
+        let mut stale: SmallVec<[Slot; 2]> = (self.state.stale_slots.keys())
+            .filter(|(c, _)| *c == o)
+            .map(|(_, s)| *s)
+            .collect();
+        stale.sort_by_key(|s| match s {
+            Slot::At(k) => *k as u64,
+            Slot::Attr(n) => u64::MAX - n.idx() as u64,
+        });
+        if let Some(slot) = stale.first() {
+            self.read_slot(o, *slot, at);
+        }
+    }
+
+    /// A copy of list or dict `s` (`dict(d)`, `d.copy()`), slot by slot with its keys, or
+    /// (`collapse`) one slot that may be any of its elements (`d.values()`); a slot a write
+    /// made stale is stale in the copy too.
+    pub(super) fn copy_seq(&mut self, s: ObjId, collapse: bool) -> ObjId {
+        let slots = match self.obj(s) {
+            Obj::Seq(items) if !collapse => items.clone(),
+            _ => vec![self.elements(&smallvec![s])],
+        };
+        let copy = self.alloc(Obj::Seq(slots));
+        if collapse {
+            self.dict_keys.remove(&copy);
+        } else if let Some(keys) = self.dict_keys.get(&s).cloned() {
+            self.dict_keys.insert(copy, keys);
+        }
+        let stale: SmallVec<[(Slot, SmallVec<[WriteId; 1]>); 2]> = (self.state.stale_slots.iter())
+            .filter(|((c, _), _)| *c == s)
+            .map(|((_, slot), ws)| (if collapse { Slot::At(0) } else { *slot }, ws.clone()))
+            .collect();
+        for (slot, ws) in stale {
+            let e = self.state.stale_slots.entry((copy, slot)).or_default();
+            for w in ws {
+                if !e.contains(&w) {
+                    e.push(w);
+                }
+            }
+        }
+        copy
     }
 
     /// Remember which names share the version counter a write bumps (for hover).

@@ -2,8 +2,13 @@
 //!
 //! **What it finds.** A write through `.data` (`y.data.mul_(0)`, `y.data.clamp_(0, 1)`,
 //! `p.data -= lr * p.grad` before the `backward()` that reads `p`) into a tensor that something
-//! saved for a backward that may still run. Other `.data` uses (reads, `x.data = v`, writes into
-//! what nothing saved) cannot corrupt a gradient there: they are IP410, an opt-in rule.
+//! saved for a backward that may still run, or into an op's result a backward then runs through
+//! (autograd takes the write it never saw for the identity). Other `.data` uses (reads,
+//! `x.data = v`, writes into what nothing saved and no backward runs through) cannot corrupt a
+//! gradient there: they are IP410, an opt-in rule. So is a masking fill of an op's result
+//! (`scores.data.masked_fill_(mask, -float("inf"))`, `-1e9`, `torch.finfo(dtype).min`, the
+//! value of `fill_`/`index_fill_` or a subscript assignment): the softmax or exponential after
+//! it has zero gradient at those places, as the out-of-place fill gives (measured with torch).
 //! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
 //! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
 //! before that backward.

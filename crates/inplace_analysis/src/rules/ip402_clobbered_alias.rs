@@ -114,6 +114,16 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         });
     }
     write_related(ctx, w, &mut related);
+    // An in-place layer run by a container (`net(x)` of an `nn.Sequential`): where it is built.
+    if let WriteKind::InplaceModule { call, ctor } = w.kind {
+        if let (false, Some(range)) = (call.contains(ctor), ctx.range(ctor)) {
+            related.push(Related {
+                source: None,
+                range,
+                message: format!("the layer that writes in place: `{}`", ctx.snippet(ctor)),
+            });
+        }
+    }
     let in_module = w
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
