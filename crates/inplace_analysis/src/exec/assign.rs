@@ -311,6 +311,7 @@ impl Interp<'_, '_> {
                     }
                 }
                 (None, Some(k)) if len < MAX_SLOTS => {
+                    self.exact_seqs.remove(&s);
                     let written = c.span(target);
                     if let Obj::Seq(items) = self.obj_mut(s) {
                         items.push(vals.clone());

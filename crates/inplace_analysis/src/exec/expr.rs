@@ -89,15 +89,21 @@ impl Interp<'_, '_> {
             Expr::Compare { operands, op } => self.eval_comparison(c, e, operands, op),
             Expr::Seq { items, .. } => {
                 let mut slots = Vec::new();
+                let mut exact = true;
                 for i in c.body.exprs_of(items) {
                     if let Expr::Starred(inner) = *c.expr(i) {
                         let v = self.eval_opt(c, inner);
                         slots.push(self.elements(&v));
+                        exact = false;
                     } else {
                         slots.push(self.eval(c, i));
                     }
                 }
-                smallvec![self.alloc(Obj::Seq(slots))]
+                let seq = self.alloc(Obj::Seq(slots));
+                if exact {
+                    self.exact_seqs.insert(seq);
+                }
+                smallvec![seq]
             }
             Expr::Starred(inner) => {
                 self.eval_opt(c, inner);

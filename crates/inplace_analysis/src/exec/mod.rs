@@ -324,6 +324,9 @@ pub(crate) struct Interp<'p, 't> {
     pub element_reads: FxHashSet<Span>,
     /// Expressions that read a slot of a container (`store["f"]`, `self.feat`), and which.
     pub slot_reads: FxHashMap<Span, (ObjId, Slot)>,
+    /// Lists and tuples whose slots are their elements one by one (a literal without `*`, the
+    /// sum of two such): their `len()` is known until one is changed.
+    pub exact_seqs: FxHashSet<ObjId>,
     /// The receiver of the module method being called is one of several alternatives.
     pub uncertain_receiver: bool,
     /// Such a hook is running: what it stores may not be stored.
@@ -420,6 +423,7 @@ impl<'p, 't> Interp<'p, 't> {
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
             slot_reads: FxHashMap::default(),
+            exact_seqs: FxHashSet::default(),
             uncertain_receiver: false,
             storing_maybe: false,
             maybe_slots: FxHashSet::default(),
@@ -566,6 +570,7 @@ impl<'p, 't> Interp<'p, 't> {
     pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
         // (A dict written to no longer has the keys it was built with.)
         self.dict_keys.remove(&seq);
+        self.exact_seqs.remove(&seq);
         let keep: Vals = vals
             .iter()
             .copied()

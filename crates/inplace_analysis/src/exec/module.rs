@@ -1035,6 +1035,7 @@ impl Interp<'_, '_> {
                     return items[at].clone();
                 }
                 let entry = items.remove(at);
+                self.exact_seqs.remove(&s);
                 if let Some(keys) = self.dict_keys.get_mut(&s) {
                     keys.remove(at);
                 }

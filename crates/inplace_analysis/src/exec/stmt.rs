@@ -496,10 +496,11 @@ impl Interp<'_, '_> {
                 };
                 let v = self.eval(c, x);
                 let [one] = v.as_slice() else { return None };
-                // (Not a list's: one built by a comprehension or in a loop is a summary.)
+                // (A list's only when its slots are its elements one by one: one built by a
+                // comprehension or in a loop is a summary.)
                 match self.obj(*one) {
                     Obj::Module(m) if !m.children.is_empty() => Some(m.children.len() as i64),
-                    _ => None,
+                    _ => self.exact_len(&v),
                 }
             }
             // `self.end_level + 1`, `n`, `self.depth`: a name, attribute or sum that holds one

@@ -244,13 +244,21 @@ impl Interp<'_, '_> {
                 return smallvec![OTHER];
             }
             if op == BinOp::Add && !seqs.is_empty() {
+                let exact = (a.len(), b.len()) == (1, 1)
+                    && self.exact_seqs.contains(&a[0])
+                    && self.exact_seqs.contains(&b[0]);
                 let mut items = seqs.concat();
-                if items.len() > MAX_SLOTS {
+                let bounded = items.len() <= MAX_SLOTS;
+                if !bounded {
                     // Keep lists bounded (`x = x + x` in a loop): the rest share the last slot.
                     let rest: Vals = items.drain(MAX_SLOTS - 1..).flatten().take(32).collect();
                     items.push(rest);
                 }
-                return smallvec![self.alloc(Obj::Seq(items))];
+                let seq = self.alloc(Obj::Seq(items));
+                if exact && bounded {
+                    self.exact_seqs.insert(seq);
+                }
+                return smallvec![seq];
             }
             return smallvec![self.alloc(Obj::Unknown)];
         }

@@ -43,6 +43,15 @@ impl Interp<'_, '_> {
             .is_some_and(|(v, ..)| v.as_slice() != [FALSE])
     }
 
+    /// The length of the one list or tuple in `vals` whose slots are its elements one by one.
+    pub(super) fn exact_len(&self, vals: &Vals) -> Option<i64> {
+        let [one] = vals.as_slice() else { return None };
+        match self.obj(*one) {
+            Obj::Seq(items) if self.exact_seqs.contains(one) => Some(items.len() as i64),
+            _ => None,
+        }
+    }
+
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
         let call = c.span(e);
         let p = self.name(path).to_string();
@@ -273,6 +282,9 @@ impl Interp<'_, '_> {
                     smallvec![OTHER]
                 }
             }
+            // `len(sizes)` of a literal list: its length (`range(len(sizes) - 1)` then runs a
+            // known number of times).
+            "len" if let Some(n) = self.exact_len(&first) => smallvec![self.int(n)],
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
             | "callable" | "vars" | "dir" => smallvec![OTHER],
@@ -314,8 +326,14 @@ impl Interp<'_, '_> {
                     },
                     _ => None,
                 };
+                // (A copy of a list whose slots are its elements is one too.)
+                let exact = slots.is_some() && self.exact_len(&source).is_some();
                 let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
-                smallvec![self.alloc(Obj::Seq(slots))]
+                let seq = self.alloc(Obj::Seq(slots));
+                if exact {
+                    self.exact_seqs.insert(seq);
+                }
+                smallvec![seq]
             }
             "enumerate" => self.enumerate(&first),
             "zip" if let Some(tuples) = self.zip_slots(args) => {
