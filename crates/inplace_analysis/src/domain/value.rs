@@ -139,6 +139,9 @@ pub(crate) enum RefusedBy {
     NoGrad,
     /// An input or output of a module with a full backward hook (`BackwardHookFunction`).
     BackwardHook,
+    /// An output of a custom `torch.autograd.Function` (named) that is a view made inside its
+    /// `forward` (`return out.view(...)`).
+    CustomFunction(crate::ir::Name),
 }
 
 impl RefusedBy {
@@ -160,7 +163,7 @@ impl RefusedBy {
             RefusedBy::Split => Some("Split"),
             RefusedBy::SplitWithSizes => Some("SplitWithSizes"),
             RefusedBy::Unbind | RefusedBy::Iteration => Some("Unbind"),
-            RefusedBy::NoGrad | RefusedBy::BackwardHook => None,
+            RefusedBy::NoGrad | RefusedBy::BackwardHook | RefusedBy::CustomFunction(_) => None,
         }
     }
 }

@@ -86,6 +86,16 @@ impl Interp<'_, '_> {
                 t.node = Some(node);
                 t.grad = grad;
                 t.grad_if = assumes;
+                // A view made inside `forward` (there a `no_grad` view) is one of the
+                // Function's: autograd refuses to see it written in place (measured with torch
+                // 2.15: "This view was created inside a custom Function").
+                if t.refused_view.is_some_and(|v| v.op == RefusedBy::NoGrad) {
+                    t.refused_view = Some(RefusedView {
+                        op: RefusedBy::CustomFunction(class.name),
+                        at: call,
+                        grad: grad == Tri::Yes,
+                    });
+                }
             }
         }
         let output_storages: SmallVec<[ObjId; 4]> = outputs

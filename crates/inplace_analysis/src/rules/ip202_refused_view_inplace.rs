@@ -12,6 +12,9 @@
 //! - an output of a layer with a full backward hook (`layer.register_full_backward_hook(f)`,
 //!   Grad-CAM), or an input that requires grad inside its `forward`: torch wraps them in a
 //!   custom Function's views (`nn.ReLU(inplace=True)` after a hooked layer raises at forward);
+//! - an output of a custom `torch.autograd.Function` that its `forward` made as a view
+//!   (`return out.view(...)`), written after `F.apply(...)` (a quantized linear layer's output
+//!   masked in place);
 //! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`).
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
@@ -90,6 +93,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ),
             format!("`{made}` is a view made under `torch.no_grad()` here"),
         ),
+        RefusedBy::CustomFunction(name) => (
+            format!(
+                "an output of the custom Function `{}` that is a view made inside its `forward` (`{made}`, {})",
+                ctx.name(name),
+                ctx.line(view.at)
+            ),
+            format!("`{made}` returns a view made inside the custom Function's `forward`"),
+        ),
         RefusedBy::BackwardHook => (
             format!(
                 "an input or output of a layer with a full backward hook (`{made}`, {})",
@@ -130,6 +141,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         RefusedBy::BackwardHook => {
             format!("Output 0 of BackwardHookFunction {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}")
         }
+        RefusedBy::CustomFunction(name) => format!(
+            "Output 0 of {} {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}",
+            ctx.name(name)
+        ),
         _ if *plain => format!("{NO_GRAD_VIEW} {MULTI_VIEW}"),
         _ => format!("Output N of {node} {VIEW_MODIFIED} {MULTI_VIEW}"),
     };
