@@ -149,6 +149,8 @@ pub(crate) enum Event {
         /// Where the view `name` is bound to was taken, when it is a view of the tensor
         /// written (not that tensor under another name).
         view: Option<Span>,
+        /// A copy where the view is made fixes it (not a piece of a `chunk` or a loop's row).
+        view_copyable: bool,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

@@ -90,7 +90,8 @@ fn union_into<K: Clone + Eq + std::hash::Hash, A: smallvec::Array>(
 impl State {
     /// How much a copy or a join of this state costs, in steps.
     pub fn weight(&self) -> u64 {
-        1 + (self.env.len() + self.live.len() + self.clobbered.len() + self.stale.len()) as u64 / 8
+        let n = self.env.len() + self.live.len() + self.clobbered.len() + self.stale.len();
+        1 + (n + self.stale_slots.len()) as u64 / 8
     }
 
     /// Merge another path into this one.

@@ -201,12 +201,7 @@ impl Interp<'_, '_> {
                         call: site,
                     })
                 });
-                self.state.stale_slots.remove(&(o, Slot::Attr(attr)));
-                if self.storing_maybe {
-                    self.maybe_slots.insert((o, Slot::Attr(attr)));
-                } else {
-                    self.maybe_slots.remove(&(o, Slot::Attr(attr)));
-                }
+                self.store_slot(o, Slot::Attr(attr));
                 if let Obj::Module(m) = self.obj_mut(o) {
                     m.attrs.insert(attr, vals);
                     if let Some(arg) = inplace {
@@ -293,15 +288,9 @@ impl Interp<'_, '_> {
                 Some(at) => at,
                 None => index_at(index, len),
             };
-            let slot = Slot::At(at.unwrap_or(len) as u32);
-            if self.storing_maybe {
-                self.maybe_slots.insert((s, slot));
-            } else {
-                self.maybe_slots.remove(&(s, slot));
-            }
             match (at, keyed) {
                 (Some(k), _) => {
-                    self.state.stale_slots.remove(&(s, Slot::At(k as u32)));
+                    self.store_slot(s, Slot::At(k as u32));
                     if let Obj::Seq(items) = self.obj_mut(s) {
                         items[k] = if vals.len() > MAX_SEQ {
                             smallvec![UNKNOWN]
@@ -312,6 +301,7 @@ impl Interp<'_, '_> {
                 }
                 (None, Some(k)) if len < MAX_SLOTS => {
                     self.exact_seqs.remove(&s);
+                    self.store_slot(s, Slot::At(len as u32));
                     let written = c.span(target);
                     if let Obj::Seq(items) = self.obj_mut(s) {
                         items.push(vals.clone());
@@ -342,7 +332,6 @@ impl Interp<'_, '_> {
             let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .masking(masking)
                 .part(part)
-                .receiver(Some(c.span(object)))
                 .through(through, through)
                 .value(Some(&vals))
                 .element(element)
@@ -423,7 +412,6 @@ impl Interp<'_, '_> {
             WriteKind::AugAssign
         };
         let spec = WriteSpec::new(kind, span, span)
-            .receiver(Some(c.span(target)))
             .through(through, through)
             .value(Some(&value))
             .element(element)

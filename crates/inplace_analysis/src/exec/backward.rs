@@ -83,12 +83,15 @@ impl Interp<'_, '_> {
     pub fn report_stale_read(&mut self, name: Name, writes: &[WriteId], read: Span) {
         for w in writes {
             let written = self.write_targets[*w as usize];
+            // (A piece of a `chunk` or a loop's row is not copied where it is made: that is
+            // the call returning them all, or the loop.)
             let view = (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
                 let t = self
                     .tensor(*v)
                     .filter(|t| t.view_of.is_some() && *v != written)?;
-                t.view_origin
+                Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece)))))
             });
+            let (view, view_copyable) = (view.map(|v| v.0), view.is_some_and(|v| v.1));
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
@@ -99,6 +102,7 @@ impl Interp<'_, '_> {
                 bindings,
                 next_call: false,
                 view,
+                view_copyable,
             });
         }
     }
@@ -128,6 +132,7 @@ impl Interp<'_, '_> {
             bindings,
             next_call: true,
             view: None,
+            view_copyable: false,
         });
     }
 

@@ -428,10 +428,10 @@ impl Interp<'_, '_> {
                 .map(|(n, _)| *n)
                 .collect();
             for n in names {
-                let e = self.state.stale.entry(n).or_default();
-                if !e.contains(&(w as u32)) {
-                    e.push(w as u32);
-                }
+                super::write::note_write(
+                    self.state.stale.entry(n).or_default(),
+                    w as crate::events::WriteId,
+                );
             }
         }
     }

@@ -44,7 +44,9 @@ impl Interp<'_, '_> {
         match *c.expr(e) {
             Expr::Name { name, reads } => self.lookup(c, e, name, reads),
             Expr::Attr { value, attr, .. } => {
-                let owners = self.eval(c, value);
+                // (`self.feat.shape`: only metadata of what the slot holds is read.)
+                let metadata = crate::ops::METADATA.contains(&self.name(attr));
+                let owners = self.eval_metadata(c, value, metadata);
                 let mut out = Vals::new();
                 for o in owners {
                     for x in self.attribute_of(c, e, o, attr) {
@@ -217,7 +219,9 @@ impl Interp<'_, '_> {
             _ => None,
         };
         let exprs: SmallVec<[ExprId; 2]> = c.body.exprs_of(operands).collect();
-        let parts: SmallVec<[Vals; 2]> = exprs.iter().map(|p| self.eval(c, *p)).collect();
+        let parts: SmallVec<[Vals; 2]> = (exprs.iter())
+            .map(|p| self.eval_metadata(c, *p, is.is_some()))
+            .collect();
         if let ([a, b], Some(is)) = (parts.as_slice(), is) {
             if b.as_slice() == [NONE] && !a.is_empty() {
                 // (Booleans and known integers are not `None` either; `OTHER` may be: it stands
@@ -339,6 +343,7 @@ impl Interp<'_, '_> {
     pub(super) fn keyed_dict(&mut self, entries: Vec<(Option<(Name, Span)>, Vals)>) -> ObjId {
         let keys: Vec<Option<(Name, Span)>> = entries.iter().map(|(k, _)| *k).collect();
         let d = self.alloc(Obj::Seq(entries.into_iter().map(|(_, v)| v).collect()));
+        self.dict_objs.insert(d);
         if keys.iter().any(Option::is_some) {
             self.dict_keys.insert(d, keys);
         }
@@ -590,6 +595,16 @@ impl Interp<'_, '_> {
             h.write_u8(b);
         }
         Part::Index(h.finish())
+    }
+
+    /// Evaluate `e`; with `metadata`, when it reads an attribute or an element only its
+    /// metadata is read of (`self.feat is None`, `feats[0].shape`): no stale read is reported.
+    fn eval_metadata(&mut self, c: Code<'_>, e: ExprId, metadata: bool) -> Vals {
+        let slot = matches!(c.expr(e), Expr::Attr { .. } | Expr::Subscript { .. });
+        let outer = std::mem::replace(&mut self.metadata_read, metadata && slot);
+        let v = self.eval(c, e);
+        self.metadata_read = outer;
+        v
     }
 
     fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {
@@ -949,6 +964,9 @@ impl Interp<'_, '_> {
                             out.push(*x);
                         }
                     }
+                    // (Each slot is read out: `for s in self.hidden: s.zero_()` works on them.)
+                    let n = items.len() as u32;
+                    self.taken_slots.extend((0..n).map(|k| (*v, Slot::At(k))));
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.iter().copied()),
                 Obj::Module(m) => out.extend(m.children.iter().copied()),

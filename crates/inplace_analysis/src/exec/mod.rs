@@ -153,10 +153,6 @@ impl Args {
     pub fn first(&self) -> Option<&Vals> {
         self.positional.first().map(|(v, _)| v)
     }
-    /// The expression of the first positional argument, when it was written out.
-    pub fn first_expr(&self) -> Option<ExprId> {
-        self.positional.first().and_then(|(_, e)| *e)
-    }
     pub fn all_values(&self) -> impl Iterator<Item = &Vals> {
         self.positional
             .iter()
@@ -322,8 +318,13 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
-    /// Expressions that read a slot of a container (`store["f"]`, `self.feat`), and which.
-    pub slot_reads: FxHashMap<Span, (ObjId, Slot)>,
+    /// Container slots read since they were last stored: the code works on their tensors
+    /// through them (IP402 does not take them for kept copies).
+    pub taken_slots: FxHashSet<(ObjId, Slot)>,
+    /// Evaluating what only metadata is read of (`x.shape`, `x is None`).
+    pub metadata_read: bool,
+    /// Dicts (made by a literal or `dict(...)`; their slots are their values).
+    pub dict_objs: FxHashSet<ObjId>,
     /// Lists and tuples whose slots are their elements one by one (a literal without `*`, the
     /// sum of two such): their `len()` is known until one is changed.
     pub exact_seqs: FxHashSet<ObjId>,
@@ -422,8 +423,10 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
-            slot_reads: FxHashMap::default(),
+            taken_slots: FxHashSet::default(),
+            metadata_read: false,
             exact_seqs: FxHashSet::default(),
+            dict_objs: FxHashSet::default(),
             uncertain_receiver: false,
             storing_maybe: false,
             maybe_slots: FxHashSet::default(),
@@ -571,6 +574,7 @@ impl<'p, 't> Interp<'p, 't> {
         // (A dict written to no longer has the keys it was built with.)
         self.dict_keys.remove(&seq);
         self.exact_seqs.remove(&seq);
+        self.store_slot(seq, Slot::At(slot as u32));
         let keep: Vals = vals
             .iter()
             .copied()

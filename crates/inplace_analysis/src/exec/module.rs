@@ -543,9 +543,7 @@ impl Interp<'_, '_> {
                 call,
                 ctor: arg.call,
             };
-            let w = WriteSpec::new(kind, arg.arg, call)
-                .receiver(args.first_expr().map(|a| c.span(a)))
-                .through(through, keep);
+            let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
             self.write(&tensors, w);
             if spec.is_some_and(|s| s.inplace_result) && self.grad_enabled {
                 let mut saves = Saves::new();
@@ -1036,6 +1034,7 @@ impl Interp<'_, '_> {
                 }
                 let entry = items.remove(at);
                 self.exact_seqs.remove(&s);
+                self.slot_removed(s, at);
                 if let Some(keys) = self.dict_keys.get_mut(&s) {
                     keys.remove(at);
                 }

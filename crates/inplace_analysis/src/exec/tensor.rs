@@ -109,7 +109,6 @@ impl Interp<'_, '_> {
                 && (args.positional.last().and_then(|(_, e)| *e))
                     .is_some_and(|v| self.masking_value(c, v));
             let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
-                .receiver(Some(c.span(self.written_root(c, recv_expr))))
                 .masking(masking)
                 .through(through, keep)
                 .value(value.as_ref())
@@ -842,19 +841,20 @@ impl Interp<'_, '_> {
         // What autograd records of it, as far as it is known: `if x.requires_grad:`,
         // `if x.grad_fn is None:` (a fast path taken when autograd does not record) take one
         // branch then.
+        // (A grad that rests on an argument is only assumed: either.)
         if attr == known::REQUIRES_GRAD {
-            return match t.grad {
-                Tri::Yes => smallvec![TRUE],
-                Tri::No => smallvec![FALSE],
-                Tri::Maybe => smallvec![TRUE, FALSE],
+            return match (t.grad, t.grad_if) {
+                (Tri::Yes, None) => smallvec![TRUE],
+                (Tri::No, None) => smallvec![FALSE],
+                _ => smallvec![TRUE, FALSE],
             };
         }
         let a = self.name(attr);
         // (Its node stands as `True`: not `None`, and true.)
         if a == "grad_fn" {
-            return match (t.node, t.grad) {
-                (Some(_), Tri::Yes) if !t.leaf => smallvec![TRUE],
-                (None, Tri::No) => smallvec![NONE],
+            return match (t.node, t.grad, t.grad_if) {
+                (Some(_), Tri::Yes, None) if !t.leaf => smallvec![TRUE],
+                (None, Tri::No, None) => smallvec![NONE],
                 _ if t.leaf => smallvec![NONE],
                 _ => smallvec![TRUE, NONE],
             };

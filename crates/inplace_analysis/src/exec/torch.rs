@@ -361,12 +361,12 @@ impl Interp<'_, '_> {
                     .collect();
                 smallvec![self.keyed_dict(entries)]
             }
-            // `dict(d)` of a dict: a copy of it, entry by entry.
+            // `dict(d)` of a dict: a copy of it, entry by entry. (Not of a list of pairs:
+            // `dict(zip(names, outs))` is not followed.)
             "dict"
                 if args.positional.len() == 1
                     && args.keywords.is_empty()
-                    && matches!(first.as_slice(), [one] if self.dict_keys.contains_key(one)
-                    || matches!(self.obj(*one), Obj::Seq(_))) =>
+                    && matches!(first.as_slice(), [one] if self.dict_objs.contains(one)) =>
             {
                 smallvec![self.copy_seq(first[0], false)]
             }
@@ -699,7 +699,6 @@ impl Interp<'_, '_> {
         let tensors = self.as_tensors(&first);
         let (through, keep) = self.first_arg_names(c, args, call);
         let spec = WriteSpec::new(WriteKind::TorchFn(f), call, call)
-            .receiver(args.first_expr().map(|a| c.span(a)))
             .through(through, keep)
             .call(e);
         self.write(&tensors, spec);
@@ -725,7 +724,6 @@ impl Interp<'_, '_> {
         if let (Some(arg), true) = (inplace_arg, ops::functional_inplace_position(f).is_some()) {
             let tensors = self.as_tensors(&first);
             let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)
-                .receiver(args.first_expr().map(|a| c.span(a)))
                 .through(through, keep)
                 .call(e);
             self.write(&tensors, spec);

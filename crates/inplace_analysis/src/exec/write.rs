@@ -27,8 +27,6 @@ pub(crate) struct WriteSpec<'v> {
     pub record_field: bool,
     /// Which part of each target it writes (`x[..., :d] = v`: that index; else all of it).
     pub part: Part,
-    /// The expression written through (`store["f"]` of `store["f"].relu_()`), when there is one.
-    pub receiver: Option<Span>,
     /// It writes a masking value (`-inf`, `-1e9`, `finfo(dtype).min`): what a softmax or an
     /// exponential after it turns into zeros and zero gradients.
     pub masking: bool,
@@ -48,16 +46,11 @@ impl<'v> WriteSpec<'v> {
             element: None,
             record_field: false,
             part: Part::Whole,
-            receiver: None,
             masking: false,
         }
     }
     pub fn masking(mut self, masking: bool) -> Self {
         self.masking = masking;
-        self
-    }
-    pub fn receiver(mut self, r: Option<Span>) -> Self {
-        self.receiver = r;
         self
     }
     pub fn part(mut self, part: Part) -> Self {
@@ -224,35 +217,14 @@ impl Interp<'_, '_> {
             let must = single || all_saved || w.kind == WriteKind::Step || each;
             if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {
-                    let entry = self.state.clobbered.entry(s).or_default();
-                    if !entry.contains(&wid) {
-                        entry.push(wid);
-                    }
+                    note_write(self.state.clobbered.entry(s).or_default(), wid);
                 }
             }
             // IP402: other names bound to this very object now see the new value (an optimizer
             // step is meant to be seen).
             if tt.known && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
                 if single {
-                    self.mark_stale(*t, wid, w.keep);
-                    self.mark_stale_views(*t, w.part, wid);
-                    // (A parameter or other leaf is meant to be updated where it is kept;
-                    // so is what `nn.init` fills.)
-                    if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
-                        // (Written through the slot itself, or through a name bound to what it
-                        // held: `w = self.w; w[m] = 0` means to change `self.w`.)
-                        let bound_from = through_bound.and_then(|b| b.alias_of);
-                        let keep: SmallVec<[(ObjId, Slot); 2]> = [w.receiver, bound_from]
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|r| self.slot_reads.get(&r).copied())
-                            .collect();
-                        self.mark_stale_slots(*t, wid, &keep);
-                    }
-                    // Writing all of a view writes its part of the tensor it shows.
-                    if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
-                        self.mark_stale_views(base, part, wid);
-                    }
+                    self.mark_stale_aliases(*t, &tt, wid, &w);
                 }
                 // (Rows of one stored tensor, `yield self.x[i]` in a loop, are alternatives
                 // of one storage: the stored data changes whichever it is.)
@@ -338,6 +310,22 @@ impl Interp<'_, '_> {
         });
     }
 
+    /// What write `wid` into `t` (one tensor for certain) makes stale (IP402): other names of
+    /// it, names of views of the part it writes, and slots of containers that keep it.
+    fn mark_stale_aliases(&mut self, t: ObjId, tt: &TensorObj, wid: WriteId, w: &WriteSpec<'_>) {
+        self.mark_stale(t, wid, w.keep);
+        self.mark_stale_views(t, w.part, wid);
+        // Writing all of a view writes its part of the tensor it shows.
+        if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
+            self.mark_stale_views(base, part, wid);
+        }
+        // (A parameter or other leaf is meant to be updated where it is kept; so is what
+        // `nn.init` fills.)
+        if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
+            self.mark_stale_slots(t, wid);
+        }
+    }
+
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
     /// `.detach()` of), is stale after write `wid`.
     fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
@@ -356,10 +344,7 @@ impl Interp<'_, '_> {
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
-            let e = self.state.stale.entry(n).or_default();
-            if !e.contains(&wid) {
-                e.push(wid);
-            }
+            note_write(self.state.stale.entry(n).or_default(), wid);
         }
     }
 
@@ -372,25 +357,9 @@ impl Interp<'_, '_> {
             .collect::<String>()
             .to_ascii_lowercase();
         let negative = text.starts_with('-') || text.contains("\"-inf") || text.contains("'-inf");
-        (negative && text.contains("inf"))
+        (negative && text.replace("finfo", "").contains("inf"))
             || (text.contains("finfo") && text.ends_with(".min"))
             || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
-    }
-
-    /// The expression an in-place call writes through: its receiver, or, for a chain of
-    /// in-place calls (`self.center.mul_(0.9).add_(v)`), the first receiver (each returns its
-    /// receiver).
-    pub(super) fn written_root(&self, c: Code<'_>, mut e: ExprId) -> ExprId {
-        for _ in 0..16 {
-            let Expr::Call { func, .. } = *c.expr(e) else {
-                break;
-            };
-            match *c.expr(func) {
-                Expr::Attr { value, attr, .. } if self.name(attr).ends_with('_') => e = value,
-                _ => break,
-            }
-        }
-        e
     }
 
     /// Names bound to a view of `base` that shows some of its `part` a write `wid` changed
@@ -424,74 +393,115 @@ impl Interp<'_, '_> {
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
-            let e = self.state.stale.entry(n).or_default();
-            if !e.contains(&wid) {
-                e.push(wid);
-            }
+            note_write(self.state.stale.entry(n).or_default(), wid);
         }
     }
 
     /// Slots of containers the names reach (a dict, a list, a module's attributes, and the
     /// containers those hold) that hold `t` itself are stale after write `wid` (a forward hook's
-    /// `store["f"] = o` before the next in-place ReLU writes `o`), except those written
-    /// through (`keep`).
-    fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, keep: &[(ObjId, Slot)]) {
+    /// `store["f"] = o` before the next in-place ReLU writes `o`; `outs.append(x)` before
+    /// `x = self.act(x)`). Not a slot `t` was taken out of since it was stored: the code works
+    /// on the tensor through it (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`,
+    /// `self.center.mul_(m)`, a helper given `self.running`), and means the slot to change.
+    fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId) {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
-        let mut todo: SmallVec<[(ObjId, u8); 16]> = SmallVec::new();
-        for vs in self.state.env.values() {
-            for v in vs {
-                if matches!(self.obj(*v), Obj::Seq(_) | Obj::Module(_))
-                    && !todo.iter().any(|x| x.0 == *v)
-                {
-                    todo.push((*v, 0));
-                }
-            }
-        }
-        let mut visited: SmallVec<[ObjId; 16]> = SmallVec::new();
+        let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
+        // (Breadth first from the names, so a local list is seen before the insides of `self`.)
+        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (self.state.env.values())
+            .flatten()
+            .filter(|v| container(self, **v))
+            .map(|v| (*v, 0))
+            .collect();
+        let mut visited: FxHashSet<ObjId> = FxHashSet::default();
         let mut stale: SmallVec<[(ObjId, Slot); 2]> = SmallVec::new();
-        while let Some((o, depth)) = todo.pop() {
-            if visited.contains(&o) || visited.len() >= MAX_VISITED {
+        while let Some((o, depth)) = todo.pop_front() {
+            if visited.len() >= MAX_VISITED {
+                break;
+            }
+            if !visited.insert(o) {
                 continue;
             }
-            visited.push(o);
-            let mut look = |slot: Slot, vs: &Vals, todo: &mut SmallVec<[(ObjId, u8); 16]>| {
+            let slots: SmallVec<[(Slot, &Vals); 8]> = match self.obj(o) {
+                Obj::Seq(items) => (items.iter().enumerate())
+                    .map(|(k, vs)| (Slot::At(k as u32), vs))
+                    .collect(),
+                Obj::Module(m) => m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect(),
+                _ => SmallVec::new(),
+            };
+            for (slot, vs) in slots {
+                let key = (o, slot);
                 if vs.as_slice() == [t] {
-                    // (Not a slot a hook that may not run on this layer stored.)
-                    if !keep.contains(&(o, slot)) && !self.maybe_slots.contains(&(o, slot)) {
-                        stale.push((o, slot));
+                    // (Nor a slot a hook that may not run on this layer stored.)
+                    if !self.taken_slots.contains(&key) && !self.maybe_slots.contains(&key) {
+                        stale.push(key);
                     }
                 } else if depth < 2 {
-                    todo.extend(vs.iter().map(|v| (*v, depth + 1)));
+                    todo.extend(
+                        vs.iter()
+                            .filter(|v| container(self, **v))
+                            .map(|v| (*v, depth + 1)),
+                    );
                 }
-            };
-            match self.obj(o) {
-                Obj::Seq(items) => {
-                    for (k, vs) in items.iter().enumerate() {
-                        look(Slot::At(k as u32), vs, &mut todo);
-                    }
-                }
-                Obj::Module(m) => {
-                    for (attr, vs) in &m.attrs {
-                        look(Slot::Attr(*attr), vs, &mut todo);
-                    }
-                }
-                _ => {}
             }
-            todo.retain(|(x, _)| matches!(self.obj(*x), Obj::Seq(_) | Obj::Module(_)));
         }
+        self.steps += visited.len() as u64;
         for key in stale {
-            let e = self.state.stale_slots.entry(key).or_default();
-            if !e.contains(&wid) {
-                e.push(wid);
+            note_write(self.state.stale_slots.entry(key).or_default(), wid);
+        }
+    }
+
+    /// Slot `slot` of container `o` now holds what was just stored there (by a hook that may not
+    /// run on its layer, when `storing_maybe`): neither stale nor taken out.
+    pub(super) fn store_slot(&mut self, o: ObjId, slot: Slot) {
+        let key = (o, slot);
+        self.state.stale_slots.remove(&key);
+        self.taken_slots.remove(&key);
+        if self.storing_maybe {
+            self.maybe_slots.insert(key);
+        } else {
+            self.maybe_slots.remove(&key);
+        }
+    }
+
+    /// Position `at` of list or dict `o` was removed (`pop`): the marks of the slots after it
+    /// move down with them.
+    pub(super) fn slot_removed(&mut self, o: ObjId, at: usize) {
+        let shift = |slot: Slot| match slot {
+            Slot::At(k) if k as usize > at => Some(Slot::At(k - 1)),
+            Slot::At(k) if k as usize == at => None,
+            other => Some(other),
+        };
+        let stale: Vec<_> = (self.state.stale_slots.keys())
+            .filter(|(c, _)| *c == o)
+            .copied()
+            .collect();
+        for key in stale {
+            let ws = self.state.stale_slots.remove(&key).unwrap_or_default();
+            if let Some(slot) = shift(key.1) {
+                self.state.stale_slots.insert((o, slot), ws);
+            }
+        }
+        for set in [&mut self.taken_slots, &mut self.maybe_slots] {
+            let moved: Vec<_> = set.iter().filter(|(c, _)| *c == o).copied().collect();
+            for key in moved {
+                set.remove(&key);
+                if let Some(slot) = shift(key.1) {
+                    set.insert((o, slot));
+                }
             }
         }
     }
 
-    /// A read of slot `slot` of container `o` by expression `at`: remembered (a write through
-    /// it keeps it fresh), and reported when a write changed its tensor another way (IP402).
+    /// A read of slot `slot` of container `o` by expression `at`: the slot is taken out (a
+    /// later write through what it holds means to change it), and reported when a write
+    /// changed its tensor another way since (IP402).
     pub(super) fn read_slot(&mut self, o: ObjId, slot: Slot, at: Span) {
-        self.slot_reads.insert(at, (o, slot));
+        self.taken_slots.insert((o, slot));
+        // (`if self.feat is not None`, `feats[0].shape` read no values.)
+        if self.metadata_read {
+            return;
+        }
         if let Some(writes) = self.state.stale_slots.remove(&(o, slot)) {
             let name = self.prog.text_of(at).to_string();
             let name = self.intern(&name);
@@ -524,10 +534,11 @@ impl Interp<'_, '_> {
             _ => vec![self.elements(&smallvec![s])],
         };
         let copy = self.alloc(Obj::Seq(slots));
-        if collapse {
-            self.dict_keys.remove(&copy);
-        } else if let Some(keys) = self.dict_keys.get(&s).cloned() {
+        if let (false, Some(keys)) = (collapse, self.dict_keys.get(&s).cloned()) {
             self.dict_keys.insert(copy, keys);
+        }
+        if !collapse && self.dict_objs.contains(&s) {
+            self.dict_objs.insert(copy);
         }
         let stale: SmallVec<[(Slot, SmallVec<[WriteId; 1]>); 2]> = (self.state.stale_slots.iter())
             .filter(|((c, _), _)| *c == s)
@@ -536,9 +547,7 @@ impl Interp<'_, '_> {
         for (slot, ws) in stale {
             let e = self.state.stale_slots.entry((copy, slot)).or_default();
             for w in ws {
-                if !e.contains(&w) {
-                    e.push(w);
-                }
+                note_write(e, w);
             }
         }
         copy
@@ -570,5 +579,12 @@ impl Interp<'_, '_> {
                 entry.push(n);
             }
         }
+    }
+}
+
+/// Adds write `wid` to a list of writes, once.
+pub(super) fn note_write<A: smallvec::Array<Item = WriteId>>(list: &mut SmallVec<A>, wid: WriteId) {
+    if !list.contains(&wid) {
+        list.push(wid);
     }
 }

@@ -8,7 +8,8 @@
 //! gradient there: they are IP410, an opt-in rule. So is a masking fill of an op's result
 //! (`scores.data.masked_fill_(mask, -float("inf"))`, `-1e9`, `torch.finfo(dtype).min`, the
 //! value of `fill_`/`index_fill_` or a subscript assignment): the softmax or exponential after
-//! it has zero gradient at those places, as the out-of-place fill gives (measured with torch).
+//! it has zero gradient at those places, as the out-of-place fill gives (measured with torch;
+//! a row masked whole with a finite value is the exception: its softmax is uniform).
 //! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
 //! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
 //! before that backward.

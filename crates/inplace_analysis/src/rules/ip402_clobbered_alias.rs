@@ -74,6 +74,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         bindings,
         next_call,
         view,
+        view_copyable,
     } = ev
     else {
         return None;
@@ -128,7 +129,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
     let fix = (alias.and_then(|b| b.alias_of))
-        .or(*view)
+        .or(view.filter(|_| *view_copyable))
         // (An alias made in a module's code cannot be fixed from here.)
         .filter(|at| !crate::project::is_module_item(at.item))
         .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
