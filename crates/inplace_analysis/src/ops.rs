@@ -103,23 +103,23 @@ impl OpTable {
 }
 
 /// Methods and functions whose result is a view: it shares storage and version counter.
-pub const VIEW_OPS: &[&str] = &[
+pub fn is_view_op(name: &str) -> bool {
+    WHOLE_VIEWS.contains(&name) || PIECE_VIEWS.contains(&name)
+}
+
+/// View ops (and view attributes) that show every element of their input, rearranged: a write
+/// into any part of the input is seen through them.
+pub const WHOLE_VIEWS: &[&str] = &[
     "view",
     "view_as",
     "t",
     "transpose",
     "permute",
-    "narrow",
-    "select",
     "unsqueeze",
     "squeeze",
+    "squeeze_",
     "expand",
     "expand_as",
-    "diagonal",
-    "unbind",
-    "split",
-    "chunk",
-    "as_strided",
     "reshape",
     "flatten",
     "unflatten",
@@ -127,6 +127,22 @@ pub const VIEW_OPS: &[&str] = &[
     "moveaxis",
     "swapaxes",
     "swapdims",
+    "alias",
+    "T",
+    "mT",
+    "H",
+    "mH",
+];
+
+/// View ops that show a piece of their input.
+pub const PIECE_VIEWS: &[&str] = &[
+    "narrow",
+    "select",
+    "diagonal",
+    "unbind",
+    "split",
+    "chunk",
+    "as_strided",
     "unfold",
     "real",
     "imag",
@@ -137,14 +153,8 @@ pub const VIEW_OPS: &[&str] = &[
     "hsplit",
     "vsplit",
     "split_with_sizes",
-    "T",
-    "mT",
-    "H",
-    "mH",
-    "alias",
     "indices",
     "values",
-    "squeeze_",
 ];
 
 /// View ops that give several views at once (a list of them).
@@ -249,33 +259,6 @@ pub const MODULE_INDEX_OPERANDS: &[(&str, usize)] = &[
 
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];
-
-/// View ops and attributes that show every element of their input (rearranged): a write into
-/// any part of the input is seen through them. The other views show a part.
-pub const WHOLE_VIEWS: &[&str] = &[
-    "view",
-    "view_as",
-    "t",
-    "transpose",
-    "permute",
-    "unsqueeze",
-    "squeeze",
-    "squeeze_",
-    "expand",
-    "expand_as",
-    "reshape",
-    "flatten",
-    "unflatten",
-    "movedim",
-    "moveaxis",
-    "swapaxes",
-    "swapdims",
-    "alias",
-    "T",
-    "mT",
-    "H",
-    "mH",
-];
 
 /// `torch.*` factories: they make a new leaf; `requires_grad=True` makes it require grad.
 pub const FACTORIES: &[&str] = &[

@@ -85,7 +85,7 @@ impl Interp<'_, '_> {
         if ops::NON_TENSOR.contains(&m.as_str()) {
             return smallvec![OTHER];
         }
-        if ops::VIEW_OPS.contains(&m.as_str()) {
+        if ops::is_view_op(&m) {
             let op = RefusedBy::of(
                 &m,
                 args.positional.first().is_some_and(|(v, _)| self.is_seq(v)),

@@ -663,7 +663,7 @@ impl Interp<'_, '_> {
                 false
             )];
         }
-        if f == "detach" || ops::VIEW_OPS.contains(&f) {
+        if f == "detach" || ops::is_view_op(f) {
             let sizes = args.positional.get(1).is_some_and(|(v, _)| self.is_seq(v));
             let op = RefusedBy::of(f, sizes);
             let views: Vals = first

@@ -209,7 +209,7 @@ fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
 fn view_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
     chain_root(body, e, &|attr| {
         let m = ctx.name(attr);
-        crate::ops::VIEW_OPS.contains(&m) || m == "detach"
+        crate::ops::is_view_op(m) || m == "detach"
     })
 }
 
