@@ -284,6 +284,12 @@ impl Interp<'_, '_> {
             // of a dict whose keys are known or that is empty.)
             let len = items.len();
             let keyed = key.filter(|_| len == 0 || self.dict_keys.contains_key(&s));
+            // (A slot holds a bounded number of alternatives.)
+            let stored = if vals.len() > MAX_SEQ {
+                smallvec![UNKNOWN]
+            } else {
+                vals.clone()
+            };
             let at = match keyed.map(|k| self.key_slot(s, k).flatten()) {
                 Some(at) => at,
                 None => index_at(index, len),
@@ -292,11 +298,7 @@ impl Interp<'_, '_> {
                 (Some(k), _) => {
                     self.store_slot(s, Slot::At(k as u32));
                     if let Obj::Seq(items) = self.obj_mut(s) {
-                        items[k] = if vals.len() > MAX_SEQ {
-                            smallvec![UNKNOWN]
-                        } else {
-                            vals.clone()
-                        };
+                        items[k] = stored;
                     }
                 }
                 (None, Some(k)) if len < MAX_SLOTS => {
@@ -304,7 +306,7 @@ impl Interp<'_, '_> {
                     self.store_slot(s, Slot::At(len as u32));
                     let written = c.span(target);
                     if let Obj::Seq(items) = self.obj_mut(s) {
-                        items.push(vals.clone());
+                        items.push(stored);
                     }
                     let keys = self.dict_keys.entry(s).or_default();
                     keys.resize(len, None);

@@ -472,13 +472,9 @@ impl Interp<'_, '_> {
             Slot::At(k) if k as usize == at => None,
             other => Some(other),
         };
-        let stale: Vec<_> = (self.state.stale_slots.keys())
-            .filter(|(c, _)| *c == o)
-            .copied()
-            .collect();
-        for key in stale {
-            let ws = self.state.stale_slots.remove(&key).unwrap_or_default();
-            if let Some(slot) = shift(key.1) {
+        for (slot, ws) in self.stale_slots_of(o) {
+            self.state.stale_slots.remove(&(o, slot));
+            if let Some(slot) = shift(slot) {
                 self.state.stale_slots.insert((o, slot), ws);
             }
         }
@@ -512,17 +508,21 @@ impl Interp<'_, '_> {
     /// A read of container `o` at a place the analysis cannot pin (`d[k]`, `xs[i]`): any of its
     /// slots may be read, a stale one too.
     pub(super) fn read_any_slot(&mut self, o: ObjId, at: Span) {
-        let mut stale: SmallVec<[Slot; 2]> = (self.state.stale_slots.keys())
-            .filter(|(c, _)| *c == o)
-            .map(|(_, s)| *s)
-            .collect();
-        stale.sort_by_key(|s| match s {
+        let first = (self.stale_slots_of(o).into_iter().map(|(s, _)| s)).min_by_key(|s| match s {
             Slot::At(k) => *k as u64,
             Slot::Attr(n) => u64::MAX - n.idx() as u64,
         });
-        if let Some(slot) = stale.first() {
-            self.read_slot(o, *slot, at);
+        if let Some(slot) = first {
+            self.read_slot(o, slot, at);
         }
+    }
+
+    /// The stale slots of container `o`, with the writes that made them so.
+    fn stale_slots_of(&self, o: ObjId) -> SmallVec<[(Slot, SmallVec<[WriteId; 1]>); 2]> {
+        (self.state.stale_slots.iter())
+            .filter(|((c, _), _)| *c == o)
+            .map(|((_, slot), ws)| (*slot, ws.clone()))
+            .collect()
     }
 
     /// A copy of list or dict `s` (`dict(d)`, `d.copy()`), slot by slot with its keys, or
@@ -540,11 +540,8 @@ impl Interp<'_, '_> {
         if !collapse && self.dict_objs.contains(&s) {
             self.dict_objs.insert(copy);
         }
-        let stale: SmallVec<[(Slot, SmallVec<[WriteId; 1]>); 2]> = (self.state.stale_slots.iter())
-            .filter(|((c, _), _)| *c == s)
-            .map(|((_, slot), ws)| (if collapse { Slot::At(0) } else { *slot }, ws.clone()))
-            .collect();
-        for (slot, ws) in stale {
+        for (slot, ws) in self.stale_slots_of(s) {
+            let slot = if collapse { Slot::At(0) } else { slot };
             let e = self.state.stale_slots.entry((copy, slot)).or_default();
             for w in ws {
                 note_write(e, w);
