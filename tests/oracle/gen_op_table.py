@@ -47,6 +47,17 @@ dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_c
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
 xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu cdist dist grid_sample""".split()
 
+# Ops that combine a source into `self` at indices: `op(self, dim, index, source, *extra)`
+# (the method form `self.op(dim, index, source, ...)`), keyed to the source's keyword. Measured
+# as `indexed`: `self` is the first operand, `other` the source. (`scatter_reduce` and
+# `index_reduce` save self, source and result whatever `reduce=` and `include_self=` say:
+# measured for every reduction with torch 2.15.)
+INDEXED = {
+    "scatter": ("src", ()), "scatter_add": ("src", ()), "scatter_reduce": ("src", ("amax",)),
+    "index_add": ("source", ()), "index_copy": ("source", ()),
+    "index_reduce": ("source", ("amax",)),
+}
+
 # Reductions whose `dim=` overload returns (values, indices) and saves only the indices.
 UNARY_DIM = "max min median mode kthvalue sort topk cummax cummin amax amin logsumexp std var norm prod".split()
 DIM_ARGS = {"kthvalue": (1, 0), "topk": (1, 0), "norm": (2, 0)}
@@ -252,6 +263,35 @@ def binary_config(f, cfg):
     return flags
 
 
+def measure_indexed(name, extra):
+    """What `self.op(0, index, source, *extra)` saves, and its in-place `op_` (result, source)."""
+    def build(inplace=False):
+        def run():
+            _, s = leafs((4,))
+            _, src = leafs((4,))
+            index = torch.tensor([0, 1, 1, 3])
+            out = getattr(s, name + ("_" if inplace else ""))(0, index, src, *extra)
+            return out, {"self": s, "other": src}
+        return run
+
+    flags = {}
+    for which in ("result", "self", "other"):
+        def write(ts, out, which=which):
+            (out if which == "result" else ts[which]).mul_(1)
+        r = raises_after(build(), write)
+        if r is None:
+            return None
+        flags[which] = r
+    # The in-place `op_` saves what the op does (its new value as the result, the source),
+    # which is how the analyzer reads this entry for both forms.
+    for which in ("result", "other"):
+        def write(ts, out, which=which):
+            (out if which == "result" else ts[which]).mul_(1)
+        if raises_after(build(inplace=True), write) != flags[which]:
+            raise SystemExit(f"gen_op_table: {name}_ saves its {which} unlike {name}")
+    return flags
+
+
 def forms(name):
     out = ["linalg"] if hasattr(torch.linalg, name) else []
     if hasattr(torch, name) and callable(getattr(torch, name)):
@@ -345,6 +385,10 @@ def main(argv):
                 entry[cfg] = flags
         if len(entry) == 1:
             del ops[name]
+    for name, (_, extra) in INDEXED.items():
+        flags = measure_indexed(name, extra)
+        if flags is not None:
+            ops.setdefault(name, {"forms": forms(name)})["indexed"] = flags
     modules = {n: measure_module(n) for n in MODULES if hasattr(nn, n)}
     table = {
         "generated_by": "tests/oracle/gen_op_table.py",

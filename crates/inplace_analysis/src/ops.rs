@@ -30,6 +30,10 @@ pub struct OpSpec {
     pub const_tensor: Option<Saves>,
     pub tensor_scalar: Option<Saves>,
     pub scalar_tensor: Option<Saves>,
+    /// An op that combines a source into its first operand at indices (`scatter_reduce`,
+    /// `index_add`; see [`INDEXED_SOURCE`]): `other` is the source. Its in-place form saves the
+    /// same (measured by the generator).
+    pub indexed: Option<Saves>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +85,9 @@ impl OpTable {
         let Some(spec) = self.ops.get(name) else {
             return Saves::default();
         };
+        if let Some(s) = spec.indexed {
+            return s;
+        }
         use ArgKind::*;
         let pick = match (a, b) {
             (Grad, None) | (Grad, Some(Scalar)) if spec.unary.is_some() && b.is_none() => {
@@ -239,6 +246,10 @@ pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("index_copy", 2, "index"),
     ("put", 1, "index"),
 ];
+
+/// Where the source operand of an [`OpSpec::indexed`] op is: `torch.op(self, dim, index,
+/// source)` (a method's receiver is position 0), or its keyword.
+pub const INDEXED_SOURCE: (usize, [&str; 2]) = (3, ["src", "source"]);
 
 /// The same for `torch.nn.functional` (`F.embedding(input, weight)`: its ids come first, where
 /// `torch.embedding(weight, input)` has its weight).

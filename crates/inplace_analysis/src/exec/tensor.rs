@@ -102,7 +102,9 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(&m) {
             let through = self.obj_name(c, recv_expr);
             let keep = self.keep_name(call, through);
-            let value = args.first().cloned();
+            let value = self
+                .indexed_source(base, args, CallForm::Method)
+                .or_else(|| args.first().cloned());
             let element = self.element_read(c.span(recv_expr));
             // (`masked_fill_(mask, v)`, `index_fill_(d, i, v)`, `fill_(v)`: the value last.)
             let masking = matches!(base, "masked_fill" | "index_fill" | "fill")
@@ -120,7 +122,11 @@ impl Interp<'_, '_> {
             return recv.clone();
         }
         let mut inputs = vec![recv.clone()];
-        inputs.extend(args.positional.iter().map(|(v, _)| v.clone()));
+        match self.indexed_source(&m, args, CallForm::Method) {
+            // (The table's `other` is the source; the index is saved below.)
+            Some(source) => inputs.push(source),
+            None => inputs.extend(args.positional.iter().map(|(v, _)| v.clone())),
+        }
         let out = if ops::table().op(&m).is_some()
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
@@ -419,22 +425,39 @@ impl Interp<'_, '_> {
         let Some(&(_, pos, kw)) = table.iter().find(|(n, ..)| *n == op) else {
             return;
         };
-        // (A method's receiver is the op's first operand.)
+        if let Some(index) = self.operand(args, form, pos, &[kw]) {
+            self.save_with(out, &index, label, origin);
+        }
+    }
+
+    /// The operand at `pos` of an op's function form (a method's receiver is position 0), or
+    /// passed by one of the keywords `kws`.
+    pub(super) fn operand(
+        &self,
+        args: &Args,
+        form: CallForm,
+        pos: usize,
+        kws: &[&str],
+    ) -> Option<Vals> {
         let at = match form {
             CallForm::Method => pos.checked_sub(1),
             _ => Some(pos),
         };
-        let index = at
-            .and_then(|p| args.positional.get(p).map(|(v, _)| v.clone()))
+        at.and_then(|p| args.positional.get(p).map(|(v, _)| v.clone()))
             .or_else(|| {
                 args.keywords
                     .iter()
-                    .find(|(n, ..)| self.name(*n) == kw)
+                    .find(|(n, ..)| kws.contains(&self.name(*n)))
                     .map(|(_, v, ..)| v.clone())
-            });
-        if let Some(index) = index {
-            self.save_with(out, &index, label, origin);
-        }
+            })
+    }
+
+    /// The source operand of an op that combines one into its first operand at indices
+    /// (`src.scatter_reduce(0, index, src)`, `x.index_add_(0, index, source)`), when `op` is one.
+    pub(super) fn indexed_source(&self, op: &str, args: &Args, form: CallForm) -> Option<Vals> {
+        ops::table().op(op)?.indexed?;
+        let (pos, kws) = ops::INDEXED_SOURCE;
+        Some(self.operand(args, form, pos, &kws).unwrap_or_default())
     }
 
     /// Saves of `operand`'s tensors recorded with each of `out`'s nodes (an op's backward reads

@@ -684,7 +684,10 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let inputs: Vec<Vals> = match self.indexed_source(f, args, CallForm::Torch) {
+            Some(source) => vec![first.clone(), source],
+            None => args.positional.iter().map(|(v, _)| v.clone()).collect(),
+        };
         let name = self.dim_variant(f, args, 1);
         let out = self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true);
         let label = OpLabel::Torch(fname);
@@ -702,7 +705,9 @@ impl Interp<'_, '_> {
             .through(through, keep)
             .call(e);
         self.write(&tensors, spec);
-        let other = args.positional.get(1).map(|(v, _)| v.clone());
+        let other = self
+            .indexed_source(base, args, CallForm::Torch)
+            .or_else(|| args.positional.get(1).map(|(v, _)| v.clone()));
         self.inplace_saves_by_name(&tensors, base, other.as_ref(), call);
         first
     }
