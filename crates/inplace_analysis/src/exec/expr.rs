@@ -224,17 +224,13 @@ impl Interp<'_, '_> {
             .collect();
         if let ([a, b], Some(is)) = (parts.as_slice(), is) {
             if b.as_slice() == [NONE] && !a.is_empty() {
-                // (Booleans and known integers are not `None` either; `OTHER` may be: it stands
-                // for an argument whose default is `None` too.)
+                // (Every modelled object is not `None`: tensors, modules, containers (a state
+                // list passed back in: `if state is None: state = [zeros, zeros]`), strings,
+                // callables; booleans and known integers neither. `OTHER` may be: it stands for
+                // an argument whose default is `None` too.)
                 let known = |v: &ObjId| {
-                    matches!(
-                        self.obj(*v),
-                        Obj::Module(_)
-                            | Obj::Tensor(_)
-                            | Obj::Optimizer { .. }
-                            | Obj::Func(_)
-                            | Obj::Class(_)
-                    ) || matches!(*v, TRUE | FALSE)
+                    !matches!(self.obj(*v), Obj::Unknown | Obj::Other)
+                        || matches!(*v, TRUE | FALSE)
                         || self.int_values.contains_key(v)
                 };
                 let is_none = if a.iter().all(|v| *v == NONE) {
