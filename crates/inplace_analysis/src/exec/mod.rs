@@ -295,6 +295,10 @@ pub(crate) struct Interp<'p, 't> {
     pub depth: usize,
     /// The statement being executed.
     pub stmt: Option<StmtRef>,
+    /// The statement whose write raised at that line (forms ①, ② and refused views): it stops
+    /// there, so later writes of the same statement (`torch.arange(n, out=w).mul_(pi)`) make no
+    /// finding of their own.
+    raised_in: Option<StmtRef>,
     pub sites: FxHashMap<Span, Vec<Name>>,
     pub shapes: FxHashMap<Span, Shape>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -412,6 +416,7 @@ impl<'p, 't> Interp<'p, 't> {
             budget: 0,
             depth: 0,
             stmt: None,
+            raised_in: None,
             sites: FxHashMap::default(),
             shapes: FxHashMap::default(),
             data_reads: FxHashMap::default(),

@@ -188,7 +188,10 @@ impl Interp<'_, '_> {
                 Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
                 _ => None,
             };
-            if let Some((view, plain)) = refused {
+            if self.stmt.is_some() && self.raised_in == self.stmt {
+                // (The statement stopped at an earlier write.)
+            } else if let Some((view, plain)) = refused {
+                self.raised_in = self.stmt;
                 self.report(Event::RefusedViewWrite {
                     write: wid,
                     view,
@@ -201,6 +204,7 @@ impl Interp<'_, '_> {
                 let through_view =
                     tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript { whole: false });
                 if through_view || tt.leaf {
+                    self.raised_in = self.stmt;
                     self.report(Event::LeafWrite {
                         write: wid,
                         through_view,

@@ -65,7 +65,7 @@ pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write)
                 stmt: call,
             }),
         )?;
-        return wrap_lines_no_grad(ctx, stmt, "Call it under `torch.no_grad()`");
+        return wrap_lines_no_grad(ctx, stmt, "Call it under `torch.no_grad()`", None);
     }
     let stmt = simple_statement(ctx, Some(s))?;
     // Every finding of a block carries the whole block: a bound keeps that linear.
@@ -74,7 +74,41 @@ pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write)
         .or_else(|| Some(leaf_write_run(ctx, stmt)))
         .filter(|b| lines(*b) <= MAX_WRAPPED_LINES)
         .unwrap_or(stmt);
-    wrap_lines_no_grad(ctx, block, "Update under `torch.no_grad()`")
+    if w.kind == crate::events::WriteKind::OutArg {
+        // `torch.arange(n, out=w)` -> `w.copy_(torch.arange(n))`: a factory called with `out=`
+        // drops the parameter's `requires_grad` even under `no_grad` (measured with torch 2.15:
+        // `arange`, `zeros`, `ones`, `full`, `linspace`, `rand`); `copy_` keeps it.
+        let rewrite = out_arg_as_copy(ctx, w)?;
+        return wrap_lines_no_grad(
+            ctx,
+            block,
+            "Copy into it under `torch.no_grad()`",
+            Some(rewrite),
+        );
+    }
+    wrap_lines_no_grad(ctx, block, "Update under `torch.no_grad()`", None)
+}
+
+/// The call of an `out=` write rewritten to copy its result into the `out=` tensor: its range
+/// and new text.
+fn out_arg_as_copy(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<(TextRange, String)> {
+    let call = ctx.range(w.site)?;
+    let kw = ctx.range(w.range)?;
+    let text = ctx.slice(call);
+    let target = ctx.slice(kw).split_once('=')?.1.trim();
+    let (at, end) = (kw.start - call.start, kw.end - call.start);
+    // The keyword with the comma before it, or after it when it comes first.
+    let before = text[..at].trim_end();
+    let stripped = if let Some(head) = before.strip_suffix(',') {
+        format!("{head}{}", &text[end..])
+    } else {
+        let rest = text[end..].trim_start();
+        format!(
+            "{before}{}",
+            rest.strip_prefix(',').unwrap_or(rest).trim_start()
+        )
+    };
+    Some((call, format!("{target}.copy_({stripped})")))
 }
 
 /// The most lines a fix puts under one `torch.no_grad()` block (else it wraps the write alone).
@@ -173,12 +207,24 @@ fn leaf_write_run(ctx: &RenderCtx<'_>, stmt: TextRange) -> TextRange {
 
 /// Whole statements (from the start of their first line's code) under
 /// `with torch.no_grad():`, each of their lines indented one level more.
-fn wrap_lines_no_grad(ctx: &RenderCtx<'_>, block: TextRange, title: &str) -> Option<Fix> {
+fn wrap_lines_no_grad(
+    ctx: &RenderCtx<'_>,
+    block: TextRange,
+    title: &str,
+    rewrite: Option<(TextRange, String)>,
+) -> Option<Fix> {
     let text = ctx.text_all();
     let (indent, eol) = indentation(ctx, block.start)?;
     let last = ctx.lines.line_of(block.end);
     let (_, end) = ctx.lines.line_range(text, last);
-    let lines = text.get(block.start..end)?;
+    let mut lines = std::borrow::Cow::Borrowed(text.get(block.start..end)?);
+    if let Some((r, new)) = rewrite {
+        let (a, b) = (
+            r.start.checked_sub(block.start)?,
+            r.end.checked_sub(block.start)?,
+        );
+        lines = format!("{}{new}{}", lines.get(..a)?, lines.get(b..)?).into();
+    }
     // Indenting a line inside a multi-line string would change the string.
     if lines.contains("\"\"\"") || lines.contains("'''") {
         return None;

@@ -12,6 +12,9 @@
 //!
 //! **Runtime message** (raised at the write itself, torch 2.15):
 //! `RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.`
+//! For `out=` the call refuses first, naming the op: `RuntimeError: mul(): functions with
+//! out=... arguments don't support automatic differentiation, but one of the arguments requires
+//! grad.` (`aten::arange()` for a factory).
 //!
 //! **Example**
 //! ```python
@@ -25,8 +28,8 @@
 //! **Fix safety.** Wrapping in `torch.no_grad()` is *unsafe*: it makes the write succeed, which
 //! changes what the program does from then on; apply it when the write is an update.
 
-use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
-use crate::events::Event;
+use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE, OUT_ARG_MESSAGE};
+use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Finding, Severity};
 use crate::fix;
@@ -64,12 +67,32 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         rule: Rule::LeafInplace,
         severity: Severity::Error,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
-            ctx.snippet(w.site),
-            FORM1_MESSAGE
-        ),
+        message: match w.kind {
+            WriteKind::OutArg => format!(
+                "`{}` writes into a leaf tensor that requires grad through `out=`; it raises \
+                 here: {}(): {OUT_ARG_MESSAGE}",
+                ctx.snippet(w.site),
+                out_op(ctx.text(w.site)),
+            ),
+            _ => format!(
+                "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
+                ctx.snippet(w.site),
+                FORM1_MESSAGE
+            ),
+        },
         related,
         fix,
     })
+}
+
+/// The op as torch names it in the `out=` error: `mul` for `torch.mul(...)`, `aten::arange` for
+/// a factory.
+fn out_op(call: &str) -> String {
+    let callee = call.split('(').next().unwrap_or_default();
+    let name = callee.rsplit('.').next().unwrap_or_default().trim();
+    if crate::ops::FACTORIES.contains(&name) {
+        format!("aten::{name}")
+    } else {
+        name.to_string()
+    }
 }

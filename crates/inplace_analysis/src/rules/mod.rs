@@ -29,6 +29,10 @@ pub const FORM3_MESSAGE: &str =
 /// Form ① (torch 2.15).
 pub const FORM1_MESSAGE: &str =
     "a leaf Variable that requires grad is being used in an in-place operation.";
+/// What an op called with `out=` raises when an argument requires grad, after `op(): `
+/// (torch 2.15).
+pub const OUT_ARG_MESSAGE: &str = "functions with out=... arguments don't support automatic \
+     differentiation, but one of the arguments requires grad.";
 /// Form ② (torch 2.15).
 pub const FORM2_MESSAGE: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
