@@ -23,6 +23,39 @@ const COPIES: &[&str] = &[
 ];
 
 impl Interp<'_, '_> {
+    /// A conversion that returns its receiver itself when there is nothing to convert, as it is
+    /// in a float32 model on one device: `.contiguous()`, `.float()`, `.to(other)` and
+    /// `.type_as(other)` with a tensor `other` (`self.cache_k = self.cache_k.to(xq)` keeps the
+    /// cache), `.to(torch.float32)`. (`.cpu()`, `.cuda()` and `.to(device)` are taken for copies:
+    /// between devices they are; `copy=True` always is; so is `.contiguous()` of a view, which
+    /// may be transposed.)
+    fn returns_itself(&self, recv: &Vals, m: &str, args: &Args) -> bool {
+        let copy = args
+            .keyword(known::COPY)
+            .is_some_and(|(v, ..)| !v.contains(&FALSE));
+        let only = |args: &Args| match (args.positional.as_slice(), args.keywords.as_slice()) {
+            ([(v, _)], []) => Some(v.clone()),
+            ([], [(n, v, ..)]) if self.name(*n) == "dtype" => Some(v.clone()),
+            _ => None,
+        };
+        let float32 = |v: &Vals| {
+            v.iter().all(|o| match self.obj(*o) {
+                Obj::Path(p) => matches!(self.name(*p), "torch.float32" | "torch.float"),
+                _ => false,
+            })
+        };
+        let tensor = |v: &Vals| !v.is_empty() && v.iter().all(|o| self.tensor(*o).is_some());
+        match m {
+            "contiguous" => recv
+                .iter()
+                .all(|v| self.tensor(*v).is_some_and(|t| t.view_of.is_none())),
+            "float" => !copy,
+            "to" => !copy && only(args).is_some_and(|v| tensor(&v) || float32(&v)),
+            "type_as" => only(args).is_some_and(|v| tensor(&v)),
+            _ => false,
+        }
+    }
+
     pub(super) fn tensor_method(
         &mut self,
         c: Code<'_>,
@@ -71,6 +104,7 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
+            _ if self.returns_itself(recv, &m, args) => return recv.clone(),
             _ if COPIES.contains(&m.as_str()) => {
                 return smallvec![self.derive(
                     std::slice::from_ref(recv),

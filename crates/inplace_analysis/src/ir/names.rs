@@ -76,6 +76,7 @@ known! {
     SAVED_TENSORS = "saved_tensors",
     FUNCTION_CTX = "FunctionCtx",
     SET_TO_NONE = "set_to_none",
+    COPY = "copy",
     EMPTY = "",
 }
 
