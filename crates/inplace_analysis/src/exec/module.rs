@@ -4,7 +4,7 @@
 
 use super::write::WriteSpec;
 use super::*;
-use crate::events::WriteKind;
+use crate::events::{WriteId, WriteKind};
 use crate::ops::{self, ArgKind, Saves as OpSaves};
 
 /// The torch containers whose children a module holds in order.
@@ -337,9 +337,14 @@ impl Interp<'_, '_> {
             }
             None => args,
         };
+        let first_write = self.writes.len() as WriteId;
         let out = self.call_module_body(c, e, m, args, site);
-        let (hooks, maybe_hooks) = match self.obj(m) {
-            Obj::Module(module) => (module.hooks.clone(), module.maybe_hooks.clone()),
+        let (hooks, maybe_hooks, inplace_layer) = match self.obj(m) {
+            Obj::Module(module) => (
+                module.hooks.clone(),
+                module.maybe_hooks.clone(),
+                module.inplace.is_some() && module.local.is_none(),
+            ),
             _ => Default::default(),
         };
         // Forward hooks run as `hook(module, inputs, output)`; a result that is not None
@@ -349,6 +354,15 @@ impl Interp<'_, '_> {
             let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
             self.alloc(Obj::Seq(inputs))
         });
+        // An in-place layer (`nn.ReLU(inplace=True)`) has overwritten its input by the time its
+        // forward hooks run: `inputs[0]` shows the output's values, not what came in (an
+        // observer recording the input's range sees no negatives, pytorch#95617).
+        if let (Some(tuple), true) = (input_tuple, inplace_layer) {
+            if (self.writes.len() as WriteId) > first_write {
+                let slot = self.state.stale_slots.entry((tuple, Slot::At(0)));
+                super::write::note_write(slot.or_default(), first_write);
+            }
+        }
         for hook in hooks {
             let input_tuple = input_tuple.unwrap_or(UNKNOWN);
             let hook_args = Args {
