@@ -624,8 +624,28 @@ impl Interp<'_, '_> {
             self.add_children(obj, kind, args);
         } else if let Some(base) = self.torch_layer_base(class) {
             self.init_layer_base(obj, &base, args, call);
+        } else if self.list_base(class) {
+            // `class Processors(list)` built from a list (`Processors([Ban(), Clip()])`): its
+            // items, in order, are what `for p in self` and `self[i]` see (as `append` adds).
+            let items = match args.positional.first().map(|(v, _)| v.as_slice()) {
+                Some([seq]) => match self.obj(*seq) {
+                    Obj::Seq(slots) => slots.iter().flatten().copied().collect(),
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            if let Obj::Module(module) = self.obj_mut(obj) {
+                module.children.extend(items);
+            }
         }
         obj
+    }
+
+    /// Whether a class of the file derives from `list` (or `collections.UserList`).
+    fn list_base(&self, class: &ClassObj) -> bool {
+        let list =
+            |path: &str| matches!(path, "builtins.list" | "collections.UserList").then_some(());
+        self.torch_base(class, &list, 0).is_some()
     }
 
     /// An instance built by a caller we do not see: `__init__` runs with unknown arguments.
