@@ -11,6 +11,12 @@ def form1_leaf():
     w += 1  # IP101: raises here
 
 
+def out_argument_under_autograd():
+    w = torch.randn(3, requires_grad=True)
+    buf = torch.empty(3)
+    torch.mul(w, 2.0, out=buf)  # IP102: raises here
+
+
 def form2_leaf_view():
     x = torch.zeros(3, requires_grad=True)
     x[0] = 1.0  # IP201: raises here

@@ -2,9 +2,9 @@
 """Run every fixture under real torch and compare the runtime outcome with its expectations.
 
 Outcome of a fixture, from what the runtime printed (stdout + stderr, including caught errors):
-  form1  "a leaf Variable that requires grad is being used in an in-place operation", or an op
-         called with `out=` that refuses: "functions with out=... arguments don't support
-         automatic differentiation"
+  form1  "a leaf Variable that requires grad is being used in an in-place operation"
+  outarg "functions with out=... arguments don't support automatic differentiation" (an op called
+         with `out=` while a tensor requires grad refuses at the call: IP102)
   form2  "a view of a leaf Variable that requires grad is being used in an in-place operation"
   form3  "modified by an inplace operation"
   refusedview  "This view is the output of a function that returns multiple views", "A view
@@ -13,7 +13,7 @@ Outcome of a fixture, from what the runtime printed (stdout + stderr, including 
   silent the fixture printed SILENT-HARM (it computed the right value a second way and differed)
   clean  none of these
 
-Agreement: form1 <=> an IP101 expectation, form2 <=> IP201, refusedview <=> IP202, form3 <=> an IP30x expectation,
+Agreement: form1 <=> an IP101 expectation, outarg <=> IP102, form2 <=> IP201, refusedview <=> IP202, form3 <=> an IP30x expectation,
 silent => an IP40x expectation; clean => no error-level (IP1xx-IP3xx) expectation. A `# miss:`
 comment (real-world fixtures: a hazard the analyzer does not find yet) counts as an expectation here.
 Fix verification (with --binary PATH): every fixture with a fix is copied, all its fixes are
@@ -49,8 +49,7 @@ FORMS = [
     # prefixes of the verbatim messages (fixtures may print them truncated)
     ("form2", "a view of a leaf Variable that requires grad"),
     ("form1", "a leaf Variable that requires grad"),
-    # (An op called with `out=` into a leaf that requires grad refuses at the call: IP101 too.)
-    ("form1", "functions with out=... arguments don't support automatic differentiation"),
+    ("outarg", "functions with out=... arguments don't support automatic differentiation"),
     ("form3", "needed for gradient computation has been modified"),
     ("refusedview", "This view is the output of a function that returns multiple views"),
     ("refusedview", "A view was created in no_grad mode and is being modified inplace"),
@@ -166,6 +165,8 @@ def judge(codes, forms):
     has = lambda prefix: any(c.startswith(prefix) for c in codes)
     if ("form1" in forms) != has("IP101"):
         problems.append("form ① vs IP101")
+    if ("outarg" in forms) != has("IP102"):
+        problems.append("out= refused vs IP102")
     if ("form2" in forms) != has("IP201"):
         problems.append("form ② vs IP201")
     if ("form3" in forms) != has("IP30"):

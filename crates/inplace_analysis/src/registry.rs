@@ -33,6 +33,8 @@ pub enum Form {
     Leaf,
     /// Form ②: raises at the write, on a view of such a leaf.
     LeafView,
+    /// Raises at the call: an op given `out=` while one of its tensors requires grad.
+    OutArg,
     /// Raises at the write, on a view autograd refuses to rebase (a split's, one made under
     /// `no_grad`, a hooked layer's input or output).
     RefusedView,
@@ -79,6 +81,8 @@ macro_rules! rules {
 rules! {
     LeafInplace => "IP101", "leaf-inplace", Error, Leaf, true, "ip101_leaf_inplace.rs",
         "in-place write to a leaf tensor that requires grad (raises at that line)";
+    OutArgRequiresGrad => "IP102", "out-arg-requires-grad", Error, OutArg, true, "ip102_out_arg_requires_grad.rs",
+        "an op called with `out=` while one of its tensors requires grad (raises at that line)";
     LeafViewInplace => "IP201", "leaf-view-inplace", Error, LeafView, true, "ip201_leaf_view_inplace.rs",
         "in-place write to a view of a leaf that requires grad, e.g. `x[0] = v` (raises at that line)";
     RefusedViewInplace => "IP202", "refused-view-inplace", Error, RefusedView, true, "ip202_refused_view_inplace.rs",

@@ -201,7 +201,7 @@ pub(crate) fn findings(
         .filter(|(rule, ..)| {
             matches!(
                 rule.form(),
-                Form::Leaf | Form::LeafView | Form::RefusedView | Form::Saved
+                Form::Leaf | Form::LeafView | Form::OutArg | Form::RefusedView | Form::Saved
             )
         })
         .map(|(_, range, ..)| *range)
@@ -265,6 +265,7 @@ pub(crate) fn findings(
 fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange> {
     let write = match ev {
         Event::LeafWrite { write, .. }
+        | Event::OutArgRefused { write }
         | Event::RefusedViewWrite { write, .. }
         | Event::Clobber { write, .. }
         | Event::DataWrite { write, .. }

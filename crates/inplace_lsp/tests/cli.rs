@@ -286,7 +286,7 @@ fn github_and_sarif_formats() {
             .as_array()
             .unwrap()
             .len(),
-        12
+        13
     );
 }
 
@@ -326,8 +326,8 @@ fn explain_and_rules() {
     assert_eq!(
         codes,
         [
-            "IP101", "IP201", "IP202", "IP301", "IP302", "IP303", "IP304", "IP401", "IP402",
-            "IP403", "IP410", "IP501"
+            "IP101", "IP102", "IP201", "IP202", "IP301", "IP302", "IP303", "IP304", "IP401",
+            "IP402", "IP403", "IP410", "IP501"
         ]
     );
     // IP410 is opt-in.
@@ -353,7 +353,7 @@ fn demo_file_shows_every_rule() {
         .map(|f| f["code"].as_str().unwrap().to_string())
         .collect();
     // Every rule that runs by default (IP410 is opt-in).
-    assert_eq!(codes.len(), 10, "{codes:?}");
+    assert_eq!(codes.len(), 11, "{codes:?}");
 }
 
 #[test]

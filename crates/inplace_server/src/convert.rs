@@ -250,6 +250,7 @@ fn form(rule: Rule) -> &'static str {
     match rule.form() {
         Form::Leaf => "form ① — raises at the write",
         Form::LeafView => "form ② — raises at the write",
+        Form::OutArg => "raises at the call — `out=` under autograd",
         Form::RefusedView => "raises at the write — a view autograd refuses to rebase",
         Form::Saved => "form ③ — raises at `backward()`",
         Form::Silent => "form ④ — never raises; silently wrong",

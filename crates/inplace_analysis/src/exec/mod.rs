@@ -295,10 +295,13 @@ pub(crate) struct Interp<'p, 't> {
     pub depth: usize,
     /// The statement being executed.
     pub stmt: Option<StmtRef>,
-    /// The statement whose write raised at that line (forms ①, ② and refused views): it stops
-    /// there, so later writes of the same statement (`torch.arange(n, out=w).mul_(pi)`) make no
-    /// finding of their own.
-    raised_in: Option<StmtRef>,
+    /// The run of the statement executing now (each execution of a statement is a new run) and
+    /// the count of runs so far.
+    stmt_run: u64,
+    stmt_runs: u64,
+    /// The statement run whose write raised at that line (forms ①, ②, refused views, `out=`):
+    /// it stops there, so its later writes (`torch.arange(n, out=w).mul_(pi)`) do nothing.
+    raised_in: Option<u64>,
     pub sites: FxHashMap<Span, Vec<Name>>,
     pub shapes: FxHashMap<Span, Shape>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -416,6 +419,8 @@ impl<'p, 't> Interp<'p, 't> {
             budget: 0,
             depth: 0,
             stmt: None,
+            stmt_run: 0,
+            stmt_runs: 0,
             raised_in: None,
             sites: FxHashMap::default(),
             shapes: FxHashMap::default(),

@@ -24,6 +24,8 @@ impl Interp<'_, '_> {
             item: c.item,
             stmt: s,
         });
+        self.stmt_runs += 1;
+        let saved_run = std::mem::replace(&mut self.stmt_run, self.stmt_runs);
         match *c.body.stmt(s) {
             Stmt::Expr(e) => {
                 let vals = self.eval(c, e);
@@ -114,6 +116,7 @@ impl Interp<'_, '_> {
             }
         }
         self.stmt = saved;
+        self.stmt_run = saved_run;
     }
 
     fn exec_return(&mut self, c: Code<'_>, s: StmtId, e: ExprId) {

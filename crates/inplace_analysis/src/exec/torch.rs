@@ -608,7 +608,19 @@ impl Interp<'_, '_> {
             let tensors = self.as_tensors(&out);
             let through = self.obj_name(c, value);
             let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
-            self.write(&tensors, spec);
+            // Autograd refuses the call when any of its tensors requires grad (the `out=` one
+            // included), whatever it is: nothing is written then.
+            let all: Vals = args.all_values().flatten().copied().collect();
+            let requires = (self.flat_tensors(&all).iter())
+                .any(|v| self.tensor(*v).is_some_and(|t| t.grad == Tri::Yes));
+            let refused = self.grad_enabled && requires && !self.raised();
+            if refused {
+                self.raised_in = Some(self.stmt_run);
+            }
+            let write = self.write(&tensors, spec);
+            if refused {
+                self.report(Event::OutArgRefused { write });
+            }
             return out;
         }
         if ops::FACTORIES.contains(&f) {

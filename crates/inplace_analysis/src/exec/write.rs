@@ -147,6 +147,10 @@ impl Interp<'_, '_> {
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
+        if self.raised() {
+            // The statement stopped at an earlier write: this one never runs.
+            return wid;
+        }
         self.record_site(w.range, targets);
         let value_grad = w.value.map(|v| {
             v.iter()
@@ -175,42 +179,9 @@ impl Interp<'_, '_> {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
             };
-            // A view autograd refuses to rebase (a split's, one made under `no_grad`, a hooked
-            // layer's), written while autograd records: it raises at once when the tensor
-            // viewed or the value requires grad, a leaf's included (measured with torch 2.15).
-            let refused = match tt
-                .refused_view
-                .filter(|_| !no_grad && tt.counter && all_refused)
-            {
-                // (Only where it is certain: an argument split in a helper may be an index or a
-                // mask, which never requires grad.)
-                Some(view) if view.grad || tt.grad == Tri::Yes => Some((view, false)),
-                Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
-                _ => None,
-            };
-            if self.stmt.is_some() && self.raised_in == self.stmt {
-                // (The statement stopped at an earlier write.)
-            } else if let Some((view, plain)) = refused {
-                self.raised_in = self.stmt;
-                self.report(Event::RefusedViewWrite {
-                    write: wid,
-                    view,
-                    plain,
-                });
-            } else if !no_grad && tt.counter && all_leaf {
-                // Forms ① and ②: a leaf that requires grad, written while grad mode is on.
-                // `x[i] = v` on a leaf writes a view of it (form ②); `x[:] = v` copies into the
-                // leaf itself (form ①, measured with torch 2.15).
-                let through_view =
-                    tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript { whole: false });
-                if through_view || tt.leaf {
-                    self.raised_in = self.stmt;
-                    self.report(Event::LeafWrite {
-                        write: wid,
-                        through_view,
-                        view: tt.view_origin,
-                    });
-                }
+            if self.report_raising(wid, &tt, &w, no_grad, all_leaf, all_refused, value_grad) {
+                // (The statement stops here: nothing after this write runs.)
+                break;
             }
             if !tt.counter {
                 self.write_through_data(wid, &tt, w.kind, w.masking);
@@ -312,6 +283,72 @@ impl Interp<'_, '_> {
             live: false,
             leaf,
         });
+    }
+
+    /// Whether the statement running now already raised at a write (forms ① and ②, a refused
+    /// view, `out=` under autograd): it stops there, so its later writes never run.
+    pub(super) fn raised(&self) -> bool {
+        self.raised_in == Some(self.stmt_run)
+    }
+
+    /// The statement running now raises at this write.
+    fn raise_here(&mut self, ev: Event) {
+        self.raised_in = Some(self.stmt_run);
+        self.report(ev);
+    }
+
+    /// Report a write that raises at once: into a view autograd refuses to rebase, or into a
+    /// leaf that requires grad (or a view of one), while autograd records. True when it raises.
+    #[allow(clippy::too_many_arguments)]
+    fn report_raising(
+        &mut self,
+        wid: WriteId,
+        tt: &TensorObj,
+        w: &WriteSpec<'_>,
+        no_grad: bool,
+        all_leaf: bool,
+        all_refused: bool,
+        value_grad: Option<Tri>,
+    ) -> bool {
+        // A view autograd refuses to rebase (a split's, one made under `no_grad`, a hooked
+        // layer's), written while autograd records: it raises at once when the tensor viewed or
+        // the value requires grad, a leaf's included (measured with torch 2.15).
+        let refused = match tt
+            .refused_view
+            .filter(|_| !no_grad && tt.counter && all_refused)
+        {
+            // (Only where it is certain: an argument split in a helper may be an index or a
+            // mask, which never requires grad.)
+            Some(view) if view.grad || tt.grad == Tri::Yes => Some((view, false)),
+            Some(view) if value_grad == Some(Tri::Yes) => Some((view, tt.grad == Tri::No)),
+            _ => None,
+        };
+        if let Some((view, plain)) = refused {
+            self.raise_here(Event::RefusedViewWrite {
+                write: wid,
+                view,
+                plain,
+            });
+            return true;
+        }
+        // (`out=` refuses before it writes: IP102, reported by the call.)
+        if no_grad || !tt.counter || !all_leaf || w.kind == WriteKind::OutArg {
+            return false;
+        }
+        // Forms ① and ②: a leaf that requires grad, written while grad mode is on. `x[i] = v`
+        // on a leaf writes a view of it (form ②); `x[:] = v` copies into the leaf itself
+        // (form ①, measured with torch 2.15).
+        let through_view =
+            tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript { whole: false });
+        if !(through_view || tt.leaf) {
+            return false;
+        }
+        self.raise_here(Event::LeafWrite {
+            write: wid,
+            through_view,
+            view: tt.view_origin,
+        });
+        true
     }
 
     /// What write `wid` into `t` (one tensor for certain) makes stale (IP402): other names of

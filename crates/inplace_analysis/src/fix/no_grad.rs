@@ -90,23 +90,40 @@ pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write)
 }
 
 /// The call of an `out=` write rewritten to copy its result into the `out=` tensor: its range
-/// and new text.
+/// and new text. None where the rewrite is not plain: the keyword outside the call (bound by a
+/// `functools.partial`), a comment in the call, a tuple of outputs.
 fn out_arg_as_copy(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<(TextRange, String)> {
     let call = ctx.range(w.site)?;
     let kw = ctx.range(w.range)?;
+    if kw.start < call.start || kw.end > call.end {
+        return None;
+    }
     let text = ctx.slice(call);
     let target = ctx.slice(kw).split_once('=')?.1.trim();
+    if text.contains('#') || target.starts_with('(') {
+        return None;
+    }
     let (at, end) = (kw.start - call.start, kw.end - call.start);
     // The keyword with the comma before it, or after it when it comes first.
-    let before = text[..at].trim_end();
+    let before = text.get(..at)?.trim_end();
+    let after = text.get(end..)?;
     let stripped = if let Some(head) = before.strip_suffix(',') {
-        format!("{head}{}", &text[end..])
+        format!("{head}{after}")
     } else {
-        let rest = text[end..].trim_start();
+        let rest = after.trim_start();
         format!(
             "{before}{}",
             rest.strip_prefix(',').unwrap_or(rest).trim_start()
         )
+    };
+    // (`out=a if flag else b` copies into whichever it names.)
+    let plain = target
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.'));
+    let target = if plain {
+        target.to_string()
+    } else {
+        format!("({target})")
     };
     Some((call, format!("{target}.copy_({stripped})")))
 }

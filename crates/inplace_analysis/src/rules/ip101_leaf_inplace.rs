@@ -1,6 +1,6 @@
 //! # IP101 leaf-inplace
 //!
-//! **What it finds.** An in-place write (`x += 1`, `x.add_(1)`, `torch.relu_(x)`, `out=x`, and a
+//! **What it finds.** An in-place write (`x += 1`, `x.add_(1)`, `torch.relu_(x)`, and a
 //! subscript write that covers the whole tensor: `x[:] = v`, `x[...] = v`, `x[:, :] = v`, which
 //! copies into `x` itself, or that indexes with arrays only: `x[mask] = 0`, `x[idx] += v`,
 //! `x[:, [0, 2]] *= s`, which `index_put_` writes into `x` itself) into a *leaf* tensor that requires grad: one made with
@@ -12,9 +12,7 @@
 //!
 //! **Runtime message** (raised at the write itself, torch 2.15):
 //! `RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.`
-//! For `out=` the call refuses first, naming the op: `RuntimeError: mul(): functions with
-//! out=... arguments don't support automatic differentiation, but one of the arguments requires
-//! grad.` (`aten::arange()` for a factory).
+//! (`out=x` refuses before it writes: IP102.)
 //!
 //! **Example**
 //! ```python
@@ -28,8 +26,8 @@
 //! **Fix safety.** Wrapping in `torch.no_grad()` is *unsafe*: it makes the write succeed, which
 //! changes what the program does from then on; apply it when the write is an update.
 
-use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE, OUT_ARG_MESSAGE};
-use crate::events::{Event, WriteKind};
+use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
+use crate::events::Event;
 use crate::exec::UnitOutput;
 use crate::finding::{Finding, Severity};
 use crate::fix;
@@ -67,32 +65,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         rule: Rule::LeafInplace,
         severity: Severity::Error,
         range: ctx.range(w.range)?,
-        message: match w.kind {
-            WriteKind::OutArg => format!(
-                "`{}` writes into a leaf tensor that requires grad through `out=`; it raises \
-                 here: {}(): {OUT_ARG_MESSAGE}",
-                ctx.snippet(w.site),
-                out_op(ctx.text(w.site)),
-            ),
-            _ => format!(
-                "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
-                ctx.snippet(w.site),
-                FORM1_MESSAGE
-            ),
-        },
+        message: format!(
+            "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
+            ctx.snippet(w.site),
+            FORM1_MESSAGE
+        ),
         related,
         fix,
     })
-}
-
-/// The op as torch names it in the `out=` error: `mul` for `torch.mul(...)`, `aten::arange` for
-/// a factory.
-fn out_op(call: &str) -> String {
-    let callee = call.split('(').next().unwrap_or_default();
-    let name = callee.rsplit('.').next().unwrap_or_default().trim();
-    if crate::ops::FACTORIES.contains(&name) {
-        format!("aten::{name}")
-    } else {
-        name.to_string()
-    }
 }

@@ -3,6 +3,7 @@
 //! rule, and at which range), and its rendering (message, related locations, fix).
 
 pub(crate) mod ip101_leaf_inplace;
+pub(crate) mod ip102_out_arg_requires_grad;
 pub(crate) mod ip201_leaf_view_inplace;
 pub(crate) mod ip202_refused_view_inplace;
 pub(crate) mod ip301_saved_output_inplace;
@@ -29,10 +30,6 @@ pub const FORM3_MESSAGE: &str =
 /// Form ① (torch 2.15).
 pub const FORM1_MESSAGE: &str =
     "a leaf Variable that requires grad is being used in an in-place operation.";
-/// What an op called with `out=` raises when an argument requires grad, after `op(): `
-/// (torch 2.15).
-pub const OUT_ARG_MESSAGE: &str = "functions with out=... arguments don't support automatic \
-     differentiation, but one of the arguments requires grad.";
 /// Form ② (torch 2.15).
 pub const FORM2_MESSAGE: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
@@ -49,6 +46,7 @@ pub(crate) struct RuleImpl {
 
 const RULES: &[RuleImpl] = &[
     ip101_leaf_inplace::RULE,
+    ip102_out_arg_requires_grad::RULE,
     ip201_leaf_view_inplace::RULE,
     ip202_refused_view_inplace::RULE,
     ip304_step_before_backward::RULE,

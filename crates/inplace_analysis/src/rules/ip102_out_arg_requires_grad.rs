@@ -1,0 +1,103 @@
+//! # IP102 out-arg-requires-grad
+//!
+//! **What it finds.** A torch function called with `out=` (`torch.mul(a, 2, out=buf)`,
+//! `torch.cat(parts, out=buf)`, `torch.arange(n, out=self.freq)`) while grad mode is on and one
+//! of its tensors requires grad: an input, or the `out=` tensor itself (a parameter).
+//!
+//! **Why it breaks.** An `out=` call writes its result into memory it was given; autograd has no
+//! way to record how that memory came to hold it, so it refuses the call outright, before
+//! anything is written.
+//!
+//! **Runtime message** (raised at the call itself, torch 2.15; the op is named, `aten::arange()`
+//! for a factory):
+//! `RuntimeError: mul(): functions with out=... arguments don't support automatic
+//! differentiation, but one of the arguments requires grad.`
+//!
+//! **Example**
+//! ```python
+//! w = torch.randn(3, requires_grad=True)
+//! buf = torch.empty(3)
+//! torch.mul(w, 2, out=buf)   # IP102
+//! ```
+//!
+//! **Fix.** To compute a value autograd follows, drop `out=` and bind the result
+//! (`buf = torch.mul(w, 2)`). To fill a parameter (an initialisation), copy into it under
+//! `with torch.no_grad():`: `w.copy_(torch.arange(n))`. (`out=` itself is no fix there: a factory
+//! called with `out=` turns the parameter's `requires_grad` off even under `no_grad`, measured
+//! with torch 2.15 for `arange`, `zeros`, `ones`, `full`, `linspace` and `rand`.)
+//!
+//! **Fix safety.** The `copy_` under `torch.no_grad()`, offered when the `out=` tensor is a
+//! parameter, is *unsafe*: it makes the write succeed, which changes what the program does from
+//! then on. No fix is offered for other tensors: binding a new result instead of writing into
+//! `buf` changes what other names of `buf` see.
+
+use super::{write_of, write_related, RuleImpl};
+use crate::events::Event;
+use crate::exec::UnitOutput;
+use crate::finding::{Finding, Severity};
+use crate::fix;
+use crate::ir::Span;
+use crate::registry::Rule;
+use crate::render::RenderCtx;
+
+/// What an op called with `out=` raises when an argument requires grad, after `op(): `
+/// (torch 2.15).
+pub const OUT_ARG_MESSAGE: &str = "functions with out=... arguments don't support automatic \
+     differentiation, but one of the arguments requires grad.";
+
+pub(crate) const RULE: RuleImpl = RuleImpl {
+    rule: Rule::OutArgRequiresGrad,
+    claims,
+    render,
+    form3_rank: None,
+};
+
+fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    match ev {
+        Event::OutArgRefused { write } => Some(write_of(u, *write)?.range),
+        _ => None,
+    }
+}
+
+fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    let Event::OutArgRefused { write } = ev else {
+        return None;
+    };
+    let w = ctx.write(*write);
+    let mut related = Vec::new();
+    write_related(ctx, w, &mut related);
+    let fix = if w.into_leaf {
+        fix::write_under_no_grad(ctx, w)
+    } else {
+        None
+    };
+    Some(Finding {
+        rule: Rule::OutArgRequiresGrad,
+        severity: Severity::Error,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` passes `out=` while {} requires grad; it raises here: {}(): {OUT_ARG_MESSAGE}",
+            ctx.snippet(w.site),
+            if w.into_leaf {
+                "the tensor it writes"
+            } else {
+                "a tensor it reads"
+            },
+            out_op(ctx.text(w.site)),
+        ),
+        related,
+        fix,
+    })
+}
+
+/// The op as torch names it in the error: `mul` for `torch.mul(...)`, `aten::arange` for a
+/// factory.
+fn out_op(call: &str) -> String {
+    let callee = call.split('(').next().unwrap_or_default();
+    let name = callee.rsplit('.').next().unwrap_or_default().trim();
+    if crate::ops::FACTORIES.contains(&name) {
+        format!("aten::{name}")
+    } else {
+        name.to_string()
+    }
+}
