@@ -241,6 +241,7 @@ pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("scatter", 2, "index"),
     ("scatter_add", 2, "index"),
     ("scatter_reduce", 2, "index"),
+    ("index_reduce", 2, "index"),
     ("index_add", 2, "index"),
     ("index_fill", 2, "index"),
     ("index_copy", 2, "index"),

@@ -625,20 +625,31 @@ impl Interp<'_, '_> {
         } else if let Some(base) = self.torch_layer_base(class) {
             self.init_layer_base(obj, &base, args, call);
         } else if self.list_base(class) {
-            // `class Processors(list)` built from a list (`Processors([Ban(), Clip()])`): its
-            // items, in order, are what `for p in self` and `self[i]` see (as `append` adds).
-            let items = match args.positional.first().map(|(v, _)| v.as_slice()) {
-                Some([seq]) => match self.obj(*seq) {
-                    Obj::Seq(slots) => slots.iter().flatten().copied().collect(),
-                    _ => Vec::new(),
-                },
-                _ => Vec::new(),
-            };
-            if let Obj::Module(module) = self.obj_mut(obj) {
-                module.children.extend(items);
-            }
+            self.init_list_items(obj, args);
         }
         obj
+    }
+
+    /// `list.__init__(items)` of an instance of a `list` subclass (`Processors([Ban(), Clip()])`,
+    /// or `super().__init__(items)`): its items, in order, are what `for p in self` and `self[i]`
+    /// see (as `append` adds). (A slot that may hold one of several values leaves them unknown.)
+    fn init_list_items(&mut self, obj: ObjId, args: &Args) {
+        let items: Option<Vec<ObjId>> = match args.positional.first().map(|(v, _)| v.as_slice()) {
+            Some([seq]) => match self.obj(*seq) {
+                Obj::Seq(slots) => slots
+                    .iter()
+                    .map(|v| match v.as_slice() {
+                        [one] => Some(*one),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let (Some(items), Obj::Module(module)) = (items, self.obj_mut(obj)) {
+            module.children.extend(items);
+        }
     }
 
     /// Whether a class of the file derives from `list` (or `collections.UserList`).
@@ -823,6 +834,8 @@ impl Interp<'_, '_> {
                 self.add_children(self_obj, kind, args);
             } else if let Some(base) = layer {
                 self.init_layer_base(self_obj, &base, args, call);
+            } else if self.list_base(&class) {
+                self.init_list_items(self_obj, args);
             }
             return Some(smallvec![NONE]);
         }

@@ -23,37 +23,30 @@ const COPIES: &[&str] = &[
 ];
 
 impl Interp<'_, '_> {
-    /// A conversion that returns its receiver itself when there is nothing to convert, as it is
-    /// in a float32 model on one device: `.contiguous()`, `.float()`, `.to(other)` and
-    /// `.type_as(other)` with a tensor `other` (`self.cache_k = self.cache_k.to(xq)` keeps the
-    /// cache), `.to(torch.float32)`. (`.cpu()`, `.cuda()` and `.to(device)` are taken for copies:
-    /// between devices they are; `copy=True` always is; so is `.contiguous()` of a view, which
-    /// may be transposed.)
+    /// `.to(other)` / `.type_as(other)` returns its receiver itself when dtype and device already
+    /// match, as they do between two tensors of one float model on one device: both in the
+    /// graph (they may require grad, so both are floating). `self.cache_k =
+    /// self.cache_k.to(xq)` keeps the cache. (Not decided without a dtype to compare, so taken
+    /// for copies: `.float()`, `.contiguous()` (an elementwise op on a transposed view keeps its
+    /// strides), `.to(torch.float32)`, `.cpu()`, `.cuda()`, `.to(device)`; `copy=True` always
+    /// is one.)
     fn returns_itself(&self, recv: &Vals, m: &str, args: &Args) -> bool {
+        if !matches!(m, "to" | "type_as") {
+            return false;
+        }
+        let [(other, _)] = args.positional.as_slice() else {
+            return false;
+        };
+        let in_graph = |vals: &Vals| {
+            !vals.is_empty()
+                && vals
+                    .iter()
+                    .all(|v| self.tensor(*v).is_some_and(|t| t.grad.is_possible()))
+        };
         let copy = args
             .keyword(known::COPY)
             .is_some_and(|(v, ..)| !v.contains(&FALSE));
-        let only = |args: &Args| match (args.positional.as_slice(), args.keywords.as_slice()) {
-            ([(v, _)], []) => Some(v.clone()),
-            ([], [(n, v, ..)]) if self.name(*n) == "dtype" => Some(v.clone()),
-            _ => None,
-        };
-        let float32 = |v: &Vals| {
-            v.iter().all(|o| match self.obj(*o) {
-                Obj::Path(p) => matches!(self.name(*p), "torch.float32" | "torch.float"),
-                _ => false,
-            })
-        };
-        let tensor = |v: &Vals| !v.is_empty() && v.iter().all(|o| self.tensor(*o).is_some());
-        match m {
-            "contiguous" => recv
-                .iter()
-                .all(|v| self.tensor(*v).is_some_and(|t| t.view_of.is_none())),
-            "float" => !copy,
-            "to" => !copy && only(args).is_some_and(|v| tensor(&v) || float32(&v)),
-            "type_as" => only(args).is_some_and(|v| tensor(&v)),
-            _ => false,
-        }
+        !copy && in_graph(recv) && in_graph(other)
     }
 
     pub(super) fn tensor_method(
