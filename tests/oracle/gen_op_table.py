@@ -36,6 +36,7 @@ std_mean log_sigmoid glu threshold silu_ erf_ sigmoid_ tanh_ exp_
 relu_ leaky_relu_ elu_ selu_ celu_ rrelu_ hardtanh_ threshold_ sqrt_ rsqrt_ reciprocal_ expm1_
 exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdist
 max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
+max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
 local_response_norm group_norm""".split()
 # (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
 # `torch.linalg.vector_norm` -> `vector_norm`.)
@@ -129,11 +130,15 @@ EXTRA = {  # extra positional args some ops need
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
     "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
     "clip_": (0.3, 0.6), "max_pool2d": (2,), "avg_pool2d": (2,), "adaptive_avg_pool2d": (1,), "adaptive_max_pool2d": (1,),
+    "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (1,),
+    "adaptive_max_pool1d": (1,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
     "group_norm": (1,),
 }
 # Input shapes of the unary ops that need more dimensions than (2, 3).
 UNARY_SHAPE = {
+    "max_pool1d": (1, 2, 4), "avg_pool1d": (1, 2, 4), "adaptive_avg_pool1d": (1, 2, 3),
+    "adaptive_max_pool1d": (1, 2, 3),
     "max_pool2d": (1, 2, 4, 4),
     "avg_pool2d": (1, 2, 4, 4), "adaptive_avg_pool2d": (1, 2, 3, 3),
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
@@ -149,7 +154,7 @@ def first_tensor(out):
     return getattr(out, "values", None)
 
 
-def raises_after(build, write):
+def raises_after(build, write, inplace=False):
     """build() -> (output, tensors dict); write(name, tensors, out) writes in place; returns
     True when backward raises the in-place error, False when it runs, None when not applicable."""
     torch.manual_seed(0)
@@ -158,8 +163,13 @@ def raises_after(build, write):
         out = first_tensor(out)
         if out is None or not out.requires_grad or out.grad_fn is None:
             return None
-        if out._base is not None:
+        inputs = [t for t in ts.values() if isinstance(t, torch.Tensor)]
+        shares = any(out.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+                     for t in inputs)
+        if shares and not inplace:
             return None  # views share the input's storage: not an op that saves anything
+        # (A result that is a view of an intermediate (`max_pool1d` pools an unsqueezed copy and
+        # squeezes the result) is the op's own.)
         write(ts, out)
     except Exception:
         return None
@@ -193,7 +203,8 @@ def measure_unary(f, extra=(), shape=(2, 3)):
         def write(ts, out, name=name):
             (out if name == "result" else ts[name]).data  # noqa: B018 (touch)
             (out if name == "result" else ts[name]).mul_(1)
-        r = raises_after(build, write)
+        # (An in-place kernel, `relu_`, returns its input.)
+        r = raises_after(build, write, inplace=f.__name__.endswith("_"))
         if r is None:
             return None
         flags[name] = r
@@ -287,7 +298,7 @@ def measure_indexed(name, extra):
     for which in ("result", "other"):
         def write(ts, out, which=which):
             (out if which == "result" else ts[which]).mul_(1)
-        if raises_after(build(inplace=True), write) != flags[which]:
+        if raises_after(build(inplace=True), write, inplace=True) != flags[which]:
             raise SystemExit(f"gen_op_table: {name}_ saves its {which} unlike {name}")
     return flags
 
@@ -352,7 +363,7 @@ def measure_module(cls_name):
 
         def write_result(ts, out):
             out.mul_(1)
-        flags["inplace_result"] = bool(raises_after(build_inplace, write_result))
+        flags["inplace_result"] = bool(raises_after(build_inplace, write_result, inplace=True))
     return flags
 
 
