@@ -590,8 +590,9 @@ impl Interp<'_, '_> {
 }
 
 /// Whether a loop body uses the loop variable `k` as a position: subscripts anything with the
-/// bare name (`self.layers[k]`), compares it (`if k == 0:`) or bounds a `range` with it
-/// (`for j in range(k):`). Such a loop runs once per position.
+/// bare name or arithmetic on it (`self.layers[k]`, `self._ops[2 * k + 1]`), compares it
+/// (`if k == 0:`) or bounds a `range` with it (`for j in range(k):`). Such a loop runs once per
+/// position.
 fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
     let (Some(start), Some(end)) = (c.body.stmts_of(body).next(), c.body.stmts_of(body).last())
     else {
@@ -602,6 +603,17 @@ fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
         end: c.body.stmt_span(end).end,
     };
     let is_k = |e: ExprId| matches!(*c.expr(e), Expr::Name { name, .. } if name == k);
+    // (`2 * k + 1`: arithmetic a few levels deep on `k` and constants.)
+    fn on_k(c: Code<'_>, e: ExprId, k: Name, depth: u8) -> bool {
+        match *c.expr(e) {
+            Expr::Name { name, .. } => name == k,
+            Expr::Binary { left, right, .. } if depth < 4 => {
+                let side = |x: Option<ExprId>| x.is_some_and(|x| on_k(c, x, k, depth + 1));
+                side(left.get()) || side(right.get())
+            }
+            _ => false,
+        }
+    }
     (0..c.body.exprs.len()).any(|i| {
         if !within.contains(c.body.expr_spans[i]) {
             return false;
@@ -609,7 +621,7 @@ fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
         match c.body.exprs[i] {
             Expr::Subscript { sub, .. } => {
                 let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
-                matches!((parts.next(), parts.next()), (Some(p), None) if is_k(p))
+                matches!((parts.next(), parts.next()), (Some(p), None) if on_k(c, p, k, 0))
             }
             Expr::Compare { operands, .. } => c.body.exprs_of(operands).any(is_k),
             Expr::Call { func, args } => {
