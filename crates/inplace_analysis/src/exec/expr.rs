@@ -199,7 +199,8 @@ impl Interp<'_, '_> {
             Expr::True => smallvec![TRUE],
             Expr::False => smallvec![FALSE],
             Expr::None => smallvec![NONE],
-            Expr::Str(n) | Expr::StrPattern(n) => smallvec![self.string(n)],
+            Expr::Str(n) => smallvec![self.string(n)],
+            Expr::StrPattern { pattern, parts } => self.eval_fstring(c, pattern, parts),
             Expr::Int(n) => smallvec![self.int(n)],
             Expr::Float | Expr::OtherStr | Expr::Ellipsis => smallvec![OTHER],
             Expr::Other(list) => {
@@ -386,6 +387,41 @@ impl Interp<'_, '_> {
             [one] => self.int_values.get(one).copied(),
             _ => None,
         }
+    }
+
+    /// An f-string: each hole filled with its value's text where that is one known integer or
+    /// string (`f"bias_hh_l{i}"` with `i = 0` names `bias_hh_l0`), else left a hole.
+    fn eval_fstring(&mut self, c: Code<'_>, pattern: Name, parts: List) -> Vals {
+        let values: Vec<Option<String>> = c
+            .body
+            .list(parts)
+            .iter()
+            .map(|p| {
+                let v = self.eval_opt(c, ExprId(*p));
+                if let Some(n) = self.one_int(&v) {
+                    return Some(n.to_string());
+                }
+                match v.as_slice() {
+                    [one] => match *self.obj(*one) {
+                        Obj::Str(s) if !self.name(s).contains(STR_HOLE) => {
+                            Some(self.name(s).to_string())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            })
+            .collect();
+        let mut values = values.into_iter();
+        let mut text = String::new();
+        for ch in self.name(pattern).to_string().chars() {
+            match (ch == STR_HOLE).then(|| values.next().flatten()) {
+                Some(Some(v)) => text.push_str(&v),
+                _ => text.push(ch),
+            }
+        }
+        let name = self.intern(&text);
+        smallvec![self.string(name)]
     }
 
     /// The one object of a string value in this unit.

@@ -466,7 +466,9 @@ impl Interp<'_, '_> {
                     }
                     _ => false,
                 };
+                let family = self.attrs_matching(o, attr);
                 let vals = match (&default, missing) {
+                    _ if !family.is_empty() => family,
                     (Some(d), true) => d.clone(),
                     _ => self.attribute_of(c, e, o, attr),
                 };
@@ -478,6 +480,25 @@ impl Interp<'_, '_> {
             }
         }
         out
+    }
+
+    /// The attributes of module `o` a name with holes stands for (`f"bias_hh_l{i}"` with `i`
+    /// unknown: every layer's `bias_hh_l0`, `bias_hh_l1`, ...); none for a plain name.
+    fn attrs_matching(&self, o: ObjId, pattern: Name) -> Vals {
+        let text = self.name(pattern);
+        if !text.contains(STR_HOLE) {
+            return Vals::new();
+        }
+        let Obj::Module(m) = self.obj(o) else {
+            return Vals::new();
+        };
+        let mut names: Vec<&Name> = m
+            .attrs
+            .keys()
+            .filter(|a| matches_pattern(text, self.name(**a)))
+            .collect();
+        names.sort();
+        names.into_iter().flat_map(|a| m.attrs[a].clone()).collect()
     }
 
     /// `max(x, dim)` saves other tensors than `max(x)`: the table has a `.dim` entry for such
@@ -793,5 +814,46 @@ fn self_attr_root(c: Code<'_>, e: ExprId) -> Option<(Name, Span)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Whether `name` is one of the strings `pattern` stands for: each [`STR_HOLE`] any non-empty
+/// run of characters, the rest literally.
+fn matches_pattern(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split(STR_HOLE);
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    for (k, piece) in pieces.iter().enumerate() {
+        let last = k + 1 == pieces.len();
+        if last {
+            return rest.len() > piece.len() && rest.ends_with(piece);
+        }
+        // (A hole takes at least one character.)
+        let Some(at) = rest.get(1..).and_then(|r| r.find(piece)) else {
+            return false;
+        };
+        rest = &rest[1 + at + piece.len()..];
+    }
+    rest.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_names_with_a_run_per_hole() {
+        let p = format!("bias_hh_l{STR_HOLE}");
+        assert!(matches_pattern(&p, "bias_hh_l0"));
+        assert!(matches_pattern(&p, "bias_hh_l12"));
+        assert!(!matches_pattern(&p, "bias_hh_l"));
+        assert!(!matches_pattern(&p, "bias_ih_l0"));
+        let q = format!("layer{STR_HOLE}_w{STR_HOLE}");
+        assert!(matches_pattern(&q, "layer1_w2"));
+        assert!(!matches_pattern(&q, "layer1_w"));
+        assert!(!matches_pattern(&q, "layer_w2"));
     }
 }

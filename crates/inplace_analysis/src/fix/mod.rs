@@ -105,7 +105,7 @@ fn is_atomic(e: &Expr) -> bool {
             | Expr::Int(_)
             | Expr::Float
             | Expr::Str(_)
-            | Expr::StrPattern(_)
+            | Expr::StrPattern { .. }
             | Expr::OtherStr
             | Expr::True
             | Expr::False

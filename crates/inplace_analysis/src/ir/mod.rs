@@ -266,8 +266,13 @@ pub enum Expr {
     Float,
     /// A plain string literal and its value.
     Str(Name),
-    /// An f-string with interpolations: its text with each one a [`STR_HOLE`] (`f"layer{i}"`).
-    StrPattern(Name),
+    /// An f-string with interpolations: its text with each one a [`STR_HOLE`] (`f"layer{i}"`),
+    /// and the expression of each hole in order ([`ExprId::NONE`] where a format spec or a
+    /// conversion makes its text other than the value's).
+    StrPattern {
+        pattern: Name,
+        parts: List,
+    },
     /// Bytes, template strings.
     OtherStr,
     Ellipsis,
@@ -719,7 +724,7 @@ impl Body {
                 Expr::Name { name, .. } => m(name),
                 Expr::Attr { attr, .. } => m(attr),
                 Expr::Named { target, .. } => m(target),
-                Expr::Str(s) | Expr::StrPattern(s) => m(s),
+                Expr::Str(s) | Expr::StrPattern { pattern: s, .. } => m(s),
                 _ => {}
             }
         }

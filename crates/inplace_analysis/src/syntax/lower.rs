@@ -753,19 +753,26 @@ impl Lowerer<'_> {
                     named_children(n)
                 };
                 let mut text = String::new();
-                let mut pattern = false;
+                let mut holes = Vec::new();
                 for part in parts {
                     match self.string_value(part) {
-                        Some((t, holes)) => {
+                        Some((t, h)) => {
                             text.push_str(&t);
-                            pattern |= holes;
+                            holes.extend(h);
                         }
                         None => return Ok(Expr::OtherStr),
                     }
                 }
                 let name = self.names.intern(&text);
-                if pattern {
-                    Expr::StrPattern(name)
+                if text.contains(STR_HOLE) {
+                    let ids: Vec<u32> = holes
+                        .into_iter()
+                        .map(|h| h.map_or(ExprId::NONE, |n| self.expr(n)).0)
+                        .collect();
+                    Expr::StrPattern {
+                        pattern: name,
+                        parts: self.list(&ids),
+                    }
                 } else {
                     Expr::Str(name)
                 }
@@ -846,14 +853,16 @@ impl Lowerer<'_> {
         Expr::IfExp { body, test, orelse }
     }
 
-    /// The value of a string literal (escapes kept as written), and whether it has holes: an
-    /// f-string's interpolations are each [`STR_HOLE`]. Bytes and template strings have none.
-    fn string_value(&self, n: Node<'_>) -> Option<(String, bool)> {
+    /// The value of a string literal (escapes kept as written), and its holes: an f-string's
+    /// interpolations are each [`STR_HOLE`], with the expression whose value fills it (none where
+    /// a format spec or a conversion changes its text). Bytes and template strings have none.
+    #[allow(clippy::type_complexity)]
+    fn string_value<'n>(&self, n: Node<'n>) -> Option<(String, Vec<Option<Node<'n>>>)> {
         if n.k() != "string" {
             return None;
         }
         let mut out = String::new();
-        let mut holes = false;
+        let mut holes = Vec::new();
         for c in named_children(n) {
             match c.k() {
                 "string_start" => {
@@ -865,7 +874,10 @@ impl Lowerer<'_> {
                 "string_content" => out.push_str(self.text(c)),
                 "interpolation" => {
                     out.push(STR_HOLE);
-                    holes = true;
+                    let plain = named_children(c)
+                        .iter()
+                        .all(|p| !matches!(p.k(), "type_conversion" | "format_specifier"));
+                    holes.push(c.field("expression").filter(|_| plain));
                 }
                 "string_end" => {}
                 _ => return None,
