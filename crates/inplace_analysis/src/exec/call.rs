@@ -652,6 +652,34 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether a class of the file derives from `torch.optim.Optimizer` (a custom optimizer).
+    fn optimizer_base(&self, class: &ClassObj) -> bool {
+        let optim = |path: &str| (path == "torch.optim.Optimizer").then_some(());
+        self.torch_base(class, &optim, 0).is_some()
+    }
+
+    /// `Optimizer.__init__(params, defaults)` of a custom optimizer: `self.param_groups` holds
+    /// one group, a dict of `"params"` and the defaults (`for group in self.param_groups: for p
+    /// in group["params"]` then walks the parameters its `step` updates).
+    fn init_param_groups(&mut self, c: Code<'_>, e: ExprId, opt: ObjId, args: &Args, call: Span) {
+        let params = args.positional.first().map(|(v, _)| v.clone());
+        let defaults = args.positional.get(1).map(|(v, _)| v.clone()).or_else(|| {
+            let name = self.intern("defaults");
+            args.keyword(name).map(|(v, ..)| v.clone())
+        });
+        let Some(params) = params else { return };
+        let mut entries = vec![(Some((self.intern("params"), call)), params)];
+        if let Some([d]) = defaults.as_deref() {
+            if let (Some(keys), Obj::Seq(values)) = (self.dict_keys.get(d), self.obj(*d)) {
+                entries.extend(keys.iter().copied().zip(values.iter().cloned()));
+            }
+        }
+        let group = self.keyed_dict(entries);
+        let groups = self.alloc(Obj::Seq(vec![smallvec![group]]));
+        let name = self.intern("param_groups");
+        self.set_attribute(c, e, opt, name, smallvec![groups], None);
+    }
+
     /// Whether a class of the file derives from `list` (or `collections.UserList`).
     fn list_base(&self, class: &ClassObj) -> bool {
         let list =
@@ -836,6 +864,8 @@ impl Interp<'_, '_> {
                 self.init_layer_base(self_obj, &base, args, call);
             } else if self.list_base(&class) {
                 self.init_list_items(self_obj, args);
+            } else if self.optimizer_base(&class) {
+                self.init_param_groups(c, value, self_obj, args, call);
             }
             return Some(smallvec![NONE]);
         }
