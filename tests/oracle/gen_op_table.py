@@ -105,7 +105,7 @@ MODULE_ARGS = {
     "Dropout3d": dict(p=0.5), "AlphaDropout": dict(p=0.5), "FeatureAlphaDropout": dict(p=0.5),
     "Unflatten": (1, (3, 1)),
     **{f"{k}{d}d": (2,) for k in ("MaxPool", "AvgPool") for d in (1, 2, 3)},
-    **{f"Adaptive{k}Pool{d}d": (1,) for k in ("Avg", "Max") for d in (1, 2, 3)},
+    **{f"Adaptive{k}Pool{d}d": (2,) for k in ("Avg", "Max") for d in (1, 2, 3)},
     **{f"{k}Pad{d}d": (1,) for k in ("Reflection", "Replication", "Zero", "Circular")
        for d in (1, 2, 3)},
     **{f"ConstantPad{d}d": (1, 0.5) for d in (1, 2, 3)},
@@ -129,9 +129,10 @@ EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
     "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
-    "clip_": (0.3, 0.6), "max_pool2d": (2,), "avg_pool2d": (2,), "adaptive_avg_pool2d": (1,), "adaptive_max_pool2d": (1,),
-    "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (1,),
-    "adaptive_max_pool1d": (1,),
+    "clip_": (0.3, 0.6), "max_pool2d": (2,), "avg_pool2d": (2,), "adaptive_avg_pool2d": (2,), "adaptive_max_pool2d": (2,),
+    # (Adaptive pools to a size other than 1: pooling to 1 is a mean, which saves nothing.)
+    "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (2,),
+    "adaptive_max_pool1d": (2,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
     "group_norm": (1,),
 }

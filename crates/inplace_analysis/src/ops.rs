@@ -175,6 +175,10 @@ pub const SPLITS: &[&str] = &[
     "vsplit",
 ];
 
+/// Ops that, given `out=`, do not refuse an input that requires grad (measured with torch 2.15),
+/// besides those of [`INDEX_RESULT`]: their result has no gradient.
+pub const NO_GRAD_OUT: &[&str] = &["histc", "floor_divide", "isin", "randperm"];
+
 /// Ops whose result holds integers or booleans: it never requires grad, whatever the inputs.
 pub const INDEX_RESULT: &[&str] = &[
     "argmax",

@@ -84,8 +84,12 @@ impl Interp<'_, '_> {
                 }
             }
             Expr::Bool { and, left, right } => {
+                let raised = self.raised_in;
                 let a = self.eval_opt(c, left);
+                // (A write that raises on the left may not run: the right side may run alone.)
+                self.raised_in = raised;
                 let b = self.eval_opt(c, right);
+                self.raised_in = raised;
                 bool_op(and, a, b)
             }
             Expr::Compare { operands, op } => self.eval_comparison(c, e, operands, op),
@@ -160,12 +164,16 @@ impl Interp<'_, '_> {
                         _ => {}
                     }
                 }
+                let raised = self.raised_in;
                 let mut out = self.eval_opt(c, body);
                 // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
                 if self.is_container_test(c, test, body) {
                     out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));
                 }
+                // (A write that raises in one arm does not stop the other.)
+                self.raised_in = raised;
                 out.extend(self.eval_opt(c, orelse));
+                self.raised_in = raised;
                 out
             }
             Expr::Named { target, value } => {
@@ -401,15 +409,7 @@ impl Interp<'_, '_> {
                 if let Some(n) = self.one_int(&v) {
                     return Some(n.to_string());
                 }
-                match v.as_slice() {
-                    [one] => match *self.obj(*one) {
-                        Obj::Str(s) if !self.name(s).contains(STR_HOLE) => {
-                            Some(self.name(s).to_string())
-                        }
-                        _ => None,
-                    },
-                    _ => None,
-                }
+                self.one_exact_str(&v).map(|s| self.name(s).to_string())
             })
             .collect();
         let mut values = values.into_iter();

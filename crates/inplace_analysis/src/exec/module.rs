@@ -18,6 +18,10 @@ pub(crate) enum Container {
     Holder,
 }
 
+/// The attribute of an adaptive average pool that says it pools to size 1 (a mean, which saves
+/// nothing); no Python name can be spelled so.
+const GLOBAL_POOL: &str = "<pools to size 1>";
+
 /// How [`Interp::submodules`] walks a module tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TreeWalk {
@@ -129,6 +133,22 @@ impl Interp<'_, '_> {
                     attrs.insert(option, v);
                 }
             }
+        }
+        // An adaptive average pool to size 1 is a mean and saves nothing; to another size it
+        // saves its input (measured with torch 2.15).
+        // (Decided here, where the size's integers are known, and kept as `True`/`False`
+        // under a name no code can spell: a unit that reads the layer later has other ints.)
+        if class.starts_with("AdaptiveAvgPool") {
+            let option = self.intern("output_size");
+            let given = args
+                .keyword(option)
+                .map(|(v, ..)| v.clone())
+                .or_else(|| args.positional.first().map(|(v, _)| v.clone()));
+            let global = given.is_some_and(|v| self.all_ones(&v));
+            attrs.insert(
+                self.intern(GLOBAL_POOL),
+                smallvec![if global { TRUE } else { FALSE }],
+            );
         }
         // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
         let mut off = |kw: &str| {
@@ -592,6 +612,10 @@ impl Interp<'_, '_> {
             saves_result &= self.layer_option_off(&module, "bidirectional")
                 && self.layer_option_off(&module, "proj_size");
         }
+        if class.starts_with("AdaptiveAvgPool") {
+            let global = self.intern(GLOBAL_POOL);
+            saves_input &= module.attrs.get(&global).map(|v| v.as_slice()) != Some(&[TRUE]);
+        }
         // Tensors inside tuples and lists are inputs too (an RNN's `(h, c)` state).
         let mut inputs: Vals = self.flat_tensors(
             &args
@@ -659,6 +683,22 @@ impl Interp<'_, '_> {
 
     /// A constructor option of a torch layer (kept by [`Self::new_module`]) that is not given, or
     /// known to be `False`, `None` or `0`.
+    /// Whether `v` is the integer 1, or a tuple or list of ones (an adaptive pool's global size).
+    pub(super) fn all_ones(&self, v: &Vals) -> bool {
+        if self.one_int(v) == Some(1) {
+            return true;
+        }
+        match v.as_slice() {
+            [seq] => match self.obj(*seq) {
+                Obj::Seq(slots) => {
+                    !slots.is_empty() && slots.iter().all(|s| self.one_int(s) == Some(1))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     fn layer_option_off(&mut self, module: &ModuleObj, option: &str) -> bool {
         let option = self.intern(option);
         module

@@ -363,7 +363,10 @@ impl Interp<'_, '_> {
             .map(|v| self.arg_kind(v))
             .unwrap_or(ArgKind::Scalar);
         let b = inputs.get(1).map(|v| self.arg_kind(v));
-        let saves = if self.grad_enabled {
+        // (An adaptive average pool to size 1 is a mean: it saves nothing.)
+        let global_pool = name.starts_with("adaptive_avg_pool")
+            && inputs.get(1).is_some_and(|v| self.all_ones(v));
+        let saves = if self.grad_enabled && !global_pool {
             ops::table().saves(name, a, b)
         } else {
             OpSaves::default()

@@ -624,18 +624,31 @@ impl Interp<'_, '_> {
         let f = qualified.rsplit('.').next().unwrap_or(qualified);
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
-        if let Some((out, value, span)) = args.keyword(known::OUT) {
-            let out = out.clone();
+        // (`out=None` is no `out=`: the op makes its result.)
+        let out_arg = args
+            .keyword(known::OUT)
+            .filter(|(out, ..)| out.iter().any(|v| *v != NONE));
+        if let Some((out, value, span)) = out_arg {
+            let out: Vals = out.iter().copied().filter(|v| *v != NONE).collect();
             let tensors = self.as_tensors(&out);
             let through = self.obj_name(c, value);
             let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
-            // Autograd refuses the call when any of its tensors requires grad (the `out=` one
-            // included), whatever it is: nothing is written then.
-            let all: Vals = args.all_values().flatten().copied().collect();
-            let requires = (self.flat_tensors(&all).iter())
-                .any(|v| self.tensor(*v).is_some_and(|t| t.grad == Tri::Yes));
-            let refused = self.grad_enabled && requires && !self.raised();
+            // Autograd refuses the call when one of its tensors surely requires grad (the
+            // `out=` one included), whatever it is: nothing is written then. (An op whose result
+            // is integers or booleans, `argmax`, `eq`, has no gradient to refuse.)
+            let refused = self.grad_enabled
+                && !ops::INDEX_RESULT.contains(&f)
+                && !ops::NO_GRAD_OUT.contains(&f)
+                && args.all_values().any(|v| {
+                    let ts = self.flat_tensors(v);
+                    !ts.is_empty()
+                        && ts
+                            .iter()
+                            .all(|t| self.tensor(*t).is_some_and(|t| t.grad == Tri::Yes))
+                })
+                && !self.raised();
             if refused {
+                // (Raised before the write is recorded: the write does nothing.)
                 self.raised_in = Some(self.stmt_run);
             }
             let write = self.write(&tensors, spec);
@@ -832,10 +845,11 @@ fn matches_pattern(pattern: &str, name: &str) -> bool {
             return rest.len() > piece.len() && rest.ends_with(piece);
         }
         // (A hole takes at least one character.)
-        let Some(at) = rest.get(1..).and_then(|r| r.find(piece)) else {
+        let skip = rest.chars().next().map_or(0, char::len_utf8);
+        let Some(at) = rest.get(skip..).and_then(|r| r.find(piece)) else {
             return false;
         };
-        rest = &rest[1 + at + piece.len()..];
+        rest = &rest[skip + at + piece.len()..];
     }
     rest.is_empty()
 }
@@ -855,5 +869,6 @@ mod tests {
         assert!(matches_pattern(&q, "layer1_w2"));
         assert!(!matches_pattern(&q, "layer1_w"));
         assert!(!matches_pattern(&q, "layer_w2"));
+        assert!(matches_pattern(&format!("{STR_HOLE}_w"), "é_w"));
     }
 }

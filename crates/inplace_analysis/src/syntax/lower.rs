@@ -863,6 +863,7 @@ impl Lowerer<'_> {
         }
         let mut out = String::new();
         let mut holes = Vec::new();
+        let mut fstring = false;
         for c in named_children(n) {
             match c.k() {
                 "string_start" => {
@@ -870,13 +871,21 @@ impl Lowerer<'_> {
                     if t.chars().any(|ch| matches!(ch, 'b' | 'B' | 't' | 'T')) {
                         return None;
                     }
+                    fstring = t.chars().any(|ch| matches!(ch, 'f' | 'F'));
+                }
+                // (`{{` in an f-string is one `{`.)
+                "string_content" if fstring => {
+                    out.push_str(&self.text(c).replace("{{", "{").replace("}}", "}"))
                 }
                 "string_content" => out.push_str(self.text(c)),
                 "interpolation" => {
                     out.push(STR_HOLE);
-                    let plain = named_children(c)
-                        .iter()
-                        .all(|p| !matches!(p.k(), "type_conversion" | "format_specifier"));
+                    // (A conversion, a format spec or `{x=}` make its text other than the
+                    // value's.)
+                    let mut w = c.walk();
+                    let plain = c
+                        .children(&mut w)
+                        .all(|p| !matches!(p.kind(), "type_conversion" | "format_specifier" | "="));
                     holes.push(c.field("expression").filter(|_| plain));
                 }
                 "string_end" => {}
