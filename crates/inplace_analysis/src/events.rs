@@ -111,8 +111,9 @@ pub(crate) enum Event {
         view: Option<Span>,
     },
     /// An op called with `out=` while autograd records and one of its tensors (an input or the
-    /// `out=` tensor) requires grad: it refuses at the call.
-    OutArgRefused { write: WriteId },
+    /// `out=` tensor) requires grad: it refuses at the call. `writes_grad`: the `out=` tensor
+    /// itself requires grad.
+    OutArgRefused { write: WriteId, writes_grad: bool },
     /// A write, while autograd records, into a view it refuses to rebase (a split's output, a
     /// row of an iteration, a view made under `no_grad`, a hooked layer's input or output);
     /// `plain`: the view does not require grad, the value written does.

@@ -265,7 +265,7 @@ pub(crate) fn findings(
 fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange> {
     let write = match ev {
         Event::LeafWrite { write, .. }
-        | Event::OutArgRefused { write }
+        | Event::OutArgRefused { write, .. }
         | Event::RefusedViewWrite { write, .. }
         | Event::Clobber { write, .. }
         | Event::DataWrite { write, .. }

@@ -651,9 +651,11 @@ impl Interp<'_, '_> {
                 // (Raised before the write is recorded: the write does nothing.)
                 self.raised_in = Some(self.stmt_run);
             }
+            let writes_grad = !tensors.is_empty()
+                && (tensors.iter()).all(|t| self.tensor(*t).is_some_and(|t| t.grad == Tri::Yes));
             let write = self.write(&tensors, spec);
             if refused {
-                self.report(Event::OutArgRefused { write });
+                self.report(Event::OutArgRefused { write, writes_grad });
             }
             return out;
         }

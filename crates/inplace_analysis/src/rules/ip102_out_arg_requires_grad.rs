@@ -54,13 +54,13 @@ pub(crate) const RULE: RuleImpl = RuleImpl {
 
 fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     match ev {
-        Event::OutArgRefused { write } => Some(write_of(u, *write)?.range),
+        Event::OutArgRefused { write, .. } => Some(write_of(u, *write)?.range),
         _ => None,
     }
 }
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
-    let Event::OutArgRefused { write } = ev else {
+    let Event::OutArgRefused { write, writes_grad } = ev else {
         return None;
     };
     let w = ctx.write(*write);
@@ -78,7 +78,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message: format!(
             "`{}` passes `out=` while {} requires grad; it raises here: {}(): {OUT_ARG_MESSAGE}",
             ctx.snippet(w.site),
-            if w.into_leaf {
+            if *writes_grad {
                 "the tensor it writes"
             } else {
                 "a tensor it reads"
