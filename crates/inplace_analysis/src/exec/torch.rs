@@ -482,6 +482,14 @@ impl Interp<'_, '_> {
         out
     }
 
+    /// Whether `vals` are tensors that all surely require grad.
+    fn surely_grad(&self, vals: &Vals) -> bool {
+        !vals.is_empty()
+            && vals
+                .iter()
+                .all(|t| self.tensor(*t).is_some_and(|t| t.grad == Tri::Yes))
+    }
+
     /// The attributes of module `o` a name with holes stands for (`f"bias_hh_l{i}"` with `i`
     /// unknown: every layer's `bias_hh_l0`, `bias_hh_l1`, ...); none for a plain name.
     fn attrs_matching(&self, o: ObjId, pattern: Name) -> Vals {
@@ -639,20 +647,15 @@ impl Interp<'_, '_> {
             let refused = self.grad_enabled
                 && !ops::INDEX_RESULT.contains(&f)
                 && !ops::NO_GRAD_OUT.contains(&f)
-                && args.all_values().any(|v| {
-                    let ts = self.flat_tensors(v);
-                    !ts.is_empty()
-                        && ts
-                            .iter()
-                            .all(|t| self.tensor(*t).is_some_and(|t| t.grad == Tri::Yes))
-                })
+                && args
+                    .all_values()
+                    .any(|v| self.surely_grad(&self.flat_tensors(v)))
                 && !self.raised();
             if refused {
                 // (Raised before the write is recorded: the write does nothing.)
                 self.raised_in = Some(self.stmt_run);
             }
-            let writes_grad = !tensors.is_empty()
-                && (tensors.iter()).all(|t| self.tensor(*t).is_some_and(|t| t.grad == Tri::Yes));
+            let writes_grad = self.surely_grad(&tensors);
             let write = self.write(&tensors, spec);
             if refused {
                 self.report(Event::OutArgRefused { write, writes_grad });
