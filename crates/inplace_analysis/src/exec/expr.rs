@@ -1053,14 +1053,18 @@ impl Interp<'_, '_> {
         }
         let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));
         // (Or tuples of single values holding a module or an optimizer: `(name, layer)` pairs
-        // of `.items()`, `zip(optimizers, losses)`.)
+        // of `.items()`, `zip(optimizers, losses)`; or records of constants, a literal table
+        // `[("max_pool_3x3", 1), ("conv_1x1", 0)]` whose rows build different layers.)
+        let constant = |v: ObjId| self.exact_str(v).is_some() || matches!(self.obj(v), Obj::Other);
         let modules = children.iter().all(|c| match self.obj(*c) {
             Obj::Seq(tuple) => {
                 tuple.len() >= 2
                     && tuple.iter().all(|v| v.len() == 1)
-                    && tuple
+                    && (tuple
                         .iter()
                         .any(|v| matches!(self.obj(v[0]), Obj::Module(_) | Obj::Optimizer { .. }))
+                        || (tuple.iter().all(|v| constant(v[0]))
+                            && tuple.iter().any(|v| self.exact_str(v[0]).is_some())))
             }
             _ => module(*c),
         });

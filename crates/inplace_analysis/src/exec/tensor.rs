@@ -238,7 +238,7 @@ impl Interp<'_, '_> {
     }
 
     /// `+ - * // %` of two known integers (small ones: loop bounds and sizes).
-    fn int_arith(&self, op: BinOp, a: &Vals, b: &Vals) -> Option<i64> {
+    pub(super) fn int_arith(&self, op: BinOp, a: &Vals, b: &Vals) -> Option<i64> {
         let (x, y) = (self.one_int(a)?, self.one_int(b)?);
         let n = match op {
             BinOp::Add => x.checked_add(y),

@@ -534,7 +534,9 @@ impl Interp<'_, '_> {
         else {
             return smallvec![OTHER];
         };
+        // The classes asked about: `torch.nn` classes by name, and classes of the file.
         let mut names = Vec::new();
+        let mut locals = Vec::new();
         let mut flat = Vals::new();
         self.flatten(classes, &mut flat, &mut FxHashSet::default());
         for k in &flat {
@@ -542,16 +544,24 @@ impl Interp<'_, '_> {
                 Obj::Path(p) if self.name(*p).starts_with("torch.nn.") => {
                     names.push(self.name(*p).rsplit('.').next().unwrap_or("").to_string())
                 }
+                Obj::Class(k) => locals.push(k.loc),
                 _ => return smallvec![OTHER],
             }
         }
+        let any_module = names.iter().any(|n| n == "Module");
         let mut answer = None;
         for o in objs {
             let this = match self.obj(*o) {
-                Obj::Module(m) if m.local.is_none() => {
-                    let class = self.name(m.class);
-                    names.iter().any(|n| n == class)
-                }
+                Obj::Module(_) if any_module => true,
+                Obj::Module(m) => match &m.local {
+                    None => names.iter().any(|n| *n == self.name(m.class)),
+                    // (A class of the file: itself or a base is asked about; undecided when
+                    // a base is not known.)
+                    Some(k) => match self.class_is(k, &names, &locals, 0) {
+                        Some(b) => b,
+                        None => return smallvec![OTHER],
+                    },
+                },
                 _ => return smallvec![OTHER],
             };
             if answer.is_some_and(|a| a != this) {
@@ -564,6 +574,42 @@ impl Interp<'_, '_> {
             Some(false) => smallvec![FALSE],
             None => smallvec![OTHER],
         }
+    }
+
+    /// Whether class `k` of the file is one of `locals`, or derives from one of them or from a
+    /// `torch.nn` class named in `names`; `None` when a base is not known.
+    fn class_is(
+        &self,
+        k: &ClassObj,
+        names: &[String],
+        locals: &[ClassLoc],
+        depth: u32,
+    ) -> Option<bool> {
+        if locals.contains(&k.loc) {
+            return Some(true);
+        }
+        if depth > 16 {
+            return None;
+        }
+        let mut known = true;
+        for b in &k.bases {
+            let found = match self.obj(*b) {
+                Obj::Class(base) => self.class_is(base, names, locals, depth + 1),
+                Obj::Path(p) => {
+                    let p = self.name(*p);
+                    p.strip_prefix("torch.nn.")
+                        .map(|n| names.iter().any(|x| n.rsplit('.').next() == Some(x)))
+                        .or((p == "builtins.object").then_some(false))
+                }
+                _ => None,
+            };
+            match found {
+                Some(true) => return Some(true),
+                Some(false) => {}
+                None => known = false,
+            }
+        }
+        known.then_some(false)
     }
 
     /// `t = torch.from_numpy(a)` with `a` a local name holding an array: from here on `a` is
