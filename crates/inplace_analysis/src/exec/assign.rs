@@ -86,6 +86,16 @@ impl Interp<'_, '_> {
             }
             Expr::Seq { items, .. } => {
                 let targets: SmallVec<[ExprId; 4]> = c.body.exprs_of(items).collect();
+                // (Unpacking reads each slot of one container: `x, = inputs` in a forward hook
+                // reads what `inputs[0]` would.)
+                let starred = (targets.iter()).any(|t| matches!(c.expr(*t), Expr::Starred(_)));
+                if let ([seq], false) = (vals.as_slice(), starred) {
+                    if matches!(self.obj(*seq), Obj::Seq(items) if items.len() == targets.len()) {
+                        for (k, t) in targets.iter().enumerate() {
+                            self.read_slot(*seq, Slot::At(k as u32), c.span(*t));
+                        }
+                    }
+                }
                 let parts = self.unpack(&vals, targets.len());
                 for (t, v) in targets.into_iter().zip(parts) {
                     self.bind_target(c, t, v, None);
