@@ -262,6 +262,7 @@ impl Interp<'_, '_> {
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {
+            let b = self.dict_items(b, known::SETITEM).unwrap_or(b);
             match self.obj(b) {
                 // `xs[i] = v` is a tensor write only on what is known to be a tensor (lists and
                 // dicts are written the same way).

@@ -626,8 +626,61 @@ impl Interp<'_, '_> {
             self.init_layer_base(obj, &base, args, call);
         } else if self.list_base(class) {
             self.init_list_items(obj, args);
+        } else if self.dict_base(class) {
+            self.init_dict_items(obj, args);
         }
         obj
+    }
+
+    /// `dict.__init__(mapping, **kw)` of an instance of a `dict` subclass (`TD(reward=r)`, or
+    /// `super().__init__(*args, **kwargs)`): its entries, with their keys, are what `self[k]`,
+    /// `.items()` and `.get(k)` see, kept in a dict of its own (see [`Self::dict_items`]).
+    fn init_dict_items(&mut self, obj: ObjId, args: &Args) {
+        let mut entries: Vec<(Option<(Name, Span)>, Vals)> = Vec::new();
+        // (A mapping whose keys are not known: an entry of unknown key holding its values.)
+        if let Some(first) = args.positional.first().map(|(v, _)| v.clone()) {
+            match self.keyed_entries(&first) {
+                Some(known) => {
+                    entries.extend(known.into_iter().map(|(k, v, at)| (Some((k, at)), v)))
+                }
+                None => {
+                    let any = self.elements(&first);
+                    entries.push((None, any));
+                }
+            }
+        }
+        entries.extend((args.keywords.iter()).map(|(n, v, _, at)| (Some((*n, *at)), v.clone())));
+        let d = self.keyed_dict(entries);
+        if let Obj::Module(module) = self.obj_mut(obj) {
+            module.attrs.insert(known::DICT_ITEMS, smallvec![d]);
+        }
+    }
+
+    /// The dict that holds the entries of an instance of a `dict` subclass, for the dict
+    /// method `meth` (`__getitem__` for `td[k]`, `__setitem__` for `td[k] = v`), unless the
+    /// class defines its own (transformers' `ClassInstantier` builds a layer in
+    /// `__getitem__`: that is not followed).
+    pub(super) fn dict_items(&self, o: ObjId, meth: Name) -> Option<ObjId> {
+        let Obj::Module(m) = self.obj(o) else {
+            return None;
+        };
+        let Some([d]) = m.attrs.get(&known::DICT_ITEMS).map(|v| v.as_slice()) else {
+            return None;
+        };
+        let own = (m.local.as_ref()).is_some_and(|k| self.find_method(k, meth).is_some());
+        (!own).then_some(*d)
+    }
+
+    /// Whether a class of the file derives from `dict` (or `OrderedDict`, `UserDict`).
+    fn dict_base(&self, class: &ClassObj) -> bool {
+        let dict = |path: &str| {
+            matches!(
+                path,
+                "builtins.dict" | "collections.OrderedDict" | "collections.UserDict"
+            )
+            .then_some(())
+        };
+        self.torch_base(class, &dict, 0).is_some()
     }
 
     /// `list.__init__(items)` of an instance of a `list` subclass (`Processors([Ban(), Clip()])`,
@@ -864,6 +917,8 @@ impl Interp<'_, '_> {
                 self.init_layer_base(self_obj, &base, args, call);
             } else if self.list_base(&class) {
                 self.init_list_items(self_obj, args);
+            } else if self.dict_base(&class) {
+                self.init_dict_items(self_obj, args);
             } else if self.optimizer_base(&class) {
                 self.init_param_groups(c, value, self_obj, args, call);
             }

@@ -728,6 +728,8 @@ impl Interp<'_, '_> {
             if out.len() > MAX_VALUES {
                 return smallvec![UNKNOWN];
             }
+            // (`td["reward"]` of an instance of a `dict` subclass: its entries.)
+            let b = self.dict_items(b, known::GETITEM).unwrap_or(b);
             // `cfg["act"]` of a dict whose keys are known: that entry.
             if let (Some(at), Obj::Seq(items)) =
                 (key.and_then(|k| self.key_slot(b, k)).flatten(), self.obj(b))

@@ -902,6 +902,10 @@ impl Interp<'_, '_> {
                     return self.call_one_of(c, e, &v, args);
                 }
             }
+            // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
+            if let Some(d) = self.dict_items(m, meth) {
+                return self.seq_method(d, meth, args);
+            }
         }
         let name = self.name(meth).to_string();
         match name.as_str() {

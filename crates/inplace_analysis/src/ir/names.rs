@@ -63,6 +63,7 @@ known! {
     MODE = "mode",
     DIM = "dim",
     GETITEM = "__getitem__",
+    SETITEM = "__setitem__",
     ITER = "__iter__",
     INPUT = "input",
     OTHER = "other",
@@ -78,6 +79,7 @@ known! {
     SET_TO_NONE = "set_to_none",
     COPY = "copy",
     EMPTY = "",
+    DICT_ITEMS = "<dict items>",
 }
 
 /// The interner of one file or document.
