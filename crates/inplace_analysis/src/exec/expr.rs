@@ -93,60 +93,12 @@ impl Interp<'_, '_> {
                 bool_op(and, a, b)
             }
             Expr::Compare { operands, op } => self.eval_comparison(c, e, operands, op),
-            Expr::Seq { items, .. } => {
-                let mut slots = Vec::new();
-                let mut exact = true;
-                for i in c.body.exprs_of(items) {
-                    if let Expr::Starred(inner) = *c.expr(i) {
-                        let v = self.eval_opt(c, inner);
-                        slots.push(self.elements(&v));
-                        exact = false;
-                    } else {
-                        slots.push(self.eval(c, i));
-                    }
-                }
-                let seq = self.alloc(Obj::Seq(slots));
-                if exact {
-                    self.exact_seqs.insert(seq);
-                }
-                smallvec![seq]
-            }
+            Expr::Seq { items, .. } => self.eval_seq(c, items),
             Expr::Starred(inner) => {
                 self.eval_opt(c, inner);
                 smallvec![self.alloc(Obj::Unknown)]
             }
-            Expr::Dict { keys, values } => {
-                let mut slots = Vec::new();
-                let pairs: SmallVec<[(u32, u32); 8]> = c
-                    .body
-                    .list(keys)
-                    .iter()
-                    .copied()
-                    .zip(c.body.list(values).iter().copied())
-                    .collect();
-                for (k, v) in pairs {
-                    let (k, v) = (ExprId(k), ExprId(v));
-                    match k.get() {
-                        Some(k) => {
-                            let key = self.eval(c, k);
-                            let key = self.one_exact_str(&key);
-                            let at = v.get().map_or(c.span(e), |v| c.span(v));
-                            slots.push((key.map(|k| (k, at)), self.eval_opt(c, v)));
-                        }
-                        None => {
-                            // `**other`: its entries, when its keys are known.
-                            let other = self.eval_opt(c, v);
-                            match self.keyed_entries(&other) {
-                                Some(entries) => slots.extend(
-                                    entries.into_iter().map(|(k, v, at)| (Some((k, at)), v)),
-                                ),
-                                None => slots.push((None, smallvec![self.alloc(Obj::Unknown)])),
-                            }
-                        }
-                    }
-                }
-                smallvec![self.keyed_dict(slots)]
-            }
+            Expr::Dict { keys, values } => self.eval_dict(c, e, keys, values),
             Expr::Comp {
                 elt, value, gens, ..
             } => self.eval_comprehension(c, elt, value, gens),
@@ -154,28 +106,7 @@ impl Interp<'_, '_> {
                 item: c.item,
                 func: f
             })],
-            Expr::IfExp { body, test, orelse } => {
-                // A test known to be true or false takes one arm only (`nn.Sigmoid() if i == 1
-                // else nn.Identity()` in a loop run once per `i`).
-                if let Some(t) = test.get() {
-                    match self.eval(c, t).as_slice() {
-                        [TRUE] => return self.eval_opt(c, body),
-                        [FALSE] => return self.eval_opt(c, orelse),
-                        _ => {}
-                    }
-                }
-                let raised = self.raised_in;
-                let mut out = self.eval_opt(c, body);
-                // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
-                if self.is_container_test(c, test, body) {
-                    out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));
-                }
-                // (A write that raises in one arm does not stop the other.)
-                self.raised_in = raised;
-                out.extend(self.eval_opt(c, orelse));
-                self.raised_in = raised;
-                out
-            }
+            Expr::IfExp { body, test, orelse } => self.eval_if_exp(c, body, test, orelse),
             Expr::Named { target, value } => {
                 let v = self.eval_opt(c, value);
                 self.bind_name(c, target, None, v.clone(), None);
@@ -500,6 +431,85 @@ impl Interp<'_, '_> {
         };
         let out = self.intern(&out);
         smallvec![self.string(out)]
+    }
+
+    /// A list or tuple display: one slot per item (a `*xs` item: a slot for any of its
+    /// elements, and the sequence is no longer exact).
+    fn eval_seq(&mut self, c: Code<'_>, items: List) -> Vals {
+        let mut slots = Vec::new();
+        let mut exact = true;
+        for i in c.body.exprs_of(items) {
+            if let Expr::Starred(inner) = *c.expr(i) {
+                let v = self.eval_opt(c, inner);
+                slots.push(self.elements(&v));
+                exact = false;
+            } else {
+                slots.push(self.eval(c, i));
+            }
+        }
+        let seq = self.alloc(Obj::Seq(slots));
+        if exact {
+            self.exact_seqs.insert(seq);
+        }
+        smallvec![seq]
+    }
+
+    /// A dict display: its entries with their keys where they are known strings.
+    fn eval_dict(&mut self, c: Code<'_>, e: ExprId, keys: List, values: List) -> Vals {
+        let mut slots = Vec::new();
+        let pairs: SmallVec<[(u32, u32); 8]> = c
+            .body
+            .list(keys)
+            .iter()
+            .copied()
+            .zip(c.body.list(values).iter().copied())
+            .collect();
+        for (k, v) in pairs {
+            let (k, v) = (ExprId(k), ExprId(v));
+            match k.get() {
+                Some(k) => {
+                    let key = self.eval(c, k);
+                    let key = self.one_exact_str(&key);
+                    let at = v.get().map_or(c.span(e), |v| c.span(v));
+                    slots.push((key.map(|k| (k, at)), self.eval_opt(c, v)));
+                }
+                None => {
+                    // `**other`: its entries, when its keys are known.
+                    let other = self.eval_opt(c, v);
+                    match self.keyed_entries(&other) {
+                        Some(entries) => {
+                            slots.extend(entries.into_iter().map(|(k, v, at)| (Some((k, at)), v)))
+                        }
+                        None => slots.push((None, smallvec![self.alloc(Obj::Unknown)])),
+                    }
+                }
+            }
+        }
+        smallvec![self.keyed_dict(slots)]
+    }
+
+    /// `body if test else orelse`.
+    fn eval_if_exp(&mut self, c: Code<'_>, body: ExprId, test: ExprId, orelse: ExprId) -> Vals {
+        // A test known to be true or false takes one arm only (`nn.Sigmoid() if i == 1
+        // else nn.Identity()` in a loop run once per `i`).
+        if let Some(t) = test.get() {
+            match self.eval(c, t).as_slice() {
+                [TRUE] => return self.eval_opt(c, body),
+                [FALSE] => return self.eval_opt(c, orelse),
+                _ => {}
+            }
+        }
+        let raised = self.raised_in;
+        let mut out = self.eval_opt(c, body);
+        // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
+        if self.is_container_test(c, test, body) {
+            out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));
+        }
+        // (A write that raises in one arm does not stop the other.)
+        self.raised_in = raised;
+        out.extend(self.eval_opt(c, orelse));
+        self.raised_in = raised;
+        out
     }
 
     fn eval_comprehension(&mut self, c: Code<'_>, elt: ExprId, value: ExprId, gens: List) -> Vals {

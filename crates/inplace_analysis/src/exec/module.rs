@@ -912,19 +912,7 @@ impl Interp<'_, '_> {
             // `for name, layer in self.blocks.items()` of an `nn.ModuleDict`: its layers in
             // insertion order, each in a slot of its own (a loop runs them one by one).
             "values" | "items" if self.container_of(m).is_some() => {
-                let children = match self.obj(m) {
-                    Obj::Module(module) => module.children.clone(),
-                    _ => Vec::new(),
-                };
-                let mut slots = Vec::with_capacity(children.len());
-                for child in children {
-                    slots.push(if name == "items" {
-                        smallvec![self.alloc(Obj::Seq(vec![smallvec![OTHER], smallvec![child]]))]
-                    } else {
-                        smallvec![child]
-                    });
-                }
-                smallvec![self.alloc(Obj::Seq(slots))]
+                self.container_entries(m, name == "items")
             }
             "keys" if self.container_of(m).is_some() => match self.module_dict_key_list(m) {
                 Some(keys) => smallvec![keys],
@@ -1014,22 +1002,7 @@ impl Interp<'_, '_> {
             }
             _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
             "register_forward_hook" | "register_forward_pre_hook" => {
-                // (`with_kwargs=True` hooks take other arguments: not followed.)
-                let kw = self.intern("with_kwargs");
-                let with_kwargs = self.keyword_on(args, kw);
-                if let (Some(hook), false) = (args.first().cloned(), with_kwargs) {
-                    let maybe = self.uncertain_receiver;
-                    if let Obj::Module(module) = self.obj_mut(m) {
-                        if maybe && name == "register_forward_hook" {
-                            module.maybe_hooks.extend(hook.iter().copied());
-                        }
-                        match name.as_str() {
-                            "register_forward_hook" => module.hooks.extend(hook),
-                            _ => module.pre_hooks.extend(hook),
-                        }
-                    }
-                }
-                smallvec![self.alloc(Obj::Unknown)]
+                self.register_forward_hook(m, &name, args)
             }
             "zero_grad" => {
                 let mut params = Vals::new();
@@ -1046,6 +1019,46 @@ impl Interp<'_, '_> {
             "state_dict" | "load_state_dict" => smallvec![OTHER],
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// `.values()` / `.items()` (`items`) of an `nn.ModuleDict`: its layers in insertion order,
+    /// each in a slot of its own (a loop runs them one by one).
+    fn container_entries(&mut self, m: ObjId, items: bool) -> Vals {
+        let children = match self.obj(m) {
+            Obj::Module(module) => module.children.clone(),
+            _ => Vec::new(),
+        };
+        let mut slots = Vec::with_capacity(children.len());
+        for child in children {
+            slots.push(if items {
+                smallvec![self.alloc(Obj::Seq(vec![smallvec![OTHER], smallvec![child]]))]
+            } else {
+                smallvec![child]
+            });
+        }
+        smallvec![self.alloc(Obj::Seq(slots))]
+    }
+
+    /// `m.register_forward_hook(hook)` / `m.register_forward_pre_hook(hook)` (`name`): the hook
+    /// runs on each later call of `m`. (`with_kwargs=True` hooks take other arguments: not
+    /// followed.)
+    fn register_forward_hook(&mut self, m: ObjId, name: &str, args: &Args) -> Vals {
+        let kw = self.intern("with_kwargs");
+        let with_kwargs = self.keyword_on(args, kw);
+        if let (Some(hook), false) = (args.first().cloned(), with_kwargs) {
+            let maybe = self.uncertain_receiver;
+            if let Obj::Module(module) = self.obj_mut(m) {
+                if name == "register_forward_hook" {
+                    if maybe {
+                        module.maybe_hooks.extend(hook.iter().copied());
+                    }
+                    module.hooks.extend(hook);
+                } else {
+                    module.pre_hooks.extend(hook);
+                }
+            }
+        }
+        smallvec![self.alloc(Obj::Unknown)]
     }
 
     pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args) -> Vals {
