@@ -251,6 +251,34 @@ impl Interp<'_, '_> {
         (n.abs() < 1 << 20).then_some(n)
     }
 
+    /// `[x] * n` (or `n * [x]`): list `seq` repeated, its elements the same objects (`[act] *
+    /// 2` holds one layer twice); slot by slot when `n` is known, else one slot for any of them.
+    fn repeat_seq(&mut self, seq: &Vals, n: &Vals) -> Option<ObjId> {
+        let [s] = seq.as_slice() else { return None };
+        let Obj::Seq(items) = self.obj(*s) else {
+            return None;
+        };
+        if self.dict_objs.contains(s) {
+            return None;
+        }
+        let items = items.clone();
+        let exact = self.exact_seqs.contains(s);
+        match self.one_int(n) {
+            Some(k) if k >= 0 && (k as usize).saturating_mul(items.len()) <= MAX_SLOTS => {
+                let slots: Vec<Vals> = (0..k).flat_map(|_| items.iter().cloned()).collect();
+                let r = self.alloc(Obj::Seq(slots));
+                if exact {
+                    self.exact_seqs.insert(r);
+                }
+                Some(r)
+            }
+            _ => {
+                let any: Vals = items.into_iter().flatten().take(32).collect();
+                Some(self.alloc(Obj::Seq(vec![any])))
+            }
+        }
+    }
+
     pub fn binary(&mut self, op: BinOp, a: &Vals, b: &Vals, origin: Span) -> Vals {
         let any_tensor = a.iter().chain(b.iter()).any(|v| self.maybe_tensor(*v));
         if !any_tensor {
@@ -274,6 +302,11 @@ impl Interp<'_, '_> {
             let plain = |v: &ObjId| matches!(self.obj(*v), Obj::Other | Obj::Str(_));
             if !a.is_empty() && !b.is_empty() && a.iter().chain(b.iter()).all(plain) {
                 return smallvec![OTHER];
+            }
+            if op == BinOp::Mul {
+                if let Some(r) = self.repeat_seq(a, b).or_else(|| self.repeat_seq(b, a)) {
+                    return smallvec![r];
+                }
             }
             if op == BinOp::Add && !seqs.is_empty() {
                 let exact = (a.len(), b.len()) == (1, 1)

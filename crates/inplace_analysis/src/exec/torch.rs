@@ -539,6 +539,9 @@ impl Interp<'_, '_> {
         let mut locals = Vec::new();
         let mut flat = Vals::new();
         self.flatten(classes, &mut flat, &mut FxHashSet::default());
+        if let Some(answer) = self.isinstance_builtin(objs, &flat) {
+            return smallvec![if answer { TRUE } else { FALSE }];
+        }
         for k in &flat {
             match self.obj(*k) {
                 Obj::Path(p) if self.name(*p).starts_with("torch.nn.") => {
@@ -574,6 +577,44 @@ impl Interp<'_, '_> {
             Some(false) => smallvec![FALSE],
             None => smallvec![OTHER],
         }
+    }
+
+    /// `isinstance(x, (list, tuple))`, `isinstance(x, str)`: decided for builtin types where
+    /// every value of `x` is a string, a known integer, a list or tuple, a dict, or a tensor or
+    /// layer of torch (lists and tuples are not told apart: asking for one of them alone is not
+    /// decided).
+    fn isinstance_builtin(&self, objs: &Vals, types: &Vals) -> Option<bool> {
+        let mut asked = Vec::new();
+        for k in types {
+            let Obj::Path(p) = self.obj(*k) else {
+                return None;
+            };
+            match self.name(*p).strip_prefix("builtins.") {
+                Some(t @ ("list" | "tuple" | "dict" | "str" | "int" | "float" | "bool")) => {
+                    asked.push(t)
+                }
+                _ => return None,
+            }
+        }
+        let has = |t: &str| asked.contains(&t);
+        let mut answer = None;
+        for o in objs {
+            let this = match self.obj(*o) {
+                Obj::Str(_) => has("str"),
+                Obj::Seq(_) if self.dict_objs.contains(o) => has("dict"),
+                Obj::Seq(_) if has("list") == has("tuple") => has("list"),
+                Obj::Other if matches!(*o, TRUE | FALSE) => has("bool") || has("int"),
+                Obj::Other if self.int_values.contains_key(o) => has("int"),
+                Obj::Tensor(_) => false,
+                Obj::Module(m) if m.local.is_none() => false,
+                _ => return None,
+            };
+            if answer.is_some_and(|a| a != this) {
+                return None;
+            }
+            answer = Some(this);
+        }
+        answer
     }
 
     /// Whether class `k` of the file is one of `locals`, or derives from one of them or from a
