@@ -142,6 +142,10 @@ pub(crate) enum RefusedBy {
     /// An output of a custom `torch.autograd.Function` (named) that is a view made inside its
     /// `forward` (`return out.view(...)`).
     CustomFunction(crate::ir::Name),
+    /// An output of a custom `torch.autograd.Function` (named) that is one of its arguments
+    /// returned as it is (`forward` ending in `return x`, not marked dirty): torch returns a view
+    /// of it made inside the Function.
+    ReturnedInput(crate::ir::Name),
 }
 
 impl RefusedBy {
@@ -163,7 +167,10 @@ impl RefusedBy {
             RefusedBy::Split => Some("Split"),
             RefusedBy::SplitWithSizes => Some("SplitWithSizes"),
             RefusedBy::Unbind | RefusedBy::Iteration => Some("Unbind"),
-            RefusedBy::NoGrad | RefusedBy::BackwardHook | RefusedBy::CustomFunction(_) => None,
+            RefusedBy::NoGrad
+            | RefusedBy::BackwardHook
+            | RefusedBy::CustomFunction(_)
+            | RefusedBy::ReturnedInput(_) => None,
         }
     }
 }

@@ -98,6 +98,29 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        // An argument returned as it is (and not marked dirty) comes back as a view of it made
+        // inside the Function, which autograd refuses to see written in place once any argument
+        // requires grad, whether or not that one does (measured with torch 2.15: "This view was
+        // created inside a custom Function (or because an input was returned as-is)").
+        // (A tuple of outputs raises with the multi-view message instead: not followed.)
+        let dirty = match self.obj(ctx) {
+            Obj::Module(m) => m.attrs.get(&known::MARK_DIRTY).cloned().unwrap_or_default(),
+            _ => Vals::new(),
+        };
+        let mut results = results;
+        if let [one] = results.as_slice() {
+            if inputs.contains(one) && !dirty.contains(one) && self.grad_enabled {
+                let view = self.view_of(*one, call, Part::Whole);
+                if let Some(t) = self.tensor_mut(view) {
+                    t.refused_view = Some(RefusedView {
+                        op: RefusedBy::ReturnedInput(class.name),
+                        at: call,
+                        grad: grad == Tri::Yes,
+                    });
+                }
+                results = smallvec![view];
+            }
+        }
         let output_storages: SmallVec<[ObjId; 4]> = outputs
             .iter()
             .filter_map(|v| self.tensor(*v).map(|t| t.storage))
@@ -111,6 +134,15 @@ impl Interp<'_, '_> {
             self.nodes.get_mut(node).saves.push(id);
         }
         results
+    }
+
+    /// `ctx.mark_dirty(*tensors)` inside a custom function's `forward`: those arguments were
+    /// written in place, and returning them returns them (not a view).
+    pub(super) fn mark_dirty(&mut self, ctx: ObjId, args: &Args) {
+        let dirty: Vals = args.all_values().flatten().copied().collect();
+        if let Obj::Module(m) = self.obj_mut(ctx) {
+            m.attrs.entry(known::MARK_DIRTY).or_default().extend(dirty);
+        }
     }
 
     /// `ctx.save_for_backward(*tensors)` inside a custom function's `forward`.

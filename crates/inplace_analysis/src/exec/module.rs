@@ -890,6 +890,10 @@ impl Interp<'_, '_> {
                 self.save_for_backward(m, args);
                 return smallvec![OTHER];
             }
+            if module.class == known::FUNCTION_CTX && meth == known::MARK_DIRTY {
+                self.mark_dirty(m, args);
+                return smallvec![OTHER];
+            }
             if let Some(v) = module.attrs.get(&meth).cloned() {
                 return self.call_one_of(c, e, &v, args);
             }

@@ -75,6 +75,7 @@ known! {
     MAX_NORM = "max_norm",
     SAVE_FOR_BACKWARD = "save_for_backward",
     SAVED_TENSORS = "saved_tensors",
+    MARK_DIRTY = "mark_dirty",
     FUNCTION_CTX = "FunctionCtx",
     SET_TO_NONE = "set_to_none",
     COPY = "copy",

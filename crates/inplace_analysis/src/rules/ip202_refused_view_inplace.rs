@@ -14,7 +14,9 @@
 //!   custom Function's views (`nn.ReLU(inplace=True)` after a hooked layer raises at forward);
 //! - an output of a custom `torch.autograd.Function` that its `forward` made as a view
 //!   (`return out.view(...)`), written after `F.apply(...)` (a quantized linear layer's output
-//!   masked in place);
+//!   masked in place), or that is one of its arguments returned as it is (`x *= 2.0; return x`
+//!   without `ctx.mark_dirty(x)`: torch hands back a view of it) when any argument requires
+//!   grad;
 //! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`).
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
@@ -101,6 +103,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ),
             format!("`{made}` returns a view made inside the custom Function's `forward`"),
         ),
+        RefusedBy::ReturnedInput(name) => (
+            format!(
+                "what the custom Function `{}` returns: its `forward` returns an argument as it is, which torch hands back as a view made inside the Function (`{made}`, {})",
+                ctx.name(name),
+                ctx.line(view.at)
+            ),
+            format!("`{made}` returns an argument of `forward` as it is: a view made inside the custom Function"),
+        ),
         RefusedBy::BackwardHook => (
             format!(
                 "an input or output of a layer with a full backward hook (`{made}`, {})",
@@ -141,7 +151,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         RefusedBy::BackwardHook => {
             format!("Output 0 of BackwardHookFunction {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}")
         }
-        RefusedBy::CustomFunction(name) => format!(
+        RefusedBy::CustomFunction(name) | RefusedBy::ReturnedInput(name) => format!(
             "Output 0 of {} {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}",
             ctx.name(name)
         ),
