@@ -211,8 +211,21 @@ impl Interp<'_, '_> {
                         call: site,
                     })
                 });
+                // (A submodule replaced under its name keeps its place among the children:
+                // `seq.head = nn.Linear(...)` runs the new layer where the old one ran.)
+                let replaced = match (old.as_slice(), vals.as_slice()) {
+                    ([old], [new]) if matches!(self.obj(*new), Obj::Module(_)) => {
+                        Some((*old, *new))
+                    }
+                    _ => None,
+                };
                 self.store_slot(o, Slot::Attr(attr));
                 if let Obj::Module(m) = self.obj_mut(o) {
+                    if let Some((old, new)) = replaced {
+                        for child in m.children.iter_mut().filter(|ch| **ch == old) {
+                            *child = new;
+                        }
+                    }
                     m.attrs.insert(attr, vals);
                     if let Some(arg) = inplace {
                         m.inplace = arg;
@@ -270,7 +283,7 @@ impl Interp<'_, '_> {
                 Obj::Seq(_) => seqs.push(b),
                 // `self.stages["proj"] = nn.Linear(...)` of an `nn.ModuleDict`.
                 Obj::Module(_) if key.is_some() && self.container_of(b).is_some() => {
-                    self.add_named_module(c, target, b, key, vals.clone());
+                    self.add_named_module(c, target, b, key, vals.clone(), stmt);
                 }
                 // `model[2] = nn.Linear(4, 3)` of an `nn.Sequential` / `nn.ModuleList`.
                 Obj::Module(m)

@@ -63,7 +63,7 @@ impl Interp<'_, '_> {
                     Obj::GradCtx(_) => smallvec![r],
                     Obj::Str(n) => {
                         let n = *n;
-                        self.str_method(n, attr)
+                        self.str_method(n, attr, &a)
                     }
                     Obj::Other => smallvec![OTHER],
                     _ => self.opaque_call(&a, call),

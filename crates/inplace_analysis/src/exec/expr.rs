@@ -420,8 +420,11 @@ impl Interp<'_, '_> {
     }
 
     /// `"layer{}".format(i)`, `name.lower()`: string methods whose result is a string again.
-    pub(super) fn str_method(&mut self, n: Name, meth: Name) -> Vals {
+    pub(super) fn str_method(&mut self, n: Name, meth: Name, args: &Args) -> Vals {
         let text = self.name(n);
+        if matches!(self.name(meth), "split" | "rsplit") && !text.contains(STR_HOLE) {
+            return self.str_split(n, meth, args);
+        }
         let out = match self.name(meth) {
             "format" => with_holes(text, Placeholders::Braces),
             "lower" | "casefold" => text.to_lowercase(),
@@ -431,6 +434,63 @@ impl Interp<'_, '_> {
         };
         let out = self.intern(&out);
         smallvec![self.string(out)]
+    }
+
+    /// `name.split(".")`, `name.rsplit(".", 1)` of a known string (a dotted module path): the
+    /// parts, each a known string, in an exact list; not decided for a separator or count that
+    /// is not known.
+    fn str_split(&mut self, n: Name, meth: Name, args: &Args) -> Vals {
+        let sep_vals = args.positional.first().map(|(v, _)| v.clone()).or_else(|| {
+            let kw = self.intern("sep");
+            args.keyword(kw).map(|(v, ..)| v.clone())
+        });
+        let sep = match sep_vals.as_deref() {
+            None | Some([NONE]) => None,
+            Some(v) => match self.one_exact_str(&v.into()) {
+                Some(s) if !self.name(s).is_empty() => Some(self.name(s).to_string()),
+                _ => return smallvec![self.alloc(Obj::Unknown)],
+            },
+        };
+        let count_vals = args.positional.get(1).map(|(v, _)| v.clone()).or_else(|| {
+            let kw = self.intern("maxsplit");
+            args.keyword(kw).map(|(v, ..)| v.clone())
+        });
+        let max = match count_vals {
+            None => -1,
+            Some(v) => match self.one_int(&v) {
+                Some(k) => k,
+                None => return smallvec![self.alloc(Obj::Unknown)],
+            },
+        };
+        let text = self.name(n).to_string();
+        let rsplit = self.name(meth) == "rsplit";
+        let parts: Vec<String> = match (sep.as_deref(), max < 0) {
+            (Some(sep), true) => text.split(sep).map(str::to_string).collect(),
+            (Some(sep), false) if rsplit => {
+                let mut p: Vec<String> = text
+                    .rsplitn(max as usize + 1, sep)
+                    .map(str::to_string)
+                    .collect();
+                p.reverse();
+                p
+            }
+            (Some(sep), false) => text
+                .splitn(max as usize + 1, sep)
+                .map(str::to_string)
+                .collect(),
+            (None, true) => text.split_whitespace().map(str::to_string).collect(),
+            (None, false) => return smallvec![self.alloc(Obj::Unknown)],
+        };
+        let slots: Vec<Vals> = parts
+            .iter()
+            .map(|p| {
+                let name = self.intern(p);
+                smallvec![self.string(name)]
+            })
+            .collect();
+        let seq = self.alloc(Obj::Seq(slots));
+        self.exact_seqs.insert(seq);
+        smallvec![seq]
     }
 
     /// A list or tuple display: one slot per item (a `*xs` item: a slot for any of its

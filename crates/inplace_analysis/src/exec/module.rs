@@ -213,7 +213,9 @@ impl Interp<'_, '_> {
 
     /// `m.add_module(key, v)`, `m[key] = v` of an `nn.ModuleDict`: `v` is an attribute of
     /// `m`, and, when `m` is a container, also its next child (children keep insertion order,
-    /// whatever their names: `f"layer{i}"`).
+    /// whatever their names: `f"layer{i}"`), or the child it replaces under a name it already
+    /// has. With `stmt`, replacing a layer whose parameters an optimizer holds is checked
+    /// (IP403), as an assignment is.
     pub(super) fn add_named_module(
         &mut self,
         c: Code<'_>,
@@ -221,14 +223,19 @@ impl Interp<'_, '_> {
         m: ObjId,
         key: Option<Name>,
         v: Vals,
+        stmt: Option<StmtId>,
     ) {
-        if self.container_of(m).is_some() {
+        let replaces = match (self.obj(m), key) {
+            (Obj::Module(module), Some(k)) => module.attrs.contains_key(&k),
+            _ => false,
+        };
+        if self.container_of(m).is_some() && !replaces {
             if let Obj::Module(module) = self.obj_mut(m) {
                 module.children.extend(v.iter().copied());
             }
         }
         if let Some(key) = key {
-            self.set_attribute(c, e, m, key, v, None);
+            self.set_attribute(c, e, m, key, v, stmt);
         }
     }
 
@@ -946,6 +953,17 @@ impl Interp<'_, '_> {
                 self.module_list(m, &name)
             }
             "apply" => self.apply_to_tree(c, e, m, args),
+            // `model.get_submodule("head.fc")`, `get_parameter("head.fc.weight")`.
+            "get_submodule" | "get_parameter" | "get_buffer" => {
+                let path = args
+                    .positional
+                    .first()
+                    .and_then(|(v, _)| self.one_exact_str(v));
+                match path.and_then(|p| self.dotted_attr(m, p)) {
+                    Some(v) => smallvec![v],
+                    None => smallvec![self.alloc(Obj::Unknown)],
+                }
+            }
             "add_module" | "register_module" => {
                 if let (Some((keys, _)), Some((v, _))) =
                     (args.positional.first(), args.positional.get(1))
@@ -955,7 +973,8 @@ impl Interp<'_, '_> {
                         _ => None,
                     };
                     let v = v.clone();
-                    self.add_named_module(c, e, m, key, v);
+                    let stmt = self.stmt.filter(|s| s.item == c.item).map(|s| s.stmt);
+                    self.add_named_module(c, e, m, key, v, stmt);
                 }
                 smallvec![OTHER]
             }
@@ -1023,6 +1042,24 @@ impl Interp<'_, '_> {
             "state_dict" | "load_state_dict" => smallvec![OTHER],
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// What a dotted path of attribute names (`"head.fc"`) names below module `m`, when each
+    /// step holds one known value (`""`: `m` itself).
+    fn dotted_attr(&mut self, m: ObjId, path: Name) -> Option<ObjId> {
+        let path = self.name(path).to_string();
+        let mut cur = m;
+        for part in path.split('.').filter(|p| !p.is_empty()) {
+            let name = self.intern(part);
+            let Obj::Module(module) = self.obj(cur) else {
+                return None;
+            };
+            match module.attrs.get(&name).map(|v| v.as_slice()) {
+                Some([one]) => cur = *one,
+                _ => return None,
+            }
+        }
+        Some(cur)
     }
 
     /// `.values()` / `.items()` (`items`) of an `nn.ModuleDict`: its layers in insertion order,
