@@ -889,7 +889,14 @@ impl Interp<'_, '_> {
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.clone()),
                 Obj::Other | Obj::Str(_) => out.push(OTHER),
-                _ => out.push(self.alloc(Obj::Unknown)),
+                _ => {
+                    let element = self.alloc(Obj::Unknown);
+                    // (An element of an array a dataset keeps is kept by it too.)
+                    if let Some(&stored) = self.stored_arrays.get(&b) {
+                        self.stored_arrays.insert(element, stored);
+                    }
+                    out.push(element);
+                }
             }
         }
         if out.is_empty() {

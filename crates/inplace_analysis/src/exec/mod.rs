@@ -388,6 +388,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Storage of the tensors `__getitem__` read out of `self` (or made share memory with,
     /// `torch.from_numpy(self.arr[i])`): the attribute and where it was read.
     pub stored_reads: FxHashMap<ObjId, (Name, Span)>,
+    /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
+    /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
+    pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -458,6 +461,7 @@ impl<'p, 't> Interp<'p, 't> {
             dict_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
+            stored_arrays: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,
         };

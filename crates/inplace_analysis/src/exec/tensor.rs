@@ -872,6 +872,8 @@ impl Interp<'_, '_> {
             if let Some(tt) = self.tensor(t).filter(|tt| tt.counter) {
                 let storage = tt.storage;
                 self.stored_reads.entry(storage).or_insert((attr, read));
+            } else if matches!(self.obj(t), Obj::Unknown) && t != UNKNOWN {
+                self.stored_arrays.entry(t).or_insert((attr, read));
             }
         }
     }

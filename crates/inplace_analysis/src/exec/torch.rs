@@ -756,12 +756,21 @@ impl Interp<'_, '_> {
             // without a dtype or device to convert to).
             let shares =
                 f == "from_numpy" || (args.positional.len() == 1 && args.keywords.is_empty());
-            if matches!(f, "from_numpy" | "as_tensor" | "asarray")
-                && shares
-                && self.getitem_self.is_some()
-            {
+            if matches!(f, "from_numpy" | "as_tensor" | "asarray") && shares {
                 let source = args.positional.first().and_then(|(_, e)| *e);
-                if let Some((attr, read)) = source.and_then(|s| self_attr_root(c, s)) {
+                let syntactic = source
+                    .filter(|_| self.getitem_self.is_some())
+                    .and_then(|s| self_attr_root(c, s));
+                // (Or an array `__getitem__` read out of `self` and passed to a helper:
+                // `to_tensor(self.data[i])` returning `torch.from_numpy(pic)`.)
+                let stored = syntactic.or_else(|| {
+                    let first = args.positional.first()?;
+                    first
+                        .0
+                        .iter()
+                        .find_map(|v| self.stored_arrays.get(v).copied())
+                });
+                if let Some((attr, read)) = stored {
                     self.remember_stored(&smallvec![t], attr, read);
                 }
             }
