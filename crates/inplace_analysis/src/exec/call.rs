@@ -389,10 +389,12 @@ impl Interp<'_, '_> {
         self.join_here(&frame.ret_state);
         self.state.lapse_orphans(&frame.local_rebinds);
         self.state.dead = false;
+        let carried = self.stale_parameters(c, fd, &frame.call_stale);
         self.state.env = self.outer_envs.pop().unwrap_or_default();
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
-        self.mark_stale_after_call(call, first_write);
+        self.mark_stale_after_call(call, args, first_write);
+        self.carry_stale(call, carried);
         // A generator: what it yields, as the elements of what the call gives (its body has
         // run to the end: the consumer's loop sees every value it yields).
         if fd.generator {
@@ -407,8 +409,98 @@ impl Interp<'_, '_> {
         frame.returns
     }
 
-    /// `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale.
-    fn mark_stale_after_call(&mut self, call: Span, first_write: usize) {
+    /// The callee's parameters a call inside it left stale (`img = denormalize(batch[0])` in
+    /// a logging helper given `batch`: `call_stale`), with what they hold: the caller's names
+    /// of those tensors are stale too once it returns. (Not a parameter the callee writes
+    /// itself: a helper that fills its argument is meant to.)
+    fn stale_parameters(
+        &self,
+        c: Code<'_>,
+        fd: &FuncDef,
+        call_stale: &[Name],
+    ) -> Vec<(Vals, SmallVec<[crate::events::WriteId; 1]>)> {
+        if call_stale.is_empty() {
+            return Vec::new();
+        }
+        (c.body.list(fd.params).iter())
+            .map(|p| c.body.params[*p as usize].name)
+            .filter(|n| call_stale.contains(n))
+            .filter_map(|n| {
+                let writes = self.state.stale.get(&n)?;
+                let held = self.state.env.get(&n)?;
+                let tensors: Vals = held
+                    .iter()
+                    .copied()
+                    .filter(|v| self.tensor(*v).is_some_and(|t| t.known && t.counter))
+                    .collect();
+                (!tensors.is_empty()).then(|| (tensors, writes.clone()))
+            })
+            .collect()
+    }
+
+    /// What a callee's write into `t` changes that its caller may hold: `t`, what `t` is a row
+    /// or piece of (`for t in zip(tensor, mean)` writes all of `tensor`), and, when that is an
+    /// argument that is itself a view (`denormalize(batch[0])`), what it is a view of. (Not the
+    /// tensor an indexed write in the callee goes into: `out[i] += v` fills an output
+    /// argument, as it means to.)
+    fn written_through(&self, t: ObjId, args: &Args) -> SmallVec<[ObjId; 4]> {
+        let mut written: SmallVec<[ObjId; 4]> = smallvec![t];
+        let mut at = t;
+        while written.len() < 4 {
+            match self.tensor(at).and_then(|tt| tt.view_of) {
+                Some((base, Part::Whole | Part::Piece)) => {
+                    written.push(base);
+                    at = base;
+                }
+                _ => break,
+            }
+        }
+        let argument = args.all_values().any(|v| v.as_slice() == [at]);
+        if let (true, Some((base, _))) = (argument, self.tensor(at).and_then(|tt| tt.view_of)) {
+            written.push(base);
+        }
+        written
+    }
+
+    /// Name `n` of the running function went stale by a call (see [`Frame::call_stale`]).
+    fn note_call_stale(&mut self, n: Name) {
+        if let Some(f) = self.frames.last_mut() {
+            if !f.call_stale.contains(&n) {
+                f.call_stale.push(n);
+            }
+        }
+    }
+
+    /// The caller's names of tensors a callee's parameters held when they went stale (see
+    /// [`Self::stale_parameters`]) are stale (not the name the call's result is bound to).
+    fn carry_stale(
+        &mut self,
+        call: Span,
+        carried: Vec<(Vals, SmallVec<[crate::events::WriteId; 1]>)>,
+    ) {
+        let target = self
+            .assign_rhs
+            .filter(|(rhs, _)| *rhs == call)
+            .map(|(_, t)| t);
+        for (held, writes) in carried {
+            let names: SmallVec<[Name; 4]> = (self.state.env.iter())
+                .filter(|(n, vs)| vs.iter().any(|v| held.contains(v)) && Some(**n) != target)
+                .map(|(n, _)| *n)
+                .collect();
+            for n in names {
+                let entry = self.state.stale.entry(n).or_default();
+                for w in &writes {
+                    super::write::note_write(entry, *w);
+                }
+                self.note_call_stale(n);
+            }
+        }
+    }
+
+    /// `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale; so
+    /// are names of what `x` is a view of (`denormalize(batch[0])` writing each channel of its
+    /// argument changes `batch`, which the caller reads next).
+    fn mark_stale_after_call(&mut self, call: Span, args: &Args, first_write: usize) {
         let Some((rhs, target)) = self.assign_rhs else {
             return;
         };
@@ -420,11 +512,12 @@ impl Interp<'_, '_> {
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
                 continue;
             }
+            let written = self.written_through(t, args);
             let names: SmallVec<[Name; 4]> = self
                 .state
                 .env
                 .iter()
-                .filter(|(n, vs)| vs.contains(&t) && **n != target)
+                .filter(|(n, vs)| vs.iter().any(|v| written.contains(v)) && **n != target)
                 .map(|(n, _)| *n)
                 .collect();
             for n in names {
@@ -432,6 +525,7 @@ impl Interp<'_, '_> {
                     self.state.stale.entry(n).or_default(),
                     w as crate::events::WriteId,
                 );
+                self.note_call_stale(n);
             }
         }
     }

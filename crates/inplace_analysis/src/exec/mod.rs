@@ -119,6 +119,9 @@ pub(crate) struct Frame {
     pub local_rebinds: Vec<Event>,
     /// A closure's view of the function it was defined in (its names when it was defined).
     pub captured: Option<Arc<Env>>,
+    /// Names made stale by a call that wrote what they hold (`img = denormalize(batch[0])`
+    /// leaves `batch` stale): when one is a parameter, the caller's names of it are stale too.
+    pub call_stale: Vec<Name>,
 }
 
 impl Frame {
@@ -131,6 +134,7 @@ impl Frame {
             loops: Vec::new(),
             local_rebinds: Vec::new(),
             captured: None,
+            call_stale: Vec::new(),
         }
     }
 }
