@@ -354,6 +354,13 @@ impl Interp<'_, '_> {
     /// What write `wid` into `t` (one tensor for certain) makes stale (IP402): other names of
     /// it, names of views of the part it writes, and slots of containers that keep it.
     fn mark_stale_aliases(&mut self, t: ObjId, tt: &TensorObj, wid: WriteId, w: &WriteSpec<'_>) {
+        // (A write through a detached alias made in the write itself, `b.detach()[:, 4] += v`,
+        // `w.detach().mul_(s)`, names the tensor it means to change: its names and views are
+        // meant to see it. One bound to a name first, `d = c.detach(); d += 1`, is the
+        // mistake of taking `detach()` for a copy.)
+        if tt.detached_from.is_some() && !self.named_in_chain(t) {
+            return;
+        }
         self.mark_stale(t, wid, w.keep);
         self.mark_stale_views(t, w.part, wid);
         // Writing all of a view writes its part of the tensor it shows.
@@ -365,6 +372,22 @@ impl Interp<'_, '_> {
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             self.mark_stale_slots(t, wid);
         }
+    }
+
+    /// Whether a name holds `t`, or a tensor `t` is a view of (up to three steps).
+    fn named_in_chain(&self, t: ObjId) -> bool {
+        let mut at = Some(t);
+        for _ in 0..4 {
+            let Some(x) = at else { return false };
+            if self.state.env.values().any(|vs| vs.contains(&x)) {
+                return true;
+            }
+            at = self
+                .tensor(x)
+                .and_then(|tt| tt.view_of)
+                .map(|(base, _)| base);
+        }
+        false
     }
 
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
