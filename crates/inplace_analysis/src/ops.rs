@@ -618,3 +618,31 @@ mod einsum_tests {
         assert_eq!(einsum_saved("ij,jk->ik", 3), None);
     }
 }
+
+/// The in-place method an in-place operator dunder stands for (`__iadd__` is `add_`).
+pub fn inplace_dunder(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "__iadd__" => "add_",
+        "__isub__" => "sub_",
+        "__imul__" => "mul_",
+        "__itruediv__" => "div_",
+        "__ipow__" => "pow_",
+        "__iand__" => "bitwise_and_",
+        "__ior__" => "bitwise_or_",
+        "__ixor__" => "bitwise_xor_",
+        _ => return None,
+    })
+}
+
+/// The in-place method an `operator` function stands for on a tensor (`operator.iadd` is
+/// `add_`).
+pub fn inplace_operator(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "iadd" => "add_",
+        "isub" => "sub_",
+        "imul" => "mul_",
+        "itruediv" => "div_",
+        "ipow" => "pow_",
+        _ => return None,
+    })
+}

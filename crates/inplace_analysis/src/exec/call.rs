@@ -73,6 +73,11 @@ impl Interp<'_, '_> {
             if !tensors.is_empty() {
                 let moved = a.operands_by_position(true);
                 let a = moved.as_ref().unwrap_or(&a);
+                // (`y.__iadd__(1)` is `y += 1`: `add_`.)
+                let attr = match crate::ops::inplace_dunder(self.name(attr)) {
+                    Some(m) => self.intern(m),
+                    None => attr,
+                };
                 out.extend(self.tensor_method(c, e, &tensors, attr, a, value));
             }
             if out.is_empty() {

@@ -137,7 +137,16 @@ impl Interp<'_, '_> {
             let masking = matches!(base, "masked_fill" | "index_fill" | "fill")
                 && (args.positional.last().and_then(|(_, e)| *e))
                     .is_some_and(|v| self.masking_value(c, v));
-            let spec = WriteSpec::new(WriteKind::Method(meth), call, call)
+            // (`torch.Tensor.add_(y, 1)`, `operator.iadd(y, 1)`: the tensor is an argument, as
+            // for `torch.relu_(y)`.)
+            let bound = matches!(*c.expr(e), Expr::Call { func, .. }
+                if matches!(*c.expr(func), Expr::Attr { value, .. } if value == recv_expr));
+            let kind = if bound {
+                WriteKind::Method(meth)
+            } else {
+                WriteKind::TorchFn(meth)
+            };
+            let spec = WriteSpec::new(kind, call, call)
                 .masking(masking)
                 .through(through, keep)
                 .value(value.as_ref())

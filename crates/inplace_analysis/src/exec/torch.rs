@@ -66,6 +66,24 @@ impl Interp<'_, '_> {
         if let Some(b) = p.strip_prefix("builtins.") {
             return self.call_builtin(c, e, b, args);
         }
+        // `torch.Tensor.add_(y, 1)` (the unbound method) and `operator.iadd(y, 1)`: the method
+        // on the first argument.
+        let unbound = (p.strip_prefix("torch.Tensor."))
+            .or_else(|| p.strip_prefix("operator.").and_then(ops::inplace_operator));
+        if let (Some(meth), Some((recv, recv_expr))) = (unbound, args.positional.first()) {
+            let tensors: Vals = (recv.iter().copied())
+                .filter(|v| matches!(self.obj(*v), Obj::Tensor(_)))
+                .collect();
+            if !tensors.is_empty() {
+                let rest = Args {
+                    positional: args.positional[1..].to_vec(),
+                    keywords: args.keywords.clone(),
+                };
+                let meth = self.intern(meth);
+                let recv_expr = recv_expr.unwrap_or(ExprId::NONE);
+                return self.tensor_method(c, e, &tensors, meth, &rest, recv_expr);
+            }
+        }
         if p == "functools.partial" {
             let Some((func, rest)) = args.positional.split_first() else {
                 return smallvec![self.alloc(Obj::Unknown)];
