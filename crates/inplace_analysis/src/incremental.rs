@@ -441,12 +441,17 @@ impl FileState {
         let module_frozen = module.frozen.clone();
         // The instances' state is built on the module's: reused over a module unit that ran
         // again, it hands the functions the last version's globals. That is sound only while
-        // every function still to run read, in the last version, what the new module binds.
+        // every function still to run read, in the last version, what the new module binds,
+        // and runs as it did (its code and what it inlines unchanged): a function that runs
+        // again may read other globals, which only the new module's state holds right.
         let functions_hold = || {
             let mut g = Globals::new(&module_frozen);
-            plan.functions
-                .iter()
-                .all(|d| self.functions.get(d).is_some_and(|f| g.hold(&f.globals)))
+            let mut deps = DepsCheck::default();
+            plan.functions.iter().all(|d| {
+                self.functions
+                    .get(d)
+                    .is_some_and(|f| g.hold(&f.globals) && deps.hold(&f.output.deps, prog))
+            })
         };
         let base_holds = module_holds || functions_hold();
         let frozen = self.run_instances(prog, plan, &module_frozen, base_holds, &mut outputs);
