@@ -21,15 +21,19 @@
 //! ```
 //!
 //! **Fix.** A parameter update belongs under `with torch.no_grad():` (that is how
-//! `optimizer.step()` does it). To compute a new value, write it out of place (`y = x + 1`).
+//! `optimizer.step()` does it). To compute a new value, write it out of place (`y = x + 1`). An
+//! in-place activation applied to a parameter (`self.weight_relu(self.weight)` with
+//! `nn.ReLU(inplace=True)`, or `F.relu(w, inplace=True)`) computes out of place with
+//! `inplace=False` (offered: the parameter keeps learning through it).
 //!
 //! **Fix safety.** Wrapping in `torch.no_grad()` is *unsafe*: it makes the write succeed, which
 //! changes what the program does from then on; apply it when the write is an update.
+//! `inplace=False` is *safe*: the same values, in a new tensor.
 
 use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
-use crate::events::Event;
+use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Applicability, Finding, Related, Severity};
 use crate::fix;
 use crate::ir::Span;
 use crate::registry::Rule;
@@ -59,8 +63,38 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     };
     let w = ctx.write(*write);
     let mut related = Vec::new();
+    // An in-place layer (`nn.ReLU(inplace=True)` applied to a parameter) is reported at its
+    // `inplace=` and raises where it is called; computing out of place (`inplace=False`) keeps
+    // the parameter learning, where `no_grad` would cut it off.
+    if let WriteKind::InplaceModule { call, ctor } = w.kind {
+        if let Some(range) = ctx.range(call) {
+            related.push(Related {
+                source: None,
+                range,
+                message: format!("`{}` raises here", ctx.snippet(call)),
+            });
+        }
+        write_related(ctx, w, &mut related);
+        return Some(Finding {
+            rule: Rule::LeafInplace,
+            severity: Severity::Error,
+            range: ctx.range(w.range)?,
+            message: format!(
+                "`{}` writes in place into a leaf tensor that requires grad when `{}` calls it ({}); it raises there: {}",
+                ctx.snippet(ctor),
+                ctx.snippet(call),
+                ctx.line(call),
+                FORM1_MESSAGE
+            ),
+            related,
+            fix: fix::inplace_false(ctx, w.range, Applicability::Safe),
+        });
+    }
     write_related(ctx, w, &mut related);
-    let fix = fix::write_under_no_grad(ctx, w);
+    let fix = match w.kind {
+        WriteKind::InplaceFunctional => fix::inplace_false(ctx, w.range, Applicability::Safe),
+        _ => fix::write_under_no_grad(ctx, w),
+    };
     Some(Finding {
         rule: Rule::LeafInplace,
         severity: Severity::Error,
