@@ -90,7 +90,10 @@ impl Interp<'_, '_> {
                 // reads what `inputs[0]` would.)
                 let starred = (targets.iter()).any(|t| matches!(c.expr(*t), Expr::Starred(_)));
                 if let ([seq], false) = (vals.as_slice(), starred) {
-                    if matches!(self.obj(*seq), Obj::Seq(items) if items.len() == targets.len()) {
+                    // (Not a dict's: unpacking gives its keys.)
+                    let dict = self.dict_objs.contains(seq);
+                    if matches!(self.obj(*seq), Obj::Seq(items) if items.len() == targets.len() && !dict)
+                    {
                         for (k, t) in targets.iter().enumerate() {
                             self.read_slot(*seq, Slot::At(k as u32), c.span(*t));
                         }

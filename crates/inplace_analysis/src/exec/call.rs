@@ -398,7 +398,7 @@ impl Interp<'_, '_> {
         self.state.env = self.outer_envs.pop().unwrap_or_default();
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
-        self.mark_stale_after_call(call, args, first_write);
+        self.mark_stale_after_call(call, args, &frame.returns, first_write);
         self.carry_stale(call, carried);
         // A generator: what it yields, as the elements of what the call gives (its body has
         // run to the end: the consumer's loop sees every value it yields).
@@ -445,15 +445,19 @@ impl Interp<'_, '_> {
 
     /// What a callee's write into `t` changes that its caller may hold: `t`, what `t` is a row
     /// or piece of (`for t in zip(tensor, mean)` writes all of `tensor`), and, when that is an
-    /// argument that is itself a view (`denormalize(batch[0])`), what it is a view of. (Not the
-    /// tensor an indexed write in the callee goes into: `out[i] += v` fills an output
-    /// argument, as it means to.)
-    fn written_through(&self, t: ObjId, args: &Args) -> SmallVec<[ObjId; 4]> {
+    /// argument that is itself a view (`denormalize(batch[0])`), what it is a view of, if the
+    /// callee went over the argument's rows or returns the argument (the caller takes the
+    /// result for a new tensor). (Not the tensor an indexed write in the callee goes into:
+    /// `out[i] += v` fills an output argument, as it means to; nor the base of a row a helper
+    /// fills and reports on, `n = fill_row(buf[i], v)`.)
+    fn written_through(&self, t: ObjId, args: &Args, returns: &Vals) -> SmallVec<[ObjId; 4]> {
         let mut written: SmallVec<[ObjId; 4]> = smallvec![t];
         let mut at = t;
+        let mut pieces = false;
         while written.len() < 4 {
             match self.tensor(at).and_then(|tt| tt.view_of) {
-                Some((base, Part::Whole | Part::Piece)) => {
+                Some((base, part @ (Part::Whole | Part::Piece))) => {
+                    pieces |= part == Part::Piece;
                     written.push(base);
                     at = base;
                 }
@@ -461,7 +465,12 @@ impl Interp<'_, '_> {
             }
         }
         let argument = args.all_values().any(|v| v.as_slice() == [at]);
-        if let (true, Some((base, _))) = (argument, self.tensor(at).and_then(|tt| tt.view_of)) {
+        let meant_new = pieces || returns.contains(&at);
+        if let (true, true, Some((base, _))) = (
+            argument,
+            meant_new,
+            self.tensor(at).and_then(|tt| tt.view_of),
+        ) {
             written.push(base);
         }
         written
@@ -505,7 +514,13 @@ impl Interp<'_, '_> {
     /// `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale; so
     /// are names of what `x` is a view of (`denormalize(batch[0])` writing each channel of its
     /// argument changes `batch`, which the caller reads next).
-    fn mark_stale_after_call(&mut self, call: Span, args: &Args, first_write: usize) {
+    fn mark_stale_after_call(
+        &mut self,
+        call: Span,
+        args: &Args,
+        returns: &Vals,
+        first_write: usize,
+    ) {
         let Some((rhs, target)) = self.assign_rhs else {
             return;
         };
@@ -517,7 +532,7 @@ impl Interp<'_, '_> {
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
                 continue;
             }
-            let written = self.written_through(t, args);
+            let written = self.written_through(t, args, returns);
             let names: SmallVec<[Name; 4]> = self
                 .state
                 .env
@@ -735,6 +750,18 @@ impl Interp<'_, '_> {
     /// `super().__init__(*args, **kwargs)`): its entries, with their keys, are what `self[k]`,
     /// `.items()` and `.get(k)` see, kept in a dict of its own (see [`Self::dict_items`]).
     fn init_dict_items(&mut self, obj: ObjId, args: &Args) {
+        // (A class with item methods of its own, `__setitem__` that copies, `update`, is not
+        // followed: its entries are not what the constructor was given.)
+        let own = |it: &Self, k: &ClassObj| {
+            ["__getitem__", "__setitem__", "update", "setdefault", "get"]
+                .iter()
+                .any(|m| it.names_find(k, m))
+        };
+        if let Obj::Module(m) = self.obj(obj) {
+            if m.local.as_ref().is_some_and(|k| own(self, k)) {
+                return;
+            }
+        }
         let mut entries: Vec<(Option<(Name, Span)>, Vals)> = Vec::new();
         // (A mapping whose keys are not known: an entry of unknown key holding its values.)
         if let Some(first) = args.positional.first().map(|(v, _)| v.clone()) {
@@ -768,6 +795,13 @@ impl Interp<'_, '_> {
         };
         let own = (m.local.as_ref()).is_some_and(|k| self.find_method(k, meth).is_some());
         (!own).then_some(*d)
+    }
+
+    /// Whether class `k` (or a base of the file) defines method `name`.
+    fn names_find(&self, k: &ClassObj, name: &str) -> bool {
+        self.names
+            .get(name)
+            .is_some_and(|n| self.find_method(k, n).is_some())
     }
 
     /// Whether a class of the file derives from `dict` (or `OrderedDict`, `UserDict`).

@@ -93,7 +93,7 @@ impl Interp<'_, '_> {
                 bool_op(and, a, b)
             }
             Expr::Compare { operands, op } => self.eval_comparison(c, e, operands, op),
-            Expr::Seq { items, .. } => self.eval_seq(c, items),
+            Expr::Seq { items, kind } => self.eval_seq(c, items, kind),
             Expr::Starred(inner) => {
                 self.eval_opt(c, inner);
                 smallvec![self.alloc(Obj::Unknown)]
@@ -495,7 +495,7 @@ impl Interp<'_, '_> {
 
     /// A list or tuple display: one slot per item (a `*xs` item: a slot for any of its
     /// elements, and the sequence is no longer exact).
-    fn eval_seq(&mut self, c: Code<'_>, items: List) -> Vals {
+    fn eval_seq(&mut self, c: Code<'_>, items: List, kind: crate::ir::SeqKind) -> Vals {
         let mut slots = Vec::new();
         let mut exact = true;
         for i in c.body.exprs_of(items) {
@@ -508,7 +508,8 @@ impl Interp<'_, '_> {
             }
         }
         let seq = self.alloc(Obj::Seq(slots));
-        if exact {
+        // (A set display may hold fewer: `{a, a}`.)
+        if exact && kind != crate::ir::SeqKind::Set {
             self.exact_seqs.insert(seq);
         }
         smallvec![seq]

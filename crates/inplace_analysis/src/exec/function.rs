@@ -103,8 +103,13 @@ impl Interp<'_, '_> {
         // requires grad, whether or not that one does (measured with torch 2.15: "This view was
         // created inside a custom Function (or because an input was returned as-is)").
         // (A tuple of outputs raises with the multi-view message instead: not followed.)
-        let dirty = match self.obj(ctx) {
-            Obj::Module(m) => m.attrs.get(&known::MARK_DIRTY).cloned().unwrap_or_default(),
+        // (Nor one marked dirty or non-differentiable: it comes back as it is.)
+        let dirty: Vals = match self.obj(ctx) {
+            Obj::Module(m) => (m.attrs.get(&known::MARK_DIRTY).into_iter())
+                .chain(m.attrs.get(&known::MARK_NON_DIFFERENTIABLE))
+                .flatten()
+                .copied()
+                .collect(),
             _ => Vals::new(),
         };
         let mut results = results;
@@ -136,12 +141,12 @@ impl Interp<'_, '_> {
         results
     }
 
-    /// `ctx.mark_dirty(*tensors)` inside a custom function's `forward`: those arguments were
-    /// written in place, and returning them returns them (not a view).
-    pub(super) fn mark_dirty(&mut self, ctx: ObjId, args: &Args) {
+    /// `ctx.mark_dirty(*tensors)` (`how`; or `ctx.mark_non_differentiable`) inside a custom
+    /// function's `forward`: returning those arguments returns them (not a view).
+    pub(super) fn mark_dirty(&mut self, ctx: ObjId, how: Name, args: &Args) {
         let dirty: Vals = args.all_values().flatten().copied().collect();
         if let Obj::Module(m) = self.obj_mut(ctx) {
-            m.attrs.entry(known::MARK_DIRTY).or_default().extend(dirty);
+            m.attrs.entry(how).or_default().extend(dirty);
         }
     }
 

@@ -225,6 +225,22 @@ impl Interp<'_, '_> {
         v: Vals,
         stmt: Option<StmtId>,
     ) {
+        // (`seq.add_module("0", layer)`: the child at that index of a `Sequential`.)
+        let at = key.and_then(|k| self.name(k).parse::<usize>().ok());
+        if let (Some(Container::Sequential | Container::ModuleList), Some(at)) =
+            (self.container_of(m), at)
+        {
+            let len = match self.obj(m) {
+                Obj::Module(module) => module.children.len(),
+                _ => 0,
+            };
+            if at < len {
+                if let ([new], Obj::Module(module)) = (v.as_slice(), self.obj_mut(m)) {
+                    module.children[at] = *new;
+                }
+                return;
+            }
+        }
         let replaces = match (self.obj(m), key) {
             (Obj::Module(module), Some(k)) => module.attrs.contains_key(&k),
             _ => false,
@@ -897,8 +913,10 @@ impl Interp<'_, '_> {
                 self.save_for_backward(m, args);
                 return smallvec![OTHER];
             }
-            if module.class == known::FUNCTION_CTX && meth == known::MARK_DIRTY {
-                self.mark_dirty(m, args);
+            if module.class == known::FUNCTION_CTX
+                && (meth == known::MARK_DIRTY || meth == known::MARK_NON_DIFFERENTIABLE)
+            {
+                self.mark_dirty(m, meth, args);
                 return smallvec![OTHER];
             }
             if let Some(v) = module.attrs.get(&meth).cloned() {

@@ -273,7 +273,13 @@ impl Interp<'_, '_> {
         let items = items.clone();
         let exact = self.exact_seqs.contains(s);
         match self.one_int(n) {
-            Some(k) if k >= 0 && (k as usize).saturating_mul(items.len()) <= MAX_SLOTS => {
+            // (`[x] * 0`, `[x] * -1`: empty.)
+            Some(k) if k <= 0 => {
+                let r = self.alloc(Obj::Seq(Vec::new()));
+                self.exact_seqs.insert(r);
+                Some(r)
+            }
+            Some(k) if (k as usize).saturating_mul(items.len()) <= MAX_SLOTS => {
                 let slots: Vec<Vals> = (0..k).flat_map(|_| items.iter().cloned()).collect();
                 let r = self.alloc(Obj::Seq(slots));
                 if exact {

@@ -573,7 +573,7 @@ impl Interp<'_, '_> {
         let mut answer = None;
         for o in objs {
             let this = match self.obj(*o) {
-                Obj::Module(_) if any_module => true,
+                Obj::Module(m) if any_module && m.local.is_none() => true,
                 Obj::Module(m) => match &m.local {
                     None => names.iter().any(|n| *n == self.name(m.class)),
                     // (A class of the file: itself or a base is asked about; undecided when
@@ -620,7 +620,11 @@ impl Interp<'_, '_> {
             let this = match self.obj(*o) {
                 Obj::Str(_) => has("str"),
                 Obj::Seq(_) if self.dict_objs.contains(o) => has("dict"),
-                Obj::Seq(_) if has("list") == has("tuple") => has("list"),
+                // (Only a list or tuple display, or a copy of one: sets, generators, `zip` and
+                // `dict.items()` are sequences too here.)
+                Obj::Seq(_) if self.exact_seqs.contains(o) && has("list") == has("tuple") => {
+                    has("list")
+                }
                 Obj::Other if matches!(*o, TRUE | FALSE) => has("bool") || has("int"),
                 Obj::Other if self.int_values.contains_key(o) => has("int"),
                 Obj::Tensor(_) => false,

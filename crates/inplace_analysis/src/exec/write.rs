@@ -358,7 +358,7 @@ impl Interp<'_, '_> {
         // `w.detach().mul_(s)`, names the tensor it means to change: its names and views are
         // meant to see it. One bound to a name first, `d = c.detach(); d += 1`, is the
         // mistake of taking `detach()` for a copy.)
-        if tt.detached_from.is_some() && !self.named_in_chain(t) {
+        if tt.detached_from.is_some() && self.made_in_write(t, w.site) {
             return;
         }
         self.mark_stale(t, wid, w.keep);
@@ -374,18 +374,24 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// Whether a name holds `t`, or a tensor `t` is a view of (up to three steps).
-    fn named_in_chain(&self, t: ObjId) -> bool {
-        let mut at = Some(t);
+    /// Whether `t`, and what it is a view of up to the detached alias, were made inside the
+    /// write's own statement `site` (`b.detach()[:, 4] += v`), not earlier (a name, an
+    /// attribute or a list holding `w.detach()`).
+    fn made_in_write(&self, t: ObjId, site: Span) -> bool {
+        let mut at = t;
         for _ in 0..4 {
-            let Some(x) = at else { return false };
-            if self.state.env.values().any(|vs| vs.contains(&x)) {
-                return true;
+            let Some(tt) = self.tensor(at) else {
+                return false;
+            };
+            if !site.contains(tt.origin) {
+                return false;
             }
-            at = self
-                .tensor(x)
-                .and_then(|tt| tt.view_of)
-                .map(|(base, _)| base);
+            match tt.view_of {
+                Some((base, _)) if self.tensor(base).is_some_and(|b| b.detached_from.is_some()) => {
+                    at = base
+                }
+                _ => return true,
+            }
         }
         false
     }

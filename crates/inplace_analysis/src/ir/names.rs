@@ -76,6 +76,7 @@ known! {
     SAVE_FOR_BACKWARD = "save_for_backward",
     SAVED_TENSORS = "saved_tensors",
     MARK_DIRTY = "mark_dirty",
+    MARK_NON_DIFFERENTIABLE = "mark_non_differentiable",
     FUNCTION_CTX = "FunctionCtx",
     SET_TO_NONE = "set_to_none",
     COPY = "copy",
