@@ -497,17 +497,28 @@ impl Interp<'_, '_> {
             .filter(|(rhs, _)| *rhs == call)
             .map(|(_, t)| t);
         for (held, writes) in carried {
-            let names: SmallVec<[Name; 4]> = (self.state.env.iter())
-                .filter(|(n, vs)| vs.iter().any(|v| held.contains(v)) && Some(**n) != target)
-                .map(|(n, _)| *n)
-                .collect();
-            for n in names {
-                let entry = self.state.stale.entry(n).or_default();
-                for w in &writes {
-                    super::write::note_write(entry, *w);
-                }
-                self.note_call_stale(n);
+            self.mark_names_stale(&held, &writes, target);
+        }
+    }
+
+    /// The names of the running function holding one of `held` (but `except`, the name a
+    /// call's result is bound to) went stale by `writes` of a call.
+    fn mark_names_stale(
+        &mut self,
+        held: &[ObjId],
+        writes: &[crate::events::WriteId],
+        except: Option<Name>,
+    ) {
+        let names: SmallVec<[Name; 4]> = (self.state.env.iter())
+            .filter(|(n, vs)| vs.iter().any(|v| held.contains(v)) && Some(**n) != except)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in names {
+            let entry = self.state.stale.entry(n).or_default();
+            for w in writes {
+                super::write::note_write(entry, *w);
             }
+            self.note_call_stale(n);
         }
     }
 
@@ -533,20 +544,7 @@ impl Interp<'_, '_> {
                 continue;
             }
             let written = self.written_through(t, args, returns);
-            let names: SmallVec<[Name; 4]> = self
-                .state
-                .env
-                .iter()
-                .filter(|(n, vs)| vs.iter().any(|v| written.contains(v)) && **n != target)
-                .map(|(n, _)| *n)
-                .collect();
-            for n in names {
-                super::write::note_write(
-                    self.state.stale.entry(n).or_default(),
-                    w as crate::events::WriteId,
-                );
-                self.note_call_stale(n);
-            }
+            self.mark_names_stale(&written, &[w as crate::events::WriteId], Some(target));
         }
     }
 
@@ -806,14 +804,20 @@ impl Interp<'_, '_> {
 
     /// Whether a class of the file derives from `dict` (or `OrderedDict`, `UserDict`).
     fn dict_base(&self, class: &ClassObj) -> bool {
-        let dict = |path: &str| {
-            matches!(
-                path,
-                "builtins.dict" | "collections.OrderedDict" | "collections.UserDict"
-            )
-            .then_some(())
-        };
-        self.torch_base(class, &dict, 0).is_some()
+        self.derives_from_one_of(
+            class,
+            &[
+                "builtins.dict",
+                "collections.OrderedDict",
+                "collections.UserDict",
+            ],
+        )
+    }
+
+    /// Whether a class of the file derives from one of the library classes `paths`.
+    fn derives_from_one_of(&self, class: &ClassObj, paths: &[&str]) -> bool {
+        let base = |path: &str| paths.contains(&path).then_some(());
+        self.torch_base(class, &base, 0).is_some()
     }
 
     /// `list.__init__(items)` of an instance of a `list` subclass (`Processors([Ban(), Clip()])`,
@@ -840,8 +844,7 @@ impl Interp<'_, '_> {
 
     /// Whether a class of the file derives from `torch.optim.Optimizer` (a custom optimizer).
     fn optimizer_base(&self, class: &ClassObj) -> bool {
-        let optim = |path: &str| (path == "torch.optim.Optimizer").then_some(());
-        self.torch_base(class, &optim, 0).is_some()
+        self.derives_from_one_of(class, &["torch.optim.Optimizer"])
     }
 
     /// `Optimizer.__init__(params, defaults)` of a custom optimizer: `self.param_groups` holds
@@ -868,9 +871,7 @@ impl Interp<'_, '_> {
 
     /// Whether a class of the file derives from `list` (or `collections.UserList`).
     fn list_base(&self, class: &ClassObj) -> bool {
-        let list =
-            |path: &str| matches!(path, "builtins.list" | "collections.UserList").then_some(());
-        self.torch_base(class, &list, 0).is_some()
+        self.derives_from_one_of(class, &["builtins.list", "collections.UserList"])
     }
 
     /// An instance built by a caller we do not see: `__init__` runs with unknown arguments.
