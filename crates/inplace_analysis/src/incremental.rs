@@ -444,19 +444,18 @@ impl FileState {
         // every function still to run read, in the last version, what the new module binds,
         // and runs as it did (its code and what it inlines unchanged): a function that runs
         // again may read other globals, which only the new module's state holds right.
-        let functions_hold = || {
+        let mut deps = DepsCheck::default();
+        let base_holds = module_holds || {
             let mut g = Globals::new(&module_frozen);
-            let mut deps = DepsCheck::default();
             plan.functions.iter().all(|d| {
                 self.functions
                     .get(d)
                     .is_some_and(|f| g.hold(&f.globals) && deps.hold(&f.output.deps, prog))
             })
         };
-        let base_holds = module_holds || functions_hold();
         let frozen = self.run_instances(prog, plan, &module_frozen, base_holds, &mut outputs);
         let mut globals = Globals::new(&frozen);
-        let (mut deps, mut instances) = (DepsCheck::default(), FxHashMap::default());
+        let mut instances = FxHashMap::default();
         for def in &plan.functions {
             if cancelled() {
                 return None;

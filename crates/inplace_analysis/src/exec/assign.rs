@@ -278,7 +278,7 @@ impl Interp<'_, '_> {
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {
-            let b = self.dict_items(b, known::SETITEM).unwrap_or(b);
+            let b = self.dict_items(b).unwrap_or(b);
             match self.obj(b) {
                 // `xs[i] = v` is a tensor write only on what is known to be a tensor (lists and
                 // dicts are written the same way).
@@ -371,7 +371,7 @@ impl Interp<'_, '_> {
 
     /// Position `at` of container module `m` replaced by `vals` (one module): a module an
     /// optimizer holds is rebound (IP403).
-    fn replace_child(
+    pub(super) fn replace_child(
         &mut self,
         c: Code<'_>,
         target: ExprId,

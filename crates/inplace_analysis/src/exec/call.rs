@@ -748,7 +748,8 @@ impl Interp<'_, '_> {
     /// `super().__init__(*args, **kwargs)`): its entries, with their keys, are what `self[k]`,
     /// `.items()` and `.get(k)` see, kept in a dict of its own (see [`Self::dict_items`]).
     fn init_dict_items(&mut self, obj: ObjId, args: &Args) {
-        // (A class with item methods of its own, `__setitem__` that copies, `update`, is not
+        // (A class with item methods of its own, `__setitem__` that copies, `update`, or a
+        // `__getitem__` that builds what it returns (transformers' `ClassInstantier`) is not
         // followed: its entries are not what the constructor was given.)
         let own = |it: &Self, k: &ClassObj| {
             ["__getitem__", "__setitem__", "update", "setdefault", "get"]
@@ -780,19 +781,16 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// The dict that holds the entries of an instance of a `dict` subclass, for the dict
-    /// method `meth` (`__getitem__` for `td[k]`, `__setitem__` for `td[k] = v`), unless the
-    /// class defines its own (transformers' `ClassInstantier` builds a layer in
-    /// `__getitem__`: that is not followed).
-    pub(super) fn dict_items(&self, o: ObjId, meth: Name) -> Option<ObjId> {
+    /// The dict that holds the entries of an instance of a `dict` subclass (one without item
+    /// methods of its own: see [`Self::init_dict_items`]).
+    pub(super) fn dict_items(&self, o: ObjId) -> Option<ObjId> {
         let Obj::Module(m) = self.obj(o) else {
             return None;
         };
-        let Some([d]) = m.attrs.get(&known::DICT_ITEMS).map(|v| v.as_slice()) else {
-            return None;
-        };
-        let own = (m.local.as_ref()).is_some_and(|k| self.find_method(k, meth).is_some());
-        (!own).then_some(*d)
+        match m.attrs.get(&known::DICT_ITEMS).map(|v| v.as_slice()) {
+            Some([d]) => Some(*d),
+            _ => None,
+        }
     }
 
     /// Whether class `k` (or a base of the file) defines method `name`.

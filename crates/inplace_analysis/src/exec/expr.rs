@@ -800,7 +800,7 @@ impl Interp<'_, '_> {
                 return smallvec![UNKNOWN];
             }
             // (`td["reward"]` of an instance of a `dict` subclass: its entries.)
-            let b = self.dict_items(b, known::GETITEM).unwrap_or(b);
+            let b = self.dict_items(b).unwrap_or(b);
             // `cfg["act"]` of a dict whose keys are known: that entry.
             if let (Some(at), Obj::Seq(items)) =
                 (key.and_then(|k| self.key_slot(b, k)).flatten(), self.obj(b))

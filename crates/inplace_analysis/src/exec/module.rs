@@ -230,15 +230,11 @@ impl Interp<'_, '_> {
         if let (Some(Container::Sequential | Container::ModuleList), Some(at)) =
             (self.container_of(m), at)
         {
-            let len = match self.obj(m) {
-                Obj::Module(module) => module.children.len(),
-                _ => 0,
-            };
-            if at < len {
-                if let ([new], Obj::Module(module)) = (v.as_slice(), self.obj_mut(m)) {
-                    module.children[at] = *new;
+            if let Obj::Module(module) = self.obj(m) {
+                if at < module.children.len() {
+                    self.replace_child(c, e, m, at, &v, stmt);
+                    return;
                 }
-                return;
             }
         }
         let replaces = match (self.obj(m), key) {
@@ -932,7 +928,7 @@ impl Interp<'_, '_> {
                 }
             }
             // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
-            if let Some(d) = self.dict_items(m, meth) {
+            if let Some(d) = self.dict_items(m) {
                 return self.seq_method(d, meth, args);
             }
         }

@@ -506,18 +506,14 @@ impl Interp<'_, '_> {
                     _ => self.exact_len(&v),
                 }
             }
-            // `self.end_level + 1`, `n`, `self.depth`: a name, attribute or sum that holds one
-            // known integer.
+            // `n`, `self.depth`: a name or attribute that holds one known integer.
             Expr::Name { .. } | Expr::Attr { .. } => {
                 let v = self.eval(c, e);
                 self.one_int(&v)
             }
-            // `len(self._ops) // 2`: arithmetic on known integers.
+            // `self.end_level + 1`, `len(self._ops) // 2`: arithmetic on known integers (each
+            // side evaluated once).
             Expr::Binary { op, left, right } => {
-                let v = self.eval(c, e);
-                if let Some(n) = self.one_int(&v) {
-                    return Some(n);
-                }
                 let (l, r) = (left.get()?, right.get()?);
                 let (a, b) = (self.known_int(c, l)?, self.known_int(c, r)?);
                 let (a, b) = (smallvec![self.int(a)], smallvec![self.int(b)]);

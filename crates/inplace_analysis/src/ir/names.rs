@@ -63,7 +63,6 @@ known! {
     MODE = "mode",
     DIM = "dim",
     GETITEM = "__getitem__",
-    SETITEM = "__setitem__",
     ITER = "__iter__",
     INPUT = "input",
     OTHER = "other",

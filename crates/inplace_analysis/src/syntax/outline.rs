@@ -699,8 +699,8 @@ impl Builder<'_> {
                 let inplace_name = b.len() >= 2 && b[b.len() - 1] == b'_' && b[b.len() - 2] != b'_';
                 // (`y.__iadd__(1)`, `operator.iadd(y, 1)` too.)
                 let inplace_other =
-                    ops::inplace_dunder(s).is_some() || ops::inplace_operator(s).is_some();
-                if (inplace_name || inplace_other) && after_dot {
+                    || ops::inplace_dunder(s).is_some() || ops::inplace_operator(s).is_some();
+                if after_dot && (inplace_name || inplace_other()) {
                     *seeds |= Seeds::INPLACE_CALL;
                 } else if inplace_name {
                     self.pending = Pending::InplaceName;
