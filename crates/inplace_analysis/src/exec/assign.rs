@@ -386,7 +386,16 @@ impl Interp<'_, '_> {
         };
         let old = module.children[at];
         if let Some(s) = stmt {
-            let name = self.prog.text_of(c.span(target)).to_string();
+            // (`model[2] = ...` names itself; `model.add_module("2", ...)` names `model[2]`.)
+            let name = match *c.expr(target) {
+                Expr::Call { func, .. } => match *c.expr(func) {
+                    Expr::Attr { value, .. } => {
+                        format!("{}[{at}]", self.prog.text_of(c.span(value)))
+                    }
+                    _ => self.prog.text_of(c.span(target)).to_string(),
+                },
+                _ => self.prog.text_of(c.span(target)).to_string(),
+            };
             let name = self.intern(&name);
             let _ = self.check_rebind_objs(c, &smallvec![old], vals, target, s, name);
         }
