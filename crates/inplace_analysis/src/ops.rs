@@ -221,6 +221,13 @@ pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedia
 /// after the call makes `backward()` raise; the `*Cell` modules do not).
 pub const SAVES_WEIGHTS_ALWAYS: &[&str] = &["RNN", "LSTM", "GRU"];
 
+/// Recurrent modules, which save the state they are given (the second argument or `hx=`; both
+/// tensors of an LSTM's `(h, c)`) for their backward: measured with torch 2.15, writing the
+/// state in place after the call makes `backward()` raise for each of them, whether or not the
+/// input or the state requires grad (the weights' gradients read it), also with
+/// `batch_first=True`, two layers or `bidirectional=True`.
+pub const SAVES_STATE: &[&str] = &["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"];
+
 /// Modules whose input is indices, which never require grad: their weights are never saved
 /// for an input's gradient (an embedding's backward reads the indices only).
 pub const INDEX_INPUT: &[&str] = &["Embedding", "EmbeddingBag"];

@@ -679,6 +679,17 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        if ops::SAVES_STATE.contains(&class.as_str()) {
+            let state = (args.positional.get(1).map(|(v, _)| v))
+                .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
+                .map(|v| self.flat_tensors(v))
+                .unwrap_or_default();
+            for v in state {
+                if let Some(st) = self.tensor(v).map(|t| t.storage) {
+                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
+                }
+            }
+        }
         if input_grad {
             for p in params {
                 if let Some(st) = self.tensor(p).map(|t| t.storage) {

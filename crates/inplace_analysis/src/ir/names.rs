@@ -58,6 +58,7 @@ known! {
     PARAMS = "params",
     WEIGHT = "weight",
     RETAIN_GRAPH = "retain_graph",
+    HX = "hx",
     CREATE_GRAPH = "create_graph",
     OUTPUTS = "outputs",
     MODE = "mode",
