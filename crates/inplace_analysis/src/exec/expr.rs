@@ -622,23 +622,33 @@ impl Interp<'_, '_> {
             (None, None) => Vals::new(),
         };
         let mut slots = vec![result];
-        // `nn.ModuleList([Block() for _ in range(n)])`: blocks built afresh each time, as many
-        // as a loop that appends them makes (its body runs twice): a block can write into what
-        // the one before it saved.
-        let one_generator = gens.len == 1
-            && c.body
-                .list(gens)
-                .first()
-                .is_some_and(|g| c.body.generators[*g as usize].ifs.len == 0);
-        let fresh_modules = !slots[0].is_empty()
-            && slots[0]
-                .iter()
-                .all(|m| *m >= before && matches!(self.obj(*m), Obj::Module(_)));
-        if let (Some(e), true, true, true) =
-            (elt.get(), value.is_none(), one_generator, fresh_modules)
-        {
+        // The element runs again, as a loop body does (it runs twice): a call in it can write
+        // into what the call before it saved (`[attn(x, t) for t in range(n)]` filling a
+        // cache). Only when the element made something (a call, an op), with one generator,
+        // and not inside another comprehension's second run (nested ones would multiply). The
+        // list keeps the first run's value as its one slot (an element read at a variable index
+        // is that value, not a choice between two), except modules made afresh:
+        // `nn.ModuleList([Block() for _ in range(n)])` holds as many blocks as a loop that
+        // appends them (a block can write into what the one before it saved).
+        let one_generator = gens.len == 1;
+        let made = self.heap.len() as ObjId > before;
+        if let (Some(e), true, true, true, false, false) = (
+            elt.get(),
+            value.is_none(),
+            one_generator,
+            made,
+            self.unrolling_comprehension,
+            self.exhausted(),
+        ) {
+            self.unrolling_comprehension = true;
             let again = self.eval(c, e);
-            slots.push(again);
+            self.unrolling_comprehension = false;
+            let fresh_modules = !slots[0].is_empty()
+                && (slots[0].iter().chain(&again))
+                    .all(|m| *m >= before && matches!(self.obj(*m), Obj::Module(_)));
+            if fresh_modules {
+                slots.push(again);
+            }
         }
         self.state.env = saved_env;
         smallvec![self.alloc(Obj::Seq(slots))]
