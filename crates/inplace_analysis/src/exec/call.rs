@@ -966,8 +966,10 @@ impl Interp<'_, '_> {
                         non_data: !is_forward,
                     });
                 }
-                // Arguments of plain functions carry no grad unless a caller passes it.
-                if !in_module {
+                // Arguments of plain functions carry no grad unless a caller passes it, nor do a
+                // module constructor's (`D(std)` keeping `self.std = std`: a setting, not a
+                // tensor in the graph; a caller that passes one is followed where it calls).
+                if !in_module || fd.name == known::INIT {
                     if let Some(tt) = self.tensor_mut(t) {
                         tt.grad = Tri::No;
                     }
