@@ -558,7 +558,8 @@ impl Interp<'_, '_> {
     ) -> Env {
         let mut env = Env::default();
         let mut positional = args.positional.iter();
-        let mut self_pending = self_obj;
+        // (`self.add(block, layer)` of a `@staticmethod` passes no `self`.)
+        let mut self_pending = self_obj.filter(|_| !fd.decorators.staticmethod);
         for p in c.body.list(fd.params) {
             let p = c.body.params[*p as usize];
             let vals = if let Some(s) = self_pending.take() {
