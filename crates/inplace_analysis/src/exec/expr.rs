@@ -168,9 +168,9 @@ impl Interp<'_, '_> {
                 // list passed back in: `if state is None: state = [zeros, zeros]`), strings,
                 // callables; booleans and known integers neither. `OTHER` may be: it stands for
                 // an argument whose default is `None` too.)
-                // (A `Path` may be `getattr(torch.nn.functional, name, None)`'s default.)
+                // (`getattr(torch.nn.functional, name, None)` gives the path and `None`.)
                 let known = |v: &ObjId| {
-                    !matches!(self.obj(*v), Obj::Unknown | Obj::Other | Obj::Path(_))
+                    !matches!(self.obj(*v), Obj::Unknown | Obj::Other)
                         || matches!(*v, TRUE | FALSE)
                         || self.int_values.contains_key(v)
                 };

@@ -488,7 +488,16 @@ impl Interp<'_, '_> {
                 let vals = match (&default, missing) {
                     _ if !family.is_empty() => family,
                     (Some(d), true) => d.clone(),
-                    _ => self.attribute_of(c, e, o, attr),
+                    _ => {
+                        let mut vals = self.attribute_of(c, e, o, attr);
+                        // `getattr(F, name, None)` of what the analysis does not list: the
+                        // attribute, or `None` when it is missing.
+                        let unlisted = !matches!(self.obj(o), Obj::Module(_));
+                        if unlisted && default.as_ref().is_some_and(|d| d.as_slice() == [NONE]) {
+                            vals.push(NONE);
+                        }
+                        vals
+                    }
                 };
                 for v in vals {
                     if !out.contains(&v) {
