@@ -919,7 +919,15 @@ impl Interp<'_, '_> {
     /// The element(s) of container `seq` at `index`; true when there are too many to keep.
     fn seq_element(&mut self, seq: ObjId, items: &[Vals], index: Index, out: &mut Vals) -> bool {
         match (index, index_at(index, items.len())) {
-            (_, Some(k)) if items.len() > 1 => out.extend(items[k].iter().copied()),
+            // A slot that holds one element: that element (a literal's), or the stand-in an
+            // earlier read of the position made, while the list held one slot for many
+            // (`states = []; states.append(h)`, read as `states[0]`, then appended to again).
+            (_, Some(k)) if items.len() > 1 || self.exact_seqs.contains(&seq) => {
+                for v in &items[k] {
+                    let standin = self.elements_at.get(&(seq, k as i64, *v));
+                    out.push(standin.copied().unwrap_or(*v));
+                }
+            }
             (Index::Range(lo, hi), _) => {
                 let (lo, hi) = slice_bounds(lo, hi, items.len());
                 out.push(self.alloc(Obj::Seq(items[lo..hi].to_vec())));
