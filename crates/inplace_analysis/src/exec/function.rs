@@ -76,12 +76,22 @@ impl Interp<'_, '_> {
             .iter()
             .filter_map(|v| self.tensor(*v).map(|t| t.storage))
             .collect();
-        // Each result made inside `forward` takes the op's history; one that is an argument
-        // passed through is that argument (torch makes it a view; its history stays).
+        let marked = |how: Name| -> Vals {
+            match self.obj(ctx) {
+                Obj::Module(m) => m.attrs.get(&how).cloned().unwrap_or_default(),
+                _ => Vals::new(),
+            }
+        };
+        let dirty = marked(known::MARK_DIRTY);
+        let non_differentiable = marked(known::MARK_NON_DIFFERENTIABLE);
+        // Each result made inside `forward` takes the op's history, and so does an argument
+        // it wrote in place and marked dirty (torch rebases its history on the op: what the
+        // op saved of it is checked when a backward through it runs); one passed through
+        // otherwise is that argument (torch makes it a view; its history stays).
         for o in &outputs {
             let fresh = self
                 .tensor(*o)
-                .is_some_and(|t| !input_storages.contains(&t.storage));
+                .is_some_and(|t| !input_storages.contains(&t.storage) || dirty.contains(o));
             if let (true, Some(t)) = (fresh, self.tensor_mut(*o)) {
                 t.node = Some(node);
                 t.grad = grad;
@@ -104,17 +114,10 @@ impl Interp<'_, '_> {
         // created inside a custom Function (or because an input was returned as-is)").
         // (A tuple of outputs raises with the multi-view message instead: not followed.)
         // (Nor one marked dirty or non-differentiable: it comes back as it is.)
-        let dirty: Vals = match self.obj(ctx) {
-            Obj::Module(m) => (m.attrs.get(&known::MARK_DIRTY).into_iter())
-                .chain(m.attrs.get(&known::MARK_NON_DIFFERENTIABLE))
-                .flatten()
-                .copied()
-                .collect(),
-            _ => Vals::new(),
-        };
         let mut results = results;
         if let [one] = results.as_slice() {
-            if inputs.contains(one) && !dirty.contains(one) && self.grad_enabled {
+            let as_is = dirty.contains(one) || non_differentiable.contains(one);
+            if inputs.contains(one) && !as_is && self.grad_enabled {
                 let view = self.view_of(*one, call, Part::Whole);
                 if let Some(t) = self.tensor_mut(view) {
                     t.refused_view = Some(RefusedView {
