@@ -142,8 +142,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }
             | WriteKind::InplaceFunctional => out_of_place(ctx, w, Applicability::Unsafe),
-            // `xb -= xb.mean()` of a sample a loop over a loader bound: a new tensor instead.
-            WriteKind::AugAssign if *next_call => out_of_place(ctx, w, Applicability::Unsafe),
+            // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
+            // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
+            // instead.
+            WriteKind::AugAssign => out_of_place(ctx, w, Applicability::Unsafe),
             _ => None,
         })
         // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
