@@ -75,12 +75,10 @@ impl Interp<'_, '_> {
             }
             Expr::Not(x) => {
                 let v = self.eval_opt(c, x);
-                if v.as_slice() == [TRUE] {
-                    smallvec![FALSE]
-                } else if v.as_slice() == [FALSE] {
-                    smallvec![TRUE]
-                } else {
-                    smallvec![OTHER]
+                match self.truth(&v) {
+                    Some(true) => smallvec![FALSE],
+                    Some(false) => smallvec![TRUE],
+                    None => smallvec![OTHER],
                 }
             }
             Expr::Bool { and, left, right } => {
@@ -149,6 +147,59 @@ impl Interp<'_, '_> {
                 smallvec![self.alloc(Obj::Unknown)]
             }
         }
+    }
+
+    /// The truth value of `vals` when every value has the same known one: `True`/`False`,
+    /// `None`; functions, classes, optimizers and layers are true (a container layer when it
+    /// holds children: an empty `nn.Sequential()` is false), and so are instances of the
+    /// file's classes that define neither `__len__` nor `__bool__` and derive from nothing
+    /// but `nn.Module` (`if self.act:` with `self.act = nn.ReLU(inplace=True) if act else
+    /// None`).
+    pub(super) fn truth(&self, vals: &Vals) -> Option<bool> {
+        let one = |v: ObjId| -> Option<bool> {
+            match v {
+                TRUE => return Some(true),
+                FALSE | NONE => return Some(false),
+                _ => {}
+            }
+            match self.obj(v) {
+                Obj::Func(_) | Obj::Class(_) | Obj::Bound(..) | Obj::Optimizer { .. } => Some(true),
+                Obj::Partial { .. } | Obj::Record(_) => Some(true),
+                Obj::Module(m) => match &m.local {
+                    None => {
+                        let container = matches!(
+                            self.name(m.class),
+                            "Sequential"
+                                | "ModuleList"
+                                | "ModuleDict"
+                                | "ParameterList"
+                                | "ParameterDict"
+                        );
+                        (!container || !m.children.is_empty()).then_some(true)
+                    }
+                    Some(k) => {
+                        let sized = self.find_method(k, known::LEN).is_some()
+                            || self.find_method(k, known::BOOL).is_some()
+                            || self.derives_from(
+                                k,
+                                &|p| !(p.ends_with(".Module") || p == "object"),
+                                0,
+                            );
+                        (!sized).then_some(true)
+                    }
+                },
+                _ => None,
+            }
+        };
+        let mut out = None;
+        for v in vals {
+            let t = one(*v)?;
+            if out.is_some_and(|o| o != t) {
+                return None;
+            }
+            out = Some(t);
+        }
+        out
     }
 
     /// `x is None` / `x is not None` on values we know; other comparisons are unknown.
@@ -554,10 +605,11 @@ impl Interp<'_, '_> {
         // A test known to be true or false takes one arm only (`nn.Sigmoid() if i == 1
         // else nn.Identity()` in a loop run once per `i`).
         if let Some(t) = test.get() {
-            match self.eval(c, t).as_slice() {
-                [TRUE] => return self.eval_opt(c, body),
-                [FALSE] => return self.eval_opt(c, orelse),
-                _ => {}
+            let v = self.eval(c, t);
+            match self.truth(&v) {
+                Some(true) => return self.eval_opt(c, body),
+                Some(false) => return self.eval_opt(c, orelse),
+                None => {}
             }
         }
         let raised = self.raised_in;

@@ -147,6 +147,11 @@ impl Interp<'_, '_> {
             cond = smallvec::smallvec![v];
         }
         // A condition known to be true or false takes one branch only.
+        match self.truth(&cond) {
+            Some(true) => cond = smallvec::smallvec![TRUE],
+            Some(false) => cond = smallvec::smallvec![FALSE],
+            None => {}
+        }
         if cond.as_slice() == [TRUE] {
             return self.exec_block(c, body);
         }

@@ -64,6 +64,8 @@ known! {
     MODE = "mode",
     DIM = "dim",
     GETITEM = "__getitem__",
+    LEN = "__len__",
+    BOOL = "__bool__",
     ITER = "__iter__",
     INPUT = "input",
     OTHER = "other",
