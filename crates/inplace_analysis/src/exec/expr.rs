@@ -897,6 +897,11 @@ impl Interp<'_, '_> {
                 Obj::Seq(items) => {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
+                    // (`self.states[layer_idx]` with `layer_idx` a known integer: that position.)
+                    let index = match (index, int) {
+                        (Index::Other, Some(k)) => Index::At(k),
+                        _ => index,
+                    };
                     match index_at(index, items.len()) {
                         Some(k) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
                         None => self.read_any_slot(b, c.span(e)),
