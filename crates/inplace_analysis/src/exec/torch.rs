@@ -538,7 +538,20 @@ impl Interp<'_, '_> {
 
     /// `max(x, dim)` saves other tensors than `max(x)`: the table has a `.dim` entry for such
     /// reductions. `dim_pos` is the position of `dim` among the positional arguments.
+    /// (`torch.max(a, b)` / `a.max(b)` of two tensors is the elementwise `maximum`: it saves
+    /// both; likewise `min`.)
     pub(super) fn dim_variant(&self, name: &str, args: &Args, dim_pos: usize) -> String {
+        if let Some(pairwise) = match name {
+            "max" => Some("maximum"),
+            "min" => Some("minimum"),
+            _ => None,
+        } {
+            let other = (args.positional.get(dim_pos).map(|(v, _)| v))
+                .or_else(|| args.keyword(known::OTHER).map(|(v, ..)| v));
+            if other.is_some_and(|v| !v.is_empty() && v.iter().all(|x| self.tensor(*x).is_some())) {
+                return pairwise.to_string();
+            }
+        }
         let variant = format!("{name}.dim");
         if ops::table().op(&variant).is_none() {
             return name.to_string();
