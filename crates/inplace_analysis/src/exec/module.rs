@@ -931,6 +931,12 @@ impl Interp<'_, '_> {
             }
             if let Some(k) = module.local.clone() {
                 if let Some(def) = self.find_method(&k, meth) {
+                    // `self.norm1(out)` of an `@property` returning a layer: the getter's result,
+                    // called.
+                    if self.is_property(def) {
+                        let got = self.inline(def, Some(m), &Args::default(), call);
+                        return self.call_one_of(c, e, &got, args);
+                    }
                     return self.inline(def, Some(m), args, call);
                 }
                 // `self.act_layer(inplace=True)` with `act_layer = nn.ReLU` in the class body.

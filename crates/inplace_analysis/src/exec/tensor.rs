@@ -825,10 +825,7 @@ impl Interp<'_, '_> {
                 let method = m.local.as_ref().and_then(|k| self.find_method(k, attr));
                 if let Some(def) = method {
                     // `self.scale` of an `@property`: what its getter returns.
-                    let getter = self
-                        .resolve_def(def)
-                        .is_some_and(|(b, f)| b.func(f).decorators.property);
-                    if getter {
+                    if self.is_property(def) {
                         return self.inline(def, Some(o), &Args::default(), range);
                     }
                     return smallvec![self.alloc(Obj::Bound(o, def))];
