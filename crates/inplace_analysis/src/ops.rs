@@ -225,7 +225,8 @@ pub const SAVES_WEIGHTS_ALWAYS: &[&str] = &["RNN", "LSTM", "GRU"];
 /// tensors of an LSTM's `(h, c)`) for their backward: measured with torch 2.15, writing the
 /// state in place after the call makes `backward()` raise for each of them, whether or not the
 /// input or the state requires grad (the weights' gradients read it), also with
-/// `batch_first=True`, two layers or `bidirectional=True`.
+/// `batch_first=True`, two layers or `bidirectional=True`. With frozen weights only `LSTM` (both
+/// states) and `LSTMCell` (its cell state) still save them.
 pub const SAVES_STATE: &[&str] = &["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"];
 
 /// Modules whose input is indices, which never require grad: their weights are never saved

@@ -273,8 +273,15 @@ impl Interp<'_, '_> {
             index,
             key,
             arrays_only,
+            int,
             ..
         } = self.index_of(c, sub);
+        // (`self.states[layer_idx] = v` with `layer_idx` a known integer: that position, as a
+        // read there takes it.)
+        let index = match (index, int) {
+            (Index::Other, Some(k)) => Index::At(k),
+            _ => index,
+        };
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {

@@ -544,15 +544,9 @@ impl Interp<'_, '_> {
         if rhs != call {
             return;
         }
-        // A helper that returns no tensor (`lam = mix(x, 0.3)`) writes the tensors it is given
-        // as it means to, and its caller passed them for that: their names are not stale.
-        let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
-                continue;
-            }
-            if !returns_tensor && args.all_values().any(|v| v.as_slice() == [t]) {
                 continue;
             }
             let written = self.written_through(t, args, returns);

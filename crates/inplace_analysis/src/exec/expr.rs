@@ -149,12 +149,21 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether path `p` names a torch callable: a class (`torch.nn.ReLU`), a function of
+    /// `torch.nn.functional`, or an op of the measured table (`torch.sigmoid`).
+    fn callable_path(&self, p: Name) -> bool {
+        let path = self.name(p);
+        let last = path.rsplit('.').next().unwrap_or(path);
+        last.starts_with(|ch: char| ch.is_ascii_uppercase())
+            || path.starts_with("torch.nn.functional.")
+            || (path.starts_with("torch.") && crate::ops::table().op(last).is_some())
+    }
+
     /// The truth value of `vals` when every value has the same known one: `True`/`False`,
-    /// `None`; functions, classes, optimizers and layers are true (a container layer when it
-    /// holds children: an empty `nn.Sequential()` is false), and so are instances of the
-    /// file's classes that define neither `__len__` nor `__bool__` and derive from nothing
-    /// but `nn.Module` (`if self.act:` with `self.act = nn.ReLU(inplace=True) if act else
-    /// None`).
+    /// `None`; functions, classes, optimizers and layers other than containers are true, and so
+    /// are instances of the file's classes that define neither `__len__` nor `__bool__` and
+    /// derive from nothing but `nn.Module` (`if self.act:` with `self.act =
+    /// nn.ReLU(inplace=True) if act else None`).
     pub(super) fn truth(&self, vals: &Vals) -> Option<bool> {
         let one = |v: ObjId| -> Option<bool> {
             match v {
@@ -165,18 +174,12 @@ impl Interp<'_, '_> {
             match self.obj(v) {
                 Obj::Func(_) | Obj::Class(_) | Obj::Bound(..) | Obj::Optimizer { .. } => Some(true),
                 Obj::Partial { .. } | Obj::Record(_) => Some(true),
+                // (A container layer's truth is its length, which appends in loops that may
+                // run zero times leave unknown.)
                 Obj::Module(m) => match &m.local {
-                    None => {
-                        let container = matches!(
-                            self.name(m.class),
-                            "Sequential"
-                                | "ModuleList"
-                                | "ModuleDict"
-                                | "ParameterList"
-                                | "ParameterDict"
-                        );
-                        (!container || !m.children.is_empty()).then_some(true)
-                    }
+                    None => super::module::Container::of(self.name(m.class))
+                        .is_none()
+                        .then_some(true),
                     Some(k) => {
                         let sized = self.find_method(k, known::LEN).is_some()
                             || self.find_method(k, known::BOOL).is_some()
@@ -219,11 +222,14 @@ impl Interp<'_, '_> {
                 // list passed back in: `if state is None: state = [zeros, zeros]`), strings,
                 // callables; booleans and known integers neither. `OTHER` may be: it stands for
                 // an argument whose default is `None` too.)
-                // (`getattr(torch.nn.functional, name, None)` gives the path and `None`.)
-                let known = |v: &ObjId| {
-                    !matches!(self.obj(*v), Obj::Unknown | Obj::Other)
-                        || matches!(*v, TRUE | FALSE)
-                        || self.int_values.contains_key(v)
+                // (`getattr(torch.nn.functional, name, None)` gives the path and `None`; a path
+                // is not `None` when it names a callable: `torch.version.cuda` may be.)
+                let known = |v: &ObjId| match self.obj(*v) {
+                    Obj::Unknown | Obj::Other => {
+                        matches!(*v, TRUE | FALSE) || self.int_values.contains_key(v)
+                    }
+                    Obj::Path(p) => self.callable_path(*p),
+                    _ => true,
                 };
                 let is_none = if a.iter().all(|v| *v == NONE) {
                     Some(true)
@@ -684,11 +690,25 @@ impl Interp<'_, '_> {
         // appends them (a block can write into what the one before it saved).
         let one_generator = gens.len == 1;
         let made = self.heap.len() as ObjId > before;
-        if let (Some(e), true, true, true, false, false) = (
+        // (Not when the element reads by the loop position, `bufs[t]`: a loop would run once
+        // per position, each reading its own element; run again with every element at once,
+        // the element would read the same one twice.)
+        let positional = match (c.body.list(gens).first(), elt.get()) {
+            (Some(g), Some(e)) => match *c.expr(c.body.generators[*g as usize].target) {
+                Expr::Name { name, .. } => {
+                    let range = self.intern("range");
+                    super::stmt::uses_position_within(c, c.span(e).rel, name, range)
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if let (Some(e), true, true, true, false, false, false) = (
             elt.get(),
             value.is_none(),
             one_generator,
             made,
+            positional,
             self.unrolling_comprehension,
             self.exhausted(),
         ) {

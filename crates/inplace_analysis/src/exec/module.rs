@@ -684,7 +684,17 @@ impl Interp<'_, '_> {
                 .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
                 .map(|v| self.flat_tensors(v))
                 .unwrap_or_default();
-            for v in state {
+            // The weights' gradients read the state; with frozen weights only the LSTMs' cell
+            // arithmetic does (both states of `LSTM`, the cell state of `LSTMCell`).
+            let weights_grad =
+                (params.iter()).any(|p| self.tensor(*p).is_some_and(|t| t.grad.is_possible()));
+            let kept = match class.as_str() {
+                _ if weights_grad => 0,
+                "LSTM" => 0,
+                "LSTMCell" => 1,
+                _ => state.len(),
+            };
+            for v in state.into_iter().skip(kept) {
                 if let Some(st) = self.tensor(v).map(|t| t.storage) {
                     new_saves.push(self.record_save(st, false, label, save_at, assumes));
                 }
@@ -984,6 +994,27 @@ impl Interp<'_, '_> {
                 self.module_list(m, &name)
             }
             "apply" => self.apply_to_tree(c, e, m, args),
+            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen (or made to
+            // require grad again); the module itself is returned.
+            "requires_grad_" => {
+                let flag = (args.positional.first().map(|(v, _)| v))
+                    .or_else(|| args.keyword(known::REQUIRES_GRAD).map(|(v, ..)| v));
+                let grad = match flag.map(|v| v.as_slice()) {
+                    None | Some([TRUE]) => Some(Tri::Yes),
+                    Some([FALSE]) => Some(Tri::No),
+                    _ => None,
+                };
+                if let Some(grad) = grad {
+                    let mut params = Vals::new();
+                    self.module_params(m, &mut params, &mut FxHashSet::default());
+                    for p in params {
+                        if let Some(t) = self.tensor_mut(p) {
+                            t.grad = grad;
+                        }
+                    }
+                }
+                smallvec![m]
+            }
             // `model.get_submodule("head.fc")`, `get_parameter("head.fc.weight")`.
             "get_submodule" | "get_parameter" | "get_buffer" => {
                 let path = args

@@ -614,6 +614,11 @@ fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
         start: c.body.stmt_span(start).start,
         end: c.body.stmt_span(end).end,
     };
+    uses_position_within(c, within, k, range)
+}
+
+/// [`uses_position`] over the expressions within `within` (a comprehension's element).
+pub(super) fn uses_position_within(c: Code<'_>, within: Rel, k: Name, range: Name) -> bool {
     let is_k = |e: ExprId| matches!(*c.expr(e), Expr::Name { name, .. } if name == k);
     // (`2 * k + 1`: arithmetic a few levels deep on `k` and constants.)
     fn on_k(c: Code<'_>, e: ExprId, k: Name, depth: u8) -> bool {
