@@ -858,6 +858,20 @@ impl Interp<'_, '_> {
                     }
                 }
             },
+            // `opt.param_groups` of a torch optimizer: one group whose `"params"` are the
+            // parameters it holds (SAM's `self.param_groups = self.base_optimizer.param_groups`),
+            // the same list each time.
+            Obj::Optimizer { params, origin } if self.name(attr) == "param_groups" => {
+                if let Some(v) = self.loose_attrs.get(&(o, attr)) {
+                    return smallvec![*v];
+                }
+                let (params, origin) = (params.clone(), *origin);
+                let key = self.intern("params");
+                let group = self.keyed_dict(vec![(Some((key, origin)), params)]);
+                let groups = self.alloc(Obj::Seq(vec![smallvec![group]]));
+                self.loose_attrs.insert((o, attr), groups);
+                smallvec![groups]
+            }
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
             // `state.h` of a `namedtuple`.
             Obj::Seq(items) if field.is_some() => {
