@@ -90,7 +90,8 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
 /// `b[:, 1] = f(b[:, 0])`: the value reads the tensor the statement writes, so a copy made
 /// before the statement would be read and written alike. The reads in the value become copies
 /// instead (`f(b[:, 0].clone())`): what the op saves is then no longer the written memory.
-/// Only where the op that saved (`saved_at`) is in that value.
+/// Only where the op that saved (`saved_at`) is in that value, or in a function a call in
+/// the value runs (`alpha[t] = logadd(alpha[t - 1], ...)` with `torch.max` in `logadd`).
 pub(crate) fn clone_reads_in_value(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
@@ -103,7 +104,25 @@ pub(crate) fn clone_reads_in_value(
         _ => return None,
     };
     let within = body.expr_span(value);
-    if saved_at.item != s.item || !within.contains(saved_at.rel) {
+    let in_value = saved_at.item == s.item && within.contains(saved_at.rel);
+    // (The function the save is in, called by name in the value: `logadd(...)`, `self.f(...)`.)
+    let callee = (saved_at.item != s.item && !crate::project::is_module_item(saved_at.item))
+        .then(|| ctx.body(saved_at.item))
+        .flatten()
+        .and_then(|b| b.root_def().map(|f| b.func(f).name));
+    let in_callee = callee.is_some_and(|name| {
+        (0..body.exprs.len()).any(|i| {
+            let Expr::Call { func, .. } = body.exprs[i] else {
+                return false;
+            };
+            within.contains(body.expr_spans[i])
+                && match *body.expr(func) {
+                    Expr::Name { name: n, .. } | Expr::Attr { attr: n, .. } => n == name,
+                    _ => false,
+                }
+        })
+    });
+    if !in_value && !in_callee {
         return None;
     }
     let written = written_expr(&body, s.stmt, w)?;
