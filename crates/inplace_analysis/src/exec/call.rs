@@ -272,13 +272,13 @@ impl Interp<'_, '_> {
         smallvec![out]
     }
 
-    /// The function behind a location, with its body.
     /// Whether `def` is an `@property` getter.
     pub(super) fn is_property(&mut self, def: DefLoc) -> bool {
         self.resolve_def(def)
             .is_some_and(|(b, f)| b.func(f).decorators.property)
     }
 
+    /// The function behind a location, with its body.
     pub fn resolve_def(&mut self, def: DefLoc) -> Option<(Arc<Body>, FuncId)> {
         let body = self.body_of(def.item)?;
         let f = match def.func.get() {

@@ -690,28 +690,13 @@ impl Interp<'_, '_> {
         // appends them (a block can write into what the one before it saved).
         let one_generator = gens.len == 1;
         let made = self.heap.len() as ObjId > before;
-        // (Not when the element reads by the loop position, `bufs[t]`: a loop would run once
-        // per position, each reading its own element; run again with every element at once,
-        // the element would read the same one twice.)
-        let positional = match (c.body.list(gens).first(), elt.get()) {
-            (Some(g), Some(e)) => match *c.expr(c.body.generators[*g as usize].target) {
-                Expr::Name { name, .. } => {
-                    let range = self.intern("range");
-                    super::stmt::uses_position_within(c, c.span(e).rel, name, range)
-                }
-                _ => false,
-            },
-            _ => false,
-        };
-        if let (Some(e), true, true, true, false, false, false) = (
-            elt.get(),
-            value.is_none(),
-            one_generator,
-            made,
-            positional,
-            self.unrolling_comprehension,
-            self.exhausted(),
-        ) {
+        let again_runs = value.is_none()
+            && one_generator
+            && made
+            && !self.unrolling_comprehension
+            && !self.exhausted()
+            && !self.reads_by_position(c, gens, elt.get());
+        if let (Some(e), true) = (elt.get(), again_runs) {
             self.unrolling_comprehension = true;
             let again = self.eval(c, e);
             self.unrolling_comprehension = false;
@@ -724,6 +709,27 @@ impl Interp<'_, '_> {
         }
         self.state.env = saved_env;
         smallvec![self.alloc(Obj::Seq(slots))]
+    }
+
+    /// Whether a comprehension's element `elt` reads by the position its one generator binds
+    /// (`bufs[t] for t in range(2)`): a loop would run once per position, each reading its own
+    /// element; run again with every element bound at once, it would read the same one twice.
+    /// (Decided once per element, as for loop bodies.)
+    fn reads_by_position(&mut self, c: Code<'_>, gens: List, elt: Option<ExprId>) -> bool {
+        let (Some(g), Some(e)) = (c.body.list(gens).first(), elt) else {
+            return false;
+        };
+        let Expr::Name { name, .. } = *c.expr(c.body.generators[*g as usize].target) else {
+            return false;
+        };
+        let key = c.span(e);
+        if let Some(known) = self.position_bodies.get(&key) {
+            return *known;
+        }
+        let range = self.intern("range");
+        let found = super::stmt::uses_position_within(c, key.rel, name, range);
+        self.position_bodies.insert(key, found);
+        found
     }
 
     /// `[opt_for(h) for h in self.heads]`, `[blk(x) for blk in self.blocks]`: a list

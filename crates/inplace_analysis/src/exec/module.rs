@@ -994,22 +994,18 @@ impl Interp<'_, '_> {
                 self.module_list(m, &name)
             }
             "apply" => self.apply_to_tree(c, e, m, args),
-            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen (or made to
-            // require grad again); the module itself is returned.
+            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen; the module
+            // itself is returned. (`requires_grad_(True)` is left as it is: the leaves the walk
+            // finds include buffers, which it does not touch.)
             "requires_grad_" => {
                 let flag = (args.positional.first().map(|(v, _)| v))
                     .or_else(|| args.keyword(known::REQUIRES_GRAD).map(|(v, ..)| v));
-                let grad = match flag.map(|v| v.as_slice()) {
-                    None | Some([TRUE]) => Some(Tri::Yes),
-                    Some([FALSE]) => Some(Tri::No),
-                    _ => None,
-                };
-                if let Some(grad) = grad {
+                if flag.is_some_and(|v| v.as_slice() == [FALSE]) {
                     let mut params = Vals::new();
                     self.module_params(m, &mut params, &mut FxHashSet::default());
                     for p in params {
                         if let Some(t) = self.tensor_mut(p) {
-                            t.grad = grad;
+                            t.grad = Tri::No;
                         }
                     }
                 }
