@@ -503,20 +503,21 @@ impl Interp<'_, '_> {
             .filter(|(rhs, _)| *rhs == call)
             .map(|(_, t)| t);
         for (held, writes) in carried {
-            self.mark_names_stale(&held, &writes, target);
+            self.mark_names_stale(&held, &writes, target.as_slice());
         }
     }
 
-    /// The names of the running function holding one of `held` (but `except`, the name a
-    /// call's result is bound to) went stale by `writes` of a call.
+    /// The names of the running function holding one of `held` (but `except`: the name a
+    /// call's result is bound to, the name passed to a helper meant to change it) went stale
+    /// by `writes` of a call.
     fn mark_names_stale(
         &mut self,
         held: &[ObjId],
         writes: &[crate::events::WriteId],
-        except: Option<Name>,
+        except: &[Name],
     ) {
         let names: SmallVec<[Name; 4]> = (self.state.env.iter())
-            .filter(|(n, vs)| vs.iter().any(|v| held.contains(v)) && Some(**n) != except)
+            .filter(|(n, vs)| vs.iter().any(|v| held.contains(v)) && !except.contains(n))
             .map(|(n, _)| *n)
             .collect();
         for n in names {
@@ -544,14 +545,63 @@ impl Interp<'_, '_> {
         if rhs != call {
             return;
         }
+        let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
                 continue;
             }
             let written = self.written_through(t, args, returns);
-            self.mark_names_stale(&written, &[w as crate::events::WriteId], Some(target));
+            let mut except: SmallVec<[Name; 2]> = smallvec![target];
+            // A helper that returns no tensor and reads what it wrote no more (`lam =
+            // mix(x, 0.3)` mixing the batch in place, timm's Mixup) means to change it: the name
+            // the caller passed stays fresh (other names of the tensor do not). One that reads
+            // it again computes from the changed values (`acc = accuracy(logits, y)` after
+            // `logits.sigmoid_()`): a side effect, stale as any.
+            if !returns_tensor && !self.read_after_write(w) {
+                except.extend(self.caller_arg_name(call, args, t));
+            }
+            self.mark_names_stale(&written, &[w as crate::events::WriteId], &except);
         }
+    }
+
+    /// Whether the function a write is in reads the name it wrote through after the write
+    /// (in its text; a write that is not through a plain name counts as read).
+    fn read_after_write(&mut self, w: usize) -> bool {
+        let wr = self.writes[w].clone();
+        let Some(s) = wr.stmt else { return true };
+        let Some(body) = self.body_of(s.item) else {
+            return true;
+        };
+        let root = crate::fix::written_expr(&body, s.stmt, &wr)
+            .and_then(|e| crate::fix::root_place(&body, e));
+        let Some(Expr::Name { name, .. }) = root.map(|e| *body.expr(e)) else {
+            return true;
+        };
+        let at = body.stmt_span(s.stmt);
+        // (The innermost function holding the write.)
+        let Some(func) = (body.funcs.iter())
+            .filter(|f| f.span.contains(at))
+            .min_by_key(|f| f.span.end - f.span.start)
+        else {
+            return true;
+        };
+        (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
+            matches!(*e, Expr::Name { name: n, .. } if n == name)
+                && sp.start >= at.end
+                && func.span.contains(*sp)
+        })
+    }
+
+    /// The caller's name passed as the argument that is `t` itself (`mix(x, 0.3)`).
+    fn caller_arg_name(&mut self, call: Span, args: &Args, t: ObjId) -> Option<Name> {
+        let body = self.body_of(call.item)?;
+        (args.positional.iter())
+            .filter(|(v, _)| v.as_slice() == [t])
+            .find_map(|(_, e)| match *body.expr((*e)?) {
+                Expr::Name { name, .. } => Some(name),
+                _ => None,
+            })
     }
 
     /// The callee's environment: its parameters bound to the arguments (or defaults).

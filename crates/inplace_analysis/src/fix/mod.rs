@@ -263,7 +263,7 @@ fn is_place(body: &Body, e: ExprId) -> bool {
 
 /// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
 /// `y.detach()`, `self.buf[t]`.
-fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {
+pub(crate) fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {
     chain_root(body, e, &|_| true)
 }
 
