@@ -627,30 +627,45 @@ mod einsum_tests {
     }
 }
 
-/// The in-place method an in-place operator dunder stands for (`__iadd__` is `add_`).
-pub fn inplace_dunder(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "__iadd__" => "add_",
-        "__isub__" => "sub_",
-        "__imul__" => "mul_",
-        "__itruediv__" => "div_",
-        "__ipow__" => "pow_",
-        "__iand__" => "bitwise_and_",
-        "__ior__" => "bitwise_or_",
-        "__ixor__" => "bitwise_xor_",
-        _ => return None,
-    })
-}
+/// The in-place operators of Python's `operator` module and the tensor method each stands for
+/// (`operator.iadd(y, 1)` and `y.__iadd__(1)` are `y.add_(1)`).
+const INPLACE_OPERATORS: &[(&str, &str)] = &[
+    ("iadd", "add_"),
+    ("isub", "sub_"),
+    ("imul", "mul_"),
+    ("itruediv", "div_"),
+    ("ipow", "pow_"),
+    ("iand", "bitwise_and_"),
+    ("ior", "bitwise_or_"),
+    ("ixor", "bitwise_xor_"),
+];
 
 /// The in-place method an `operator` function stands for on a tensor (`operator.iadd` is
 /// `add_`).
 pub fn inplace_operator(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "iadd" => "add_",
-        "isub" => "sub_",
-        "imul" => "mul_",
-        "itruediv" => "div_",
-        "ipow" => "pow_",
-        _ => return None,
-    })
+    INPLACE_OPERATORS
+        .iter()
+        .find(|(op, _)| *op == name)
+        .map(|(_, m)| *m)
+}
+
+/// The in-place method an in-place operator dunder stands for (`__iadd__` is `add_`).
+pub fn inplace_dunder(name: &str) -> Option<&'static str> {
+    inplace_operator(name.strip_prefix("__")?.strip_suffix("__")?)
+}
+
+#[cfg(test)]
+mod operator_tests {
+    use super::*;
+
+    #[test]
+    fn operator_functions_and_dunders_share_one_table() {
+        assert_eq!(inplace_operator("iadd"), Some("add_"));
+        assert_eq!(inplace_dunder("__iadd__"), Some("add_"));
+        assert_eq!(inplace_operator("iand"), Some("bitwise_and_"));
+        assert_eq!(inplace_dunder("__ixor__"), Some("bitwise_xor_"));
+        assert_eq!(inplace_dunder("__add__"), None);
+        assert_eq!(inplace_dunder("iadd"), None);
+        assert_eq!(inplace_operator("add"), None);
+    }
 }

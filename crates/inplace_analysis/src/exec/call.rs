@@ -566,8 +566,19 @@ impl Interp<'_, '_> {
     }
 
     /// Whether the function a write is in reads the name it wrote through after the write
-    /// (in its text; a write that is not through a plain name counts as read).
+    /// (in its text; a write that is not through a plain name counts as read). Decided once
+    /// per write site.
     fn read_after_write(&mut self, w: usize) -> bool {
+        let site = self.writes[w].range;
+        if let Some(&known) = self.read_after.get(&site) {
+            return known;
+        }
+        let found = self.scan_read_after_write(w);
+        self.read_after.insert(site, found);
+        found
+    }
+
+    fn scan_read_after_write(&mut self, w: usize) -> bool {
         let wr = self.writes[w].clone();
         let Some(s) = wr.stmt else { return true };
         let Some(body) = self.body_of(s.item) else {

@@ -395,6 +395,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
+    /// Whether the function of a write (by its range) reads the name written through after
+    /// it (see `read_after_write`): decided once per write site.
+    pub read_after: FxHashMap<Span, bool>,
     pub deps: Deps,
     exhausted: bool,
 }
@@ -466,6 +469,7 @@ impl<'p, 't> Interp<'p, 't> {
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             stored_arrays: FxHashMap::default(),
+            read_after: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,
         };

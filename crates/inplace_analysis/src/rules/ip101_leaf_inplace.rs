@@ -66,44 +66,48 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     // An in-place layer (`nn.ReLU(inplace=True)` applied to a parameter) is reported at its
     // `inplace=` and raises where it is called; computing out of place (`inplace=False`) keeps
     // the parameter learning, where `no_grad` would cut it off.
-    if let WriteKind::InplaceModule { call, ctor } = w.kind {
-        if let Some(range) = ctx.range(call) {
-            related.push(Related {
-                source: None,
-                range,
-                message: format!("`{}` raises here", ctx.snippet(call)),
-            });
-        }
-        write_related(ctx, w, &mut related);
-        return Some(Finding {
-            rule: Rule::LeafInplace,
-            severity: Severity::Error,
-            range: ctx.range(w.range)?,
-            message: format!(
+    let (message, fix) = match w.kind {
+        WriteKind::InplaceModule { call, ctor } => {
+            if let Some(range) = ctx.range(call) {
+                related.push(Related {
+                    source: None,
+                    range,
+                    message: format!("`{}` raises here", ctx.snippet(call)),
+                });
+            }
+            let message = format!(
                 "`{}` writes in place into a leaf tensor that requires grad when `{}` calls it ({}); it raises there: {}",
                 ctx.snippet(ctor),
                 ctx.snippet(call),
                 ctx.line(call),
                 FORM1_MESSAGE
-            ),
-            related,
-            fix: fix::inplace_false(ctx, w.range, Applicability::Safe),
-        });
-    }
-    write_related(ctx, w, &mut related);
-    let fix = match w.kind {
-        WriteKind::InplaceFunctional => fix::inplace_false(ctx, w.range, Applicability::Safe),
-        _ => fix::write_under_no_grad(ctx, w),
+            );
+            (
+                message,
+                fix::inplace_false(ctx, w.range, Applicability::Safe),
+            )
+        }
+        kind => {
+            let message = format!(
+                "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
+                ctx.snippet(w.site),
+                FORM1_MESSAGE
+            );
+            let fix = match kind {
+                WriteKind::InplaceFunctional => {
+                    fix::inplace_false(ctx, w.range, Applicability::Safe)
+                }
+                _ => fix::write_under_no_grad(ctx, w),
+            };
+            (message, fix)
+        }
     };
+    write_related(ctx, w, &mut related);
     Some(Finding {
         rule: Rule::LeafInplace,
         severity: Severity::Error,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into a leaf tensor that requires grad; it raises here: {}",
-            ctx.snippet(w.site),
-            FORM1_MESSAGE
-        ),
+        message,
         related,
         fix,
     })
