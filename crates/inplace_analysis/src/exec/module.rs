@@ -2,6 +2,7 @@
 //! `forward`, `Sequential` in order, layers from the op table, forward hooks), module methods,
 //! and list/dict methods.
 
+use super::tensor::CallForm;
 use super::write::WriteSpec;
 use super::*;
 use crate::events::{WriteId, WriteKind};
@@ -643,6 +644,18 @@ impl Interp<'_, '_> {
                 .flat_map(|(v, _)| v.iter().copied())
                 .collect(),
         );
+        // A weighted bag's per-sample weights, by keyword too.
+        let (kw, _, pos) = ops::PER_SAMPLE_WEIGHTS;
+        let bag = (class == "EmbeddingBag")
+            .then(|| self.operand(args, CallForm::Functional, pos, &[kw]))
+            .flatten()
+            .map(|v| self.flat_tensors(&v))
+            .unwrap_or_default();
+        for v in &bag {
+            if !inputs.contains(v) {
+                inputs.push(*v);
+            }
+        }
         if inputs.len() > MAX_VALUES {
             inputs.truncate(MAX_VALUES);
         }
@@ -699,6 +712,14 @@ impl Interp<'_, '_> {
                     new_saves.push(self.record_save(st, false, label, save_at, assumes));
                 }
             }
+        }
+        if !bag.is_empty() {
+            let table = module
+                .attrs
+                .get(&known::WEIGHT)
+                .cloned()
+                .unwrap_or_default();
+            self.save_weighted_bag(&smallvec![out], &bag, &table, label, save_at);
         }
         if input_grad {
             for p in params {

@@ -163,6 +163,7 @@ impl Interp<'_, '_> {
             Some(source) => inputs.push(source),
             None => inputs.extend(args.positional.iter().map(|(v, _)| v.clone())),
         }
+        let index = self.index_operand(&m, args, CallForm::Method);
         let out = if ops::table().op(&m).is_some()
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
@@ -173,14 +174,9 @@ impl Interp<'_, '_> {
         } else {
             smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
         };
-        self.save_index_operand(
-            &out,
-            &m,
-            args,
-            CallForm::Method,
-            OpLabel::Method(meth),
-            call,
-        );
+        if let Some(index) = index {
+            self.save_with(&out, &index, OpLabel::Method(meth), call);
+        }
         out
     }
 
@@ -486,25 +482,52 @@ impl Interp<'_, '_> {
     }
 
     /// The index or target operand an op's backward reads ([`ops::INDEX_OPERANDS`],
-    /// [`ops::FUNCTIONAL_INDEX_OPERANDS`]), saved with the op's result.
-    pub(super) fn save_index_operand(
-        &mut self,
-        out: &Vals,
-        op: &str,
-        args: &Args,
-        form: CallForm,
-        label: OpLabel,
-        origin: Span,
-    ) {
+    /// [`ops::FUNCTIONAL_INDEX_OPERANDS`]), to be saved with the op's result. Taken before the
+    /// result is made: an index is an integer or boolean tensor, which never requires grad, so a
+    /// stand-in whose grad was unknown (an argument) learns here that it has none, and the
+    /// result's history does not rest on it. (A loss's target may be soft probabilities.)
+    pub(super) fn index_operand(&mut self, op: &str, args: &Args, form: CallForm) -> Option<Vals> {
         let table = match form {
             CallForm::Functional => ops::FUNCTIONAL_INDEX_OPERANDS,
             CallForm::Torch | CallForm::Method => ops::INDEX_OPERANDS,
         };
-        let Some(&(_, pos, kw)) = table.iter().find(|(n, ..)| *n == op) else {
-            return;
-        };
-        if let Some(index) = self.operand(args, form, pos, &[kw]) {
-            self.save_with(out, &index, label, origin);
+        let &(_, pos, kw) = table.iter().find(|(n, ..)| *n == op)?;
+        let index = self.operand(args, form, pos, &[kw])?;
+        if kw != "target" {
+            self.never_requires_grad(&index);
+        }
+        Some(index)
+    }
+
+    /// `vals` are integer or boolean tensors (indices, masks): those whose grad was unknown and
+    /// that have no history (stand-ins for arguments) are known not to require grad.
+    pub(super) fn never_requires_grad(&mut self, vals: &Vals) {
+        for v in vals {
+            if let Some(t) = self.tensor_mut(*v) {
+                if t.grad == Tri::Maybe && t.node.is_none() {
+                    t.grad = Tri::No;
+                    t.grad_if = None;
+                }
+            }
+        }
+    }
+
+    /// The saves of a weighted embedding bag (`F.embedding_bag(ids, table, offsets,
+    /// per_sample_weights=w)`, `nn.EmbeddingBag(...)(ids, offsets, w)`), which the op table (measured
+    /// without per-sample weights) does not hold. Measured with torch 2.15: the per-sample weights
+    /// are saved whenever the result has a history (the table's gradient reads them), and the
+    /// table when the weights require grad (their gradient reads it).
+    pub(super) fn save_weighted_bag(
+        &mut self,
+        out: &Vals,
+        weights: &Vals,
+        table: &Vals,
+        label: OpLabel,
+        origin: Span,
+    ) {
+        self.save_with(out, weights, label, origin);
+        if self.arg_kind(weights) == ArgKind::Grad {
+            self.save_with(out, table, label, origin);
         }
     }
 

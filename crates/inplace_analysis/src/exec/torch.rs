@@ -880,9 +880,11 @@ impl Interp<'_, '_> {
             None => args.positional.iter().map(|(v, _)| v.clone()).collect(),
         };
         let name = self.dim_variant(f, args, 1);
+        let index = self.index_operand(f, args, CallForm::Torch);
         let out = self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true);
-        let label = OpLabel::Torch(fname);
-        self.save_index_operand(&out, f, args, CallForm::Torch, label, call);
+        if let Some(index) = index {
+            self.save_with(&out, &index, OpLabel::Torch(fname), call);
+        }
         out
     }
 
@@ -930,10 +932,22 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        let inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let (kw, pos, _) = ops::PER_SAMPLE_WEIGHTS;
+        let bag = (f == "embedding_bag")
+            .then(|| self.operand(args, CallForm::Functional, pos, &[kw]))
+            .flatten();
+        inputs.extend(bag.clone());
+        let index = self.index_operand(f, args, CallForm::Functional);
         let out = self.op_result(f, OpLabel::Functional(fname), &inputs, call, true);
         let label = OpLabel::Functional(fname);
-        self.save_index_operand(&out, f, args, CallForm::Functional, label, call);
+        if let Some(index) = index {
+            self.save_with(&out, &index, label, call);
+        }
+        if let Some(bag) = bag {
+            let table = self.operand(args, CallForm::Functional, 1, &["weight"]);
+            self.save_weighted_bag(&out, &bag, &table.unwrap_or_default(), label, call);
+        }
         out
     }
 

@@ -20,7 +20,8 @@ pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, inplace_false, return_from_hook, straight_through,
 };
 pub(crate) use reorder::{
-    detach_carried_state, move_after, parameter_write_after, rebuild_optimizer,
+    detach_carried_state, move_after, parameter_write_after, parameter_write_before,
+    rebuild_optimizer,
 };
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.

@@ -38,6 +38,19 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     if uses.any(|u| between.split(|c: char| !is_word(c)).any(|w| w == u)) {
         return None;
     }
+    // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
+    // model(b)` cannot move after `loss.backward()`.
+    if let Stmt::Assign { targets, .. } = *body.stmt(s.stmt) {
+        let mut bound = Vec::new();
+        for t in body.exprs_of(targets) {
+            names_in(&body, t, &mut bound);
+        }
+        let upto = text.get(to..target.end)?;
+        let reads = |n: &str| upto.split(|c: char| !is_word(c)).any(|w| w == n);
+        if bound.iter().any(|(n, _)| reads(ctx.name(*n))) {
+            return None;
+        }
+    }
     // The statement with what follows it on its line (a comment).
     let stmt = ctx.slice(moved);
     let (_, end) = ctx.lines.line_range(text, line);
@@ -82,6 +95,96 @@ pub(crate) fn parameter_write_after(
         None => w.stmt?,
     };
     move_after(ctx, s, trigger.range)
+}
+
+/// A write into a parameter (under `no_grad`) after the op that saved it, in the same block
+/// (`out = self.bag(ids, offsets, per_sample_weights=g)`, then `with torch.no_grad():
+/// self.bag.weight[pad] = 0`): the statement that writes, with the block around it, moves
+/// before the statement that saved, so the op reads the written values and `backward()` finds
+/// them unchanged. Unsafe: the op now sees the new values. Only over simple statements that do
+/// not bind a name it reads.
+pub(crate) fn parameter_write_before(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    save: Span,
+) -> Option<Fix> {
+    let s = w.stmt.filter(|s| w.into_leaf && s.item == save.item)?;
+    let body = ctx.body(s.item)?;
+    let saving = simple_statement_at(&body, save.rel)?;
+    let saving_at = body.stmt_span(saving);
+    let saving_range = ctx.range(Span::new(s.item, saving_at))?;
+    let (indent, _) = indentation(ctx, saving_range.start)?;
+    // The statement around the write at the saving statement's level.
+    let write_at = body.stmt_span(s.stmt);
+    let moved = (0..body.stmts.len())
+        .map(|i| body.stmt_spans[i])
+        .filter(|sp| sp.contains(write_at) && sp.start >= saving_at.end)
+        .filter_map(|sp| Some((sp, ctx.range(Span::new(s.item, sp))?)))
+        .find(|(_, r)| indentation(ctx, r.start).is_some_and(|(i, _)| i == indent))?;
+    let (moved_at, moved_range) = moved;
+    if !same_block(ctx, saving_range, moved_range, indent) {
+        return None;
+    }
+    // Between the two, simple statements only, none binding a name the moved one reads.
+    let mut bound = Vec::new();
+    for i in 0..body.stmts.len() {
+        let sp = body.stmt_spans[i];
+        if sp.start < saving_at.start || sp.start >= moved_at.start {
+            continue;
+        }
+        match body.stmts[i] {
+            Stmt::Assign { targets, .. } => {
+                for t in body.exprs_of(targets) {
+                    names_in(&body, t, &mut bound);
+                }
+            }
+            Stmt::Expr(_) => {}
+            _ => return None,
+        }
+    }
+    let reads = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| match *e {
+        Expr::Name { name, .. } => {
+            moved_at.contains(*span) && bound.iter().any(|(b, _)| *b == name)
+        }
+        _ => false,
+    });
+    if reads {
+        return None;
+    }
+    // Whole lines: from the moved statement's line to the end of its last line.
+    let text = ctx.text_all();
+    let last = ctx.lines.line_of(moved_range.end);
+    let (_, end) = ctx.lines.line_range(text, last);
+    let rest = text.get(moved_range.end..end)?.trim_start();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    let from = ctx.lines.line_start(ctx.lines.line_of(moved_range.start));
+    let to = ctx.lines.line_start(last + 1);
+    let lines = text.get(from..to)?;
+    if to <= end || !lines.ends_with('\n') {
+        return None;
+    }
+    let at = ctx.lines.line_start(ctx.lines.line_of(saving_range.start));
+    let first = ctx.slice(moved_range).lines().next().unwrap_or_default();
+    Some(Fix {
+        title: format!(
+            "Move `{}` before `{}`",
+            first.trim_end_matches(':'),
+            ctx.slice(saving_range)
+        ),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: TextRange::new(at, at),
+                content: lines.to_string(),
+            },
+            Edit {
+                range: TextRange::new(from, to),
+                content: String::new(),
+            },
+        ],
+    })
 }
 
 /// A recurrent state carried from one step of a training loop into the next

@@ -84,6 +84,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
             .or_else(|| crate::fix::clone_renormalised_weight(ctx, w, save.range))
             .or_else(|| out_of_place(ctx, w, applicability))
-            .or_else(|| crate::fix::parameter_write_after(ctx, w, &t)),
+            .or_else(|| crate::fix::parameter_write_after(ctx, w, &t))
+            .or_else(|| crate::fix::parameter_write_before(ctx, w, save.range)),
     })
 }
