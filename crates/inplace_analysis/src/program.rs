@@ -104,6 +104,9 @@ pub struct Program<'t> {
     lowered: RefCell<(u32, usize)>,
     /// Bodies of imported modules' items lowered by other files' analyses.
     pub(crate) shared: Option<Arc<SharedModules>>,
+    /// Nothing here mentions CUDA (in any case, comments included): tensors stay on the CPU,
+    /// where `.cpu()` returns the tensor itself.
+    pub cpu_only: bool,
 }
 
 impl<'t> Program<'t> {
@@ -162,6 +165,7 @@ impl<'t> Program<'t> {
             parser: RefCell::new(None),
             lowered: RefCell::new((0, 0)),
             shared: None,
+            cpu_only: !(text.as_bytes().windows(4)).any(|w| w.eq_ignore_ascii_case(b"cuda")),
         }
     }
 

@@ -28,8 +28,8 @@ impl Interp<'_, '_> {
     /// graph (they may require grad, so both are floating). `self.cache_k =
     /// self.cache_k.to(xq)` keeps the cache. (Not decided without a dtype to compare, so taken
     /// for copies: `.float()`, `.contiguous()` (an elementwise op on a transposed view keeps its
-    /// strides), `.to(torch.float32)`, `.cpu()`, `.cuda()`, `.to(device)`; `copy=True` always
-    /// is one.)
+    /// strides), `.to(torch.float32)`, `.cuda()`, `.to(device)`, and `.cpu()` where CUDA is
+    /// mentioned; `copy=True` always is one.)
     fn returns_itself(&self, recv: &Vals, m: &str, args: &Args) -> bool {
         if !matches!(m, "to" | "type_as") {
             return false;
@@ -79,7 +79,7 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             // A CPU tensor's array shares its memory, with `force=True` too (`.cpu()` is taken
-            // for a copy: on a GPU it is one).
+            // for a copy where CUDA is mentioned: on a GPU it is one).
             "numpy" => {
                 return recv
                     .iter()
@@ -98,6 +98,10 @@ impl Interp<'_, '_> {
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
             _ if self.returns_itself(recv, &m, args) => return recv.clone(),
+            // On the CPU, `.cpu()` returns the tensor itself (measured with torch 2.15: writing
+            // `x.cpu().detach()` in place bumps `x`'s version); taken so where nothing mentions
+            // CUDA (on a GPU it is a copy).
+            "cpu" if self.prog.cpu_only && args.positional.is_empty() => return recv.clone(),
             _ if COPIES.contains(&m.as_str()) => {
                 return smallvec![self.derive(
                     std::slice::from_ref(recv),
