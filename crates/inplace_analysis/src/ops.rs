@@ -281,11 +281,13 @@ pub const MODULE_INDEX_OPERANDS: &[(&str, usize)] = &[
     ("NLLLoss", 1),
 ];
 
-/// A weighted embedding bag's per-sample weights (see `save_weighted_bag`): their keyword and
+/// A weighted embedding bag's per-sample weights (see `save_weighted_bag`): their keyword, and
 /// their position in `F.embedding_bag(input, weight, offsets, max_norm, norm_type,
 /// scale_grad_by_freq, mode, sparse, per_sample_weights)` and in the call of an
 /// `nn.EmbeddingBag` (`bag(input, offsets, per_sample_weights)`).
-pub const PER_SAMPLE_WEIGHTS: (&str, usize, usize) = ("per_sample_weights", 8, 2);
+pub const PER_SAMPLE_WEIGHTS: &str = "per_sample_weights";
+pub const FUNCTIONAL_BAG_WEIGHTS_AT: usize = 8;
+pub const MODULE_BAG_WEIGHTS_AT: usize = 2;
 
 /// Tensor attributes (no call) that are views.
 pub const VIEW_ATTRS: &[&str] = &["T", "mT", "H", "mH", "real", "imag"];

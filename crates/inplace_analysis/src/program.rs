@@ -104,8 +104,8 @@ pub struct Program<'t> {
     lowered: RefCell<(u32, usize)>,
     /// Bodies of imported modules' items lowered by other files' analyses.
     pub(crate) shared: Option<Arc<SharedModules>>,
-    /// Nothing here mentions CUDA (in any case, comments included): tensors stay on the CPU,
-    /// where `.cpu()` returns the tensor itself.
+    /// Nothing here mentions an accelerator (see [`mentions_accelerator`]): tensors stay on the
+    /// CPU, where `.cpu()` returns the tensor itself.
     pub cpu_only: bool,
 }
 
@@ -165,7 +165,7 @@ impl<'t> Program<'t> {
             parser: RefCell::new(None),
             lowered: RefCell::new((0, 0)),
             shared: None,
-            cpu_only: !(text.as_bytes().windows(4)).any(|w| w.eq_ignore_ascii_case(b"cuda")),
+            cpu_only: !mentions_accelerator(text),
         }
     }
 
@@ -485,6 +485,20 @@ impl MethodRole {
     }
 }
 
+/// Whether `text` mentions an accelerator, in any case, comments included: a word containing
+/// `cuda` (`torch.cuda`, `"cuda:0"`, `CUDA_VISIBLE_DEVICES`) or the word `mps`, `xpu`, `xla`,
+/// `npu`, `hpu` or `tpu`.
+fn mentions_accelerator(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+        w.as_bytes()
+            .windows(4)
+            .any(|x| x.eq_ignore_ascii_case(b"cuda"))
+            || ["mps", "xpu", "xla", "npu", "hpu", "tpu"]
+                .iter()
+                .any(|a| w.eq_ignore_ascii_case(a))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,6 +543,26 @@ mod tests {
             target.intern("taken first");
             moved.rename(&target.absorb(&there));
             assert_eq!(spelled(&direct, &here), spelled(&moved, &target));
+        }
+    }
+
+    #[test]
+    fn accelerators_are_mentioned_in_any_spelling() {
+        for t in [
+            "x.cuda()",
+            "device = 'cuda:0'",
+            "# CUDA_VISIBLE_DEVICES",
+            "d = 'mps'",
+            "xm = torch_xla",
+        ] {
+            assert!(mentions_accelerator(t), "{t}");
+        }
+        for t in [
+            "json.dumps(x)",
+            "timestamps = x.cpu()",
+            "device = torch.device('cpu')",
+        ] {
+            assert!(!mentions_accelerator(t), "{t}");
         }
     }
 }

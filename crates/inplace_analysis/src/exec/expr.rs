@@ -905,7 +905,9 @@ impl Interp<'_, '_> {
                 // copy, not a view, and its backward reads the index tensors (measured with
                 // torch 2.15: writing `idx` or `mask` in place before `backward()` raises).
                 Obj::Tensor(_) if gather.is_some() => {
-                    self.never_requires_grad(gather.as_ref().unwrap_or(&Vals::new()));
+                    if let Some(index) = &gather {
+                        self.never_requires_grad(index);
+                    }
                     let saves = crate::ops::Saves {
                         input: false,
                         other: true,

@@ -2,7 +2,6 @@
 //! `forward`, `Sequential` in order, layers from the op table, forward hooks), module methods,
 //! and list/dict methods.
 
-use super::tensor::CallForm;
 use super::write::WriteSpec;
 use super::*;
 use crate::events::{WriteId, WriteKind};
@@ -645,9 +644,8 @@ impl Interp<'_, '_> {
                 .collect(),
         );
         // A weighted bag's per-sample weights, by keyword too.
-        let (kw, _, pos) = ops::PER_SAMPLE_WEIGHTS;
         let bag = (class == "EmbeddingBag")
-            .then(|| self.operand(args, CallForm::Functional, pos, &[kw]))
+            .then(|| self.bag_weights(args, ops::MODULE_BAG_WEIGHTS_AT))
             .flatten()
             .map(|v| self.flat_tensors(&v))
             .unwrap_or_default();

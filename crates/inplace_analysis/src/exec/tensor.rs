@@ -503,17 +503,24 @@ impl Interp<'_, '_> {
         Some(index)
     }
 
-    /// `vals` are integer or boolean tensors (indices, masks): those whose grad was unknown and
-    /// that have no history (stand-ins for arguments) are known not to require grad.
+    /// `vals` is an integer or boolean tensor (an index, a mask): when it is one value whose
+    /// grad was unknown and that has no history (a stand-in for an argument), it is known not to
+    /// require grad. (Of several candidates, the one used may be another: `x if flag else ids`.)
     pub(super) fn never_requires_grad(&mut self, vals: &Vals) {
-        for v in vals {
-            if let Some(t) = self.tensor_mut(*v) {
-                if t.grad == Tri::Maybe && t.node.is_none() {
-                    t.grad = Tri::No;
-                    t.grad_if = None;
-                }
+        let [v] = vals.as_slice() else {
+            return;
+        };
+        if let Some(t) = self.tensor_mut(*v) {
+            if t.grad == Tri::Maybe && t.node.is_none() {
+                t.grad = Tri::No;
+                t.grad_if = None;
             }
         }
+    }
+
+    /// A weighted embedding bag's per-sample weights: at `pos` or by keyword.
+    pub(super) fn bag_weights(&self, args: &Args, pos: usize) -> Option<Vals> {
+        self.operand(args, CallForm::Functional, pos, &[ops::PER_SAMPLE_WEIGHTS])
     }
 
     /// The saves of a weighted embedding bag (`F.embedding_bag(ids, table, offsets,

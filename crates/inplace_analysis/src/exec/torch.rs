@@ -933,9 +933,8 @@ impl Interp<'_, '_> {
             return self.inplace_call(c, e, fname, base, args);
         }
         let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
-        let (kw, pos, _) = ops::PER_SAMPLE_WEIGHTS;
         let bag = (f == "embedding_bag")
-            .then(|| self.operand(args, CallForm::Functional, pos, &[kw]))
+            .then(|| self.bag_weights(args, ops::FUNCTIONAL_BAG_WEIGHTS_AT))
             .flatten();
         inputs.extend(bag.clone());
         let index = self.index_operand(f, args, CallForm::Functional);

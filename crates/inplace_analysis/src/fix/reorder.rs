@@ -39,17 +39,14 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
         return None;
     }
     // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
-    // model(b)` cannot move after `loss.backward()`.
-    if let Stmt::Assign { targets, .. } = *body.stmt(s.stmt) {
-        let mut bound = Vec::new();
-        for t in body.exprs_of(targets) {
-            names_in(&body, t, &mut bound);
-        }
-        let upto = text.get(to..target.end)?;
-        let reads = |n: &str| upto.split(|c: char| !is_word(c)).any(|w| w == n);
-        if bound.iter().any(|(n, _)| reads(ctx.name(*n))) {
-            return None;
-        }
+    // model(b)` (or `loss += model(b)`) cannot move after `loss.backward()`.
+    let upto = text.get(to..target.end)?;
+    let reads = |n: &str| upto.split(|c: char| !is_word(c)).any(|w| w == n);
+    if names_bound_in(&body, at)
+        .iter()
+        .any(|n| reads(ctx.name(*n)))
+    {
+        return None;
     }
     // The statement with what follows it on its line (a comment).
     let stmt = ctx.slice(moved);
@@ -125,30 +122,28 @@ pub(crate) fn parameter_write_before(
     if !same_block(ctx, saving_range, moved_range, indent) {
         return None;
     }
-    // Between the two, simple statements only, none binding a name the moved one reads.
-    let mut bound = Vec::new();
-    for i in 0..body.stmts.len() {
-        let sp = body.stmt_spans[i];
-        if sp.start < saving_at.start || sp.start >= moved_at.start {
-            continue;
-        }
-        match body.stmts[i] {
-            Stmt::Assign { targets, .. } => {
-                for t in body.exprs_of(targets) {
-                    names_in(&body, t, &mut bound);
-                }
-            }
-            Stmt::Expr(_) => {}
-            _ => return None,
-        }
+    // Run once before the trigger: a second call's write would still change what the first
+    // call saved (`loss = f(a, p) + f(b, p)`).
+    if ctx
+        .unit
+        .writes
+        .iter()
+        .filter(|x| x.range == w.range)
+        .count()
+        > 1
+    {
+        return None;
     }
-    let reads = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| match *e {
-        Expr::Name { name, .. } => {
-            moved_at.contains(*span) && bound.iter().any(|(b, _)| *b == name)
-        }
-        _ => false,
-    });
-    if reads {
+    // Between the two (the saving statement included), simple statements only; neither side
+    // reads a name the other binds.
+    let between = Rel::new(saving_at.start, moved_at.start);
+    let simple = (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| between.contains(**sp))
+        .all(|(st, _)| matches!(st, Stmt::Assign { .. } | Stmt::Expr(_)));
+    if !simple
+        || reads_any(&body, moved_at, &names_bound_in(&body, between))
+        || reads_any(&body, between, &names_bound_in(&body, moved_at))
+    {
         return None;
     }
     // Whole lines: from the moved statement's line to the end of its last line.
@@ -260,6 +255,33 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         });
     }
     None
+}
+
+/// The plain names bound by the assignments and augmented assignments within `within`.
+fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
+    let mut out = Vec::new();
+    for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
+        if !within.contains(*sp) {
+            continue;
+        }
+        match *st {
+            Stmt::Assign { targets, .. } => {
+                for t in body.exprs_of(targets) {
+                    names_in(body, t, &mut out);
+                }
+            }
+            Stmt::AugAssign { target, .. } => names_in(body, target, &mut out),
+            _ => {}
+        }
+    }
+    out.into_iter().map(|(n, _)| n).collect()
+}
+
+/// Whether a plain name within `within` (read or bound) is one of `names`.
+fn reads_any(body: &Body, within: Rel, names: &[Name]) -> bool {
+    (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| {
+        matches!(*e, Expr::Name { name, .. } if within.contains(*span) && names.contains(&name))
+    })
 }
 
 /// The plain names in an expression that is a name or a tuple/list of them.
