@@ -104,9 +104,9 @@ pub struct Program<'t> {
     lowered: RefCell<(u32, usize)>,
     /// Bodies of imported modules' items lowered by other files' analyses.
     pub(crate) shared: Option<Arc<SharedModules>>,
-    /// Nothing here mentions an accelerator (see [`mentions_accelerator`]): tensors stay on the
-    /// CPU, where `.cpu()` returns the tensor itself.
-    pub cpu_only: bool,
+    /// Whether nothing here mentions an accelerator: decided on the first `.cpu()` the
+    /// analysis meets (see [`Program::cpu_only`]), not on every analysis of every file.
+    cpu_only: std::cell::OnceCell<bool>,
 }
 
 impl<'t> Program<'t> {
@@ -165,8 +165,16 @@ impl<'t> Program<'t> {
             parser: RefCell::new(None),
             lowered: RefCell::new((0, 0)),
             shared: None,
-            cpu_only: !mentions_accelerator(text),
+            cpu_only: std::cell::OnceCell::new(),
         }
+    }
+
+    /// Nothing in the program mentions an accelerator (see [`mentions_accelerator`]): tensors
+    /// stay on the CPU, where `.cpu()` returns the tensor itself.
+    pub fn cpu_only(&self) -> bool {
+        *self
+            .cpu_only
+            .get_or_init(|| !mentions_accelerator(self.text))
     }
 
     /// A program of `text` on its own (no cache).

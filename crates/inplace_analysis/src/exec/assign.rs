@@ -269,19 +269,11 @@ impl Interp<'_, '_> {
         stmt: Option<StmtId>,
     ) {
         let base = self.eval(c, object);
+        let at = self.index_of(c, sub);
+        let index = at.list_index();
         let IndexOf {
-            index,
-            key,
-            arrays_only,
-            int,
-            ..
-        } = self.index_of(c, sub);
-        // (`self.states[layer_idx] = v` with `layer_idx` a known integer: that position, as a
-        // read there takes it.)
-        let index = match (index, int) {
-            (Index::Other, Some(k)) => Index::At(k),
-            _ => index,
-        };
+            key, arrays_only, ..
+        } = at;
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
         for b in base {

@@ -21,6 +21,18 @@ pub struct IndexOf {
     pub int: Option<i64>,
 }
 
+impl IndexOf {
+    /// The index into a list: the known integer's position when the subscript's own form did
+    /// not give one (`self.states[layer_idx]` with `layer_idx` a known integer), as a read and
+    /// an assignment there both take it.
+    pub fn list_index(&self) -> Index {
+        match (self.index, self.int) {
+            (Index::Other, Some(k)) => Index::At(k),
+            (index, _) => index,
+        }
+    }
+}
+
 impl Interp<'_, '_> {
     pub fn eval(&mut self, c: Code<'_>, e: ExprId) -> Vals {
         if self.depth > MAX_DEPTH || self.exhausted() {
@@ -872,13 +884,15 @@ impl Interp<'_, '_> {
         let target = std::mem::replace(&mut self.index_target, false);
         let base = self.eval_opt(c, value);
         self.index_target = target;
+        let at = self.index_of(c, sub);
+        let list_index = at.list_index();
         let IndexOf {
             index,
             key,
             gather,
             arrays_only,
             int,
-        } = self.index_of(c, sub);
+        } = at;
         if arrays_only {
             self.array_indexed.insert(c.span(e));
         }
@@ -926,11 +940,7 @@ impl Interp<'_, '_> {
                 Obj::Seq(items) => {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
-                    // (`self.states[layer_idx]` with `layer_idx` a known integer: that position.)
-                    let index = match (index, int) {
-                        (Index::Other, Some(k)) => Index::At(k),
-                        _ => index,
-                    };
+                    let index = list_index;
                     match index_at(index, items.len()) {
                         Some(k) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
                         None => self.read_any_slot(b, c.span(e)),

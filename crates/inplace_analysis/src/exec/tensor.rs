@@ -49,6 +49,23 @@ impl Interp<'_, '_> {
         !copy && in_graph(recv) && in_graph(other)
     }
 
+    /// `.cpu()`, or `.to(...)` given only device strings (`.to("cpu")`, `device="cpu"`): a move
+    /// that changes no dtype and asks for no copy.
+    fn moves_to_the_cpu(&self, m: &str, args: &Args) -> bool {
+        let device =
+            |v: &Vals| !v.is_empty() && v.iter().all(|x| matches!(self.obj(*x), Obj::Str(_)));
+        match m {
+            "cpu" => args.positional.is_empty(),
+            _ => {
+                let kws_ok = (args.keywords.iter()).all(|(n, v, ..)| {
+                    *n == known::DEVICE && device(v) || *n == known::NON_BLOCKING
+                });
+                let given = args.positional.len() + args.keywords.len();
+                given > 0 && kws_ok && args.positional.iter().all(|(v, _)| device(v))
+            }
+        }
+    }
+
     pub(super) fn tensor_method(
         &mut self,
         c: Code<'_>,
@@ -98,10 +115,12 @@ impl Interp<'_, '_> {
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
             _ if self.returns_itself(recv, &m, args) => return recv.clone(),
-            // On the CPU, `.cpu()` returns the tensor itself (measured with torch 2.15: writing
-            // `x.cpu().detach()` in place bumps `x`'s version); taken so where nothing mentions
-            // CUDA (on a GPU it is a copy).
-            "cpu" if self.prog.cpu_only && args.positional.is_empty() => return recv.clone(),
+            // On the CPU, `.cpu()` and `.to("cpu")` return the tensor itself (measured with torch
+            // 2.15: writing `x.cpu().detach()` in place bumps `x`'s version); taken so where
+            // nothing mentions an accelerator (on a GPU it is a copy).
+            "cpu" | "to" if self.moves_to_the_cpu(&m, args) && self.prog.cpu_only() => {
+                return recv.clone()
+            }
             _ if COPIES.contains(&m.as_str()) => {
                 return smallvec![self.derive(
                     std::slice::from_ref(recv),

@@ -59,6 +59,8 @@ known! {
     WEIGHT = "weight",
     RETAIN_GRAPH = "retain_graph",
     HX = "hx",
+    DEVICE = "device",
+    NON_BLOCKING = "non_blocking",
     CREATE_GRAPH = "create_graph",
     OUTPUTS = "outputs",
     MODE = "mode",
