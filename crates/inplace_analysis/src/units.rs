@@ -6,7 +6,8 @@
 //! activation: `Act(True)` after `from torch.nn import ReLU as Act`). An item is *relevant*
 //! when its own tokens hold a seed, or
 //! when it uses a relevant function, class or method of the file, a global that a relevant
-//! statement binds, or (a method) when its class's `__init__` is relevant. The decision is a
+//! statement binds, or (a method) when its class's `__init__` is relevant in a way that
+//! outlives the constructor's run (see [`CARRIED`]). The decision is a
 //! fixpoint over the items, sound by construction: an item that is not relevant cannot reach a
 //! seed, so analysing it could not find anything. Only relevant functions are analysed on their
 //! own; the module body runs when anything is relevant (it makes the globals).
@@ -14,7 +15,7 @@
 use crate::exec::{Frozen, Interp, UnitOutput};
 use crate::ir::{DefLoc, FuncId, Interner, ItemId};
 use crate::program::Program;
-use crate::syntax::outline::{name_hash, ItemKind};
+use crate::syntax::outline::{name_hash, ItemKind, Seeds};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The units of a file, in the order they run.
@@ -95,11 +96,16 @@ impl Classes {
 
     /// Whether a class of `classes` has a relevant method named `h`.
     fn has_relevant(&self, classes: &[usize], h: u64, rel: &[bool]) -> bool {
+        self.has_method(classes, h, |m| rel[m])
+    }
+
+    /// Whether a class of `classes` has a method named `h` for which `pred` holds.
+    fn has_method(&self, classes: &[usize], h: u64, pred: impl Fn(usize) -> bool) -> bool {
         classes.iter().any(|k| {
             self.methods
                 .get(k)
                 .and_then(|m| m.get(&h))
-                .is_some_and(|ms| ms.iter().any(|m| rel[*m]))
+                .is_some_and(|ms| ms.iter().any(|m| pred(*m)))
         })
     }
 }
@@ -194,6 +200,14 @@ fn seeded(prog: &Program<'_>) -> Vec<bool> {
         .collect()
 }
 
+/// Seeds whose effect outlives the call that runs them: an in-place activation built (`inplace=`,
+/// `Act(True)`), an optimizer built or stepped, an attribute replaced by name. A constructor
+/// whose only seeds are others (a write, `.data`, `.grad`, `out=`, anomaly mode) finds what it
+/// finds while it runs; the other methods of its class are not relevant because of it, unless
+/// something in the program can run a backward pass over what it wrote (see
+/// [`relevant_from`]).
+const CARRIED: u16 = Seeds::INPLACE_ARG | Seeds::OPTIM | Seeds::STEP | Seeds::SETATTR;
+
 /// Which items are relevant, by position, from those `seeded`.
 fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> Vec<bool> {
     let items = &prog.items;
@@ -207,6 +221,25 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
         name_hash("forward"),
         name_hash("__call__"),
     );
+    // A write in a constructor can reach another method's findings only through a backward
+    // pass over a graph the constructor made (a form-3 error raised there); where nothing in
+    // the program mentions `backward` or `grad`, that cannot happen.
+    let backward = (name_hash("backward"), name_hash("grad"));
+    let any_backward = items.iter().any(|it| {
+        let s = &it.outline.summary;
+        [backward.0, backward.1]
+            .iter()
+            .any(|h| s.uses_name(*h) || s.uses_attr(*h))
+    });
+    let aliases: FxHashSet<u64> = (items.iter())
+        .flat_map(|i| i.outline.summary.activation_aliases.iter().copied())
+        .collect();
+    let carries_seed = |i: usize| {
+        let s = &items[i].outline.summary;
+        any_backward
+            || s.seeds.0 & CARRIED != 0
+            || (s.has_true && s.names.iter().any(|h| aliases.contains(h)))
+    };
     loop {
         let mut names_rel: FxHashSet<u64> = FxHashSet::default();
         let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
@@ -229,38 +262,48 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
                 _ => {}
             }
         }
+        // Whether item `i` uses a relevant item (the init rule aside).
+        let reaches = |i: usize, rel: &[bool]| {
+            let it = &items[i];
+            let s = &it.outline.summary;
+            let r = s.names.iter().any(|h| names_rel.contains(h))
+                || s.attrs.iter().any(|h| methods_rel.contains(h));
+            r || match (it.kind(), it.parent()) {
+                (ItemKind::Function, Some(class)) => {
+                    // A method: `self.m` and `super().m` resolve in its class and bases.
+                    let hier = classes.hierarchy(class as usize);
+                    s.self_attrs
+                        .iter()
+                        .any(|h| classes.has_relevant(&hier, *h, rel))
+                        || s.super_attrs
+                            .iter()
+                            .any(|h| classes.has_relevant(&hier[1..], *h, rel))
+                        || (s.calls_self
+                            && (classes.has_relevant(&hier, forward, rel)
+                                || classes.has_relevant(&hier, call, rel)))
+                }
+                (ItemKind::Class, _) => it.children.iter().any(|c| rel[*c as usize]),
+                _ => {
+                    // `self.m` outside a method: any method of that name.
+                    s.self_attrs.iter().any(|h| methods_rel.contains(h))
+                        || s.super_attrs.iter().any(|h| methods_rel.contains(h))
+                }
+            }
+        };
+        // A relevant constructor whose effect reaches the other methods: one with a seed that
+        // outlives it, or one that uses a relevant item (a block it builds, a function it
+        // stores).
+        let carries = |k: usize, rel: &[bool]| rel[k] && (carries_seed(k) || reaches(k, rel));
         let mut changed = false;
         for (i, it) in items.iter().enumerate() {
             if rel[i] {
                 continue;
             }
-            let s = &it.outline.summary;
-            let mut r = s.names.iter().any(|h| names_rel.contains(h))
-                || s.attrs.iter().any(|h| methods_rel.contains(h));
-            match (it.kind(), it.parent()) {
-                (ItemKind::Function, Some(class)) => {
-                    // A method: `self.m` and `super().m` resolve in its class and bases; its
-                    // instance is built by the relevant `__init__` of one of them.
-                    let hier = classes.hierarchy(class as usize);
-                    r = r
-                        || s.self_attrs
-                            .iter()
-                            .any(|h| classes.has_relevant(&hier, *h, &rel))
-                        || s.super_attrs
-                            .iter()
-                            .any(|h| classes.has_relevant(&hier[1..], *h, &rel))
-                        || classes.has_relevant(&hier, init, &rel)
-                        || (s.calls_self
-                            && (classes.has_relevant(&hier, forward, &rel)
-                                || classes.has_relevant(&hier, call, &rel)));
-                }
-                (ItemKind::Class, _) => r = r || it.children.iter().any(|c| rel[*c as usize]),
-                _ => {
-                    // `self.m` outside a method: any method of that name.
-                    r = r
-                        || s.self_attrs.iter().any(|h| methods_rel.contains(h))
-                        || s.super_attrs.iter().any(|h| methods_rel.contains(h));
-                }
+            let mut r = reaches(i, &rel);
+            if let (false, ItemKind::Function, Some(class)) = (r, it.kind(), it.parent()) {
+                // Its instance is built by a constructor of its class or bases.
+                let hier = classes.hierarchy(class as usize);
+                r = classes.has_method(&hier, init, |k| carries(k, &rel));
             }
             if r {
                 rel[i] = true;
@@ -390,4 +433,51 @@ pub(crate) fn run_function(
     let mut it = Interp::new(prog, names, frozen);
     it.run_function(def);
     it.output()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names of the methods and functions the plan analyses on their own.
+    fn planned(text: &str) -> Vec<String> {
+        let mut names = Interner::new();
+        let prog = Program::of(text, &mut names);
+        let plan = plan(&prog, &mut names);
+        (plan.functions.iter())
+            .filter_map(|d| {
+                let it = prog.item(d.item)?;
+                let (s, e) = it.outline.name?;
+                Some(text[s as usize..e as usize].to_string())
+            })
+            .collect()
+    }
+
+    const BLOCK: &str = "import torch\nfrom torch import nn\n\nclass Block(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n        self.w = nn.Parameter(torch.ones(n))\n{INIT}\n    def forward(self, x):\n        return torch.sigmoid(x * self.w)\n{MORE}";
+
+    fn block(init: &str, more: &str) -> String {
+        BLOCK.replace("{INIT}", init).replace("{MORE}", more)
+    }
+
+    #[test]
+    fn a_constructor_that_writes_only_for_itself_leaves_the_other_methods_out() {
+        let p = planned(&block("        self.w.data.mul_(0.5)", ""));
+        assert_eq!(p, ["__init__"]);
+        // A backward pass somewhere can run over what the constructor wrote.
+        let more = "\ndef train(b, x):\n    b(x).sum().backward()\n";
+        assert_eq!(
+            planned(&block("        self.w.data.mul_(0.5)", more)),
+            ["__init__", "forward"]
+        );
+    }
+
+    #[test]
+    fn a_constructor_that_builds_what_writes_later_brings_the_other_methods() {
+        let p = planned(&block("        self.act = nn.ReLU(inplace=True)", ""));
+        assert_eq!(p, ["__init__", "forward"]);
+        let more = "\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.b = Block(3)\n    def forward(self, x):\n        return self.b(x)\n";
+        let p = planned(&block("        self.w.data.mul_(0.5)", more));
+        // `Net.forward` runs the block (inlined there), not `Block.forward` on its own.
+        assert_eq!(p, ["__init__", "__init__", "forward"]);
+    }
 }

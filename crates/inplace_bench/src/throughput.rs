@@ -205,6 +205,10 @@ pub fn profile(c: &Corpus, report: &mut Report) {
         t.bytes += p.bytes;
         t.lowered_bytes += p.lowered_bytes;
         t.units += p.units;
+        for k in 0..5 {
+            t.lowered_by_kind[k] += p.lowered_by_kind[k];
+            t.bytes_by_kind[k] += p.bytes_by_kind[k];
+        }
         if inplace_analysis::mentions_torch(text) {
             parsed_all += text.len();
         }
@@ -232,6 +236,23 @@ pub fn profile(c: &Corpus, report: &mut Report) {
             t.units
         ),
     );
+    let kinds = [
+        "module statements",
+        "class headers",
+        "class-body statements",
+        "module functions",
+        "methods",
+    ];
+    let by_kind: Vec<String> = (kinds.iter().enumerate())
+        .map(|(k, name)| {
+            format!(
+                "{name} {:.1} of {:.1} MB",
+                t.lowered_by_kind[k] as f64 / 1e6,
+                t.bytes_by_kind[k] as f64 / 1e6
+            )
+        })
+        .collect();
+    report.figure("profile: lowered by kind", by_kind.join(" | "));
 }
 
 /// The median of a few numbers.

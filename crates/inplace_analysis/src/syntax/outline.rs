@@ -196,6 +196,8 @@ struct Builder<'a> {
     compound_line: bool,
     /// The logical line has an annotation (`x: Dict[str, int] = {}`): its `=` stores no subscript.
     annotated: bool,
+    /// The logical line is an import: `.data` in `from timm.data import X` is a module's name.
+    import_line: bool,
     last_was_string: bool,
     /// The token before was `as` after an activation's name: the next name is an alias of it.
     alias_next: bool,
@@ -265,6 +267,7 @@ pub fn outline(text: &str) -> Outline {
         tokens: 0,
         string_key: false,
         compound_line: false,
+        import_line: false,
         annotated: false,
         last_was_string: false,
         alias_next: false,
@@ -501,6 +504,10 @@ impl Builder<'_> {
         // (`import ReLU as` at the end of a line binds no alias on the next.)
         self.alias_next = false;
         self.annotated = false;
+        self.import_line = matches!(
+            &self.text[t.start as usize..t.end as usize],
+            "from" | "import"
+        );
         self.compound_line = matches!(
             &self.text[t.start as usize..t.end as usize],
             "if" | "elif"
@@ -713,7 +720,7 @@ impl Builder<'_> {
                     }
                     Some(Special::Step) if after_dot => self.pending = Pending::Step,
                     Some(Special::SelfName) if !after_dot => self.pending = Pending::SelfCall,
-                    Some(Special::Data) if after_dot => *seeds |= Seeds::DATA,
+                    Some(Special::Data) if after_dot && !self.import_line => *seeds |= Seeds::DATA,
                     Some(Special::Grad) if after_dot => *seeds |= Seeds::GRAD,
                     Some(Special::Optim) => *seeds |= Seeds::OPTIM,
                     Some(Special::Setattr) => *seeds |= Seeds::SETATTR,
@@ -986,6 +993,16 @@ mod tests {
         assert_eq!(s.super_attrs, [name_hash("__init__")]);
         assert!(s.attrs.contains(&name_hash("h")) && s.attrs.contains(&name_hash("k")));
         assert!(!o.items[0].summary.uses_name(name_hash("relu_")));
+    }
+
+    #[test]
+    fn a_module_named_data_is_not_a_data_access() {
+        let data = |t: &str| outline(t).items[0].summary.seeds.has(Seeds::DATA);
+        assert!(!data("from timm.data import IMAGENET_DEFAULT_MEAN\n"));
+        assert!(!data("import torch.utils.data as tud\n"));
+        assert!(!data("from .data import load\n"));
+        assert!(data("w = layer.weight.data\n"));
+        assert!(data("def f(p):\n    p.data.zero_()\n"));
     }
 
     #[test]
