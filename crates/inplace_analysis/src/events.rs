@@ -25,6 +25,9 @@ pub(crate) enum WriteKind {
     InplaceModule { call: Span, ctor: Span },
     /// `F.relu(x, inplace=True)`
     InplaceFunctional,
+    /// `inplace=True` of a function or transform that is not an activation (torchvision's
+    /// `normalize`): a plain write whose culprit is the option.
+    InplaceOption,
     /// `out=` argument
     OutArg,
     /// `optimizer.step()`

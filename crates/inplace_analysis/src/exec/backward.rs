@@ -151,7 +151,8 @@ impl Interp<'_, '_> {
             WriteKind::AugAssign
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }
-            | WriteKind::InplaceFunctional => true,
+            | WriteKind::InplaceFunctional
+            | WriteKind::InplaceOption => true,
             WriteKind::Method(m) => !STORES.contains(&self.name(m)),
             _ => false,
         }

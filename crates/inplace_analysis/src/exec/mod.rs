@@ -9,7 +9,8 @@
 //! [`expr`] expressions, [`call`] calls and inlining of the file's functions and classes,
 //! [`torch`] torch functions and builtins, [`tensor`] tensor methods, ops and their saves,
 //! [`module`] `nn` modules, [`class_body`] class attributes, `NamedTuple`s and dataclasses, [`optim`] optimizers
-//! and rebinding, [`write`] in-place writes, [`backward`] what a backward reaches.
+//! and rebinding, [`write`] in-place writes, [`backward`] what a backward reaches,
+//! [`transforms`] torchvision's transforms on tensors.
 
 mod assign;
 mod backward;
@@ -26,6 +27,7 @@ mod optim;
 mod stmt;
 mod tensor;
 mod torch;
+mod transforms;
 mod unswitch;
 mod write;
 

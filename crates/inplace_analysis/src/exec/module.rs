@@ -307,7 +307,8 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// `nn.Sequential`'s `forward`: each child on the previous one's output.
+    /// `nn.Sequential`'s `forward` (and a torchvision `Compose`'s call): each child on the
+    /// previous one's output.
     pub(super) fn run_in_order(&mut self, c: Code<'_>, e: ExprId, m: ObjId, input: Vals) -> Vals {
         let children = match self.obj(m) {
             Obj::Module(module) => module.children.clone(),
@@ -316,8 +317,19 @@ impl Interp<'_, '_> {
         let mut x = input;
         for child in children {
             let a = Args::one(x);
-            let origin = self.heap_origin(child);
-            x = self.call_module_at(c, e, child, &a, origin);
+            x = match self.obj(child) {
+                // (A `Compose` holds functions too: `T.Lambda(f)` is `f`.)
+                Obj::Func(_) | Obj::Partial { .. } | Obj::Bound(..) | Obj::Path(_) => {
+                    self.call_value(c, e, child, &a)
+                }
+                _ => {
+                    let origin = self.heap_origin(child);
+                    self.call_module_at(c, e, child, &a, origin)
+                }
+            };
+            if x.is_empty() {
+                x.push(UNKNOWN);
+            }
         }
         x
     }
@@ -568,7 +580,7 @@ impl Interp<'_, '_> {
         let input = args.first().cloned().unwrap_or_default();
         let class = class.to_string();
         match class.as_str() {
-            "Sequential" => return self.run_in_order(c, e, m, input),
+            "Sequential" | "Compose" => return self.run_in_order(c, e, m, input),
             // `nn.Identity()(x) is x`; `nn.Flatten`/`nn.Unflatten` return a view of their input
             // (an in-place layer after them writes what the layer before saved).
             "Identity" => return input,

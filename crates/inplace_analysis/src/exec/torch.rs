@@ -104,6 +104,11 @@ impl Interp<'_, '_> {
                 return smallvec![self.alloc(Obj::Record(fields.into()))];
             }
         }
+        if let Some(t) = p.strip_prefix("torchvision.transforms.") {
+            if let Some(v) = self.call_transform(c, e, t, args) {
+                return v;
+            }
+        }
         if !p.starts_with("torch") {
             return self.opaque_call(args, call);
         }

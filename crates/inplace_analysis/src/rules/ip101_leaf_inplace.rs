@@ -94,7 +94,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 FORM1_MESSAGE
             );
             let fix = match kind {
-                WriteKind::InplaceFunctional => {
+                WriteKind::InplaceFunctional | WriteKind::InplaceOption => {
                     fix::inplace_false(ctx, w.range, Applicability::Safe)
                 }
                 _ => fix::write_under_no_grad(ctx, w),

@@ -141,7 +141,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             WriteKind::Method(_)
             | WriteKind::TorchFn(_)
             | WriteKind::InplaceModule { .. }
-            | WriteKind::InplaceFunctional => out_of_place(ctx, w, Applicability::Unsafe),
+            | WriteKind::InplaceFunctional
+            | WriteKind::InplaceOption => out_of_place(ctx, w, Applicability::Unsafe),
             // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
             // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
             // instead.

@@ -252,9 +252,9 @@ pub(crate) fn out_of_place(
         return None;
     }
     match w.kind {
-        WriteKind::InplaceModule { .. } | WriteKind::InplaceFunctional => {
-            crate::fix::inplace_false(ctx, w.range, applicability)
-        }
+        WriteKind::InplaceModule { .. }
+        | WriteKind::InplaceFunctional
+        | WriteKind::InplaceOption => crate::fix::inplace_false(ctx, w.range, applicability),
         WriteKind::AugAssign
         | WriteKind::Method(_)
         | WriteKind::TorchFn(_)
