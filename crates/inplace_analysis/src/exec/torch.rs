@@ -393,6 +393,14 @@ impl Interp<'_, '_> {
             {
                 smallvec![self.copy_seq(first[0], false)]
             }
+            // `dict(model.named_modules())`, `dict([("a", x), ...])`: a dict of the pairs, with
+            // the keys that are known strings.
+            "dict" if args.positional.len() == 1 && args.keywords.is_empty() => {
+                match self.dict_of_pairs(&first, call) {
+                    Some(entries) => smallvec![self.keyed_dict(entries)],
+                    None => self.opaque_call(args, call),
+                }
+            }
             // `super().__init__()` / `super().forward(x)`: the enclosing `self`.
             "super" => match self.state.env.get(&known::SELF).cloned() {
                 Some(s) => s,
@@ -400,6 +408,38 @@ impl Interp<'_, '_> {
             },
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// The entries of `dict(pairs)` (called at `at`) when `pairs` is one list whose every
+    /// element is one `(key, value)` pair (the key known when it is one string).
+    #[allow(clippy::type_complexity)]
+    fn dict_of_pairs(&self, pairs: &Vals, at: Span) -> Option<Vec<(Option<(Name, Span)>, Vals)>> {
+        let [list] = pairs.as_slice() else {
+            return None;
+        };
+        let Obj::Seq(slots) = self.obj(*list) else {
+            return None;
+        };
+        slots
+            .iter()
+            .map(|slot| {
+                let [pair] = slot.as_slice() else { return None };
+                let Obj::Seq(kv) = self.obj(*pair) else {
+                    return None;
+                };
+                let [k, v] = kv.as_slice() else { return None };
+                let key = match k.as_slice() {
+                    [k] => match self.obj(*k) {
+                        Obj::Str(n) if !self.name(*n).contains(crate::ir::STR_HOLE) => {
+                            Some((*n, at))
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                Some((key, v.clone()))
+            })
+            .collect()
     }
 
     /// `torch.einsum(equation, a, b)`'s operand tensors split into those its backward reads

@@ -468,17 +468,28 @@ impl Interp<'_, '_> {
     }
 
     /// Slots of containers the names reach (a dict, a list, a module's attributes, and the
-    /// containers those hold) that hold `t` itself are stale after write `wid` (a forward hook's
-    /// `store["f"] = o` before the next in-place ReLU writes `o`; `outs.append(x)` before
-    /// `x = self.act(x)`). Not a slot `t` was taken out of since it was stored: the code works
-    /// on the tensor through it (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`,
-    /// `self.center.mul_(m)`, a helper given `self.running`), and means the slot to change.
+    /// containers those hold) that hold `t` itself, or `.detach()` of it, are stale after write
+    /// `wid` (a forward hook's `store["f"] = o` before the next in-place ReLU writes `o`;
+    /// `outs.append(x)` before `x = self.act(x)`; a grad-cam hook's
+    /// `self.activations.append(output.detach())`). The names are the running function's and
+    /// its callers' (the object a hook keeps its list on is often only the caller's). Not a
+    /// slot `t` was taken out of since it was stored: the code works on the tensor through it
+    /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
+    /// helper given `self.running`), and means the slot to change.
     fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId) {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
-        // (Breadth first from the names, so a local list is seen before the insides of `self`.)
-        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (self.state.env.values())
+        let holds_t = |it: &Self, x: ObjId| {
+            x == t
+                || it
+                    .tensor(x)
+                    .is_some_and(|xt| xt.counter && xt.detached_from == Some(t))
+        };
+        // (Breadth first from the names, so a local list is seen before the insides of `self`,
+        // and the running function's names before its callers'.)
+        let envs = std::iter::once(&self.state.env).chain(self.outer_envs.iter().rev());
+        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (envs.flat_map(|e| e.values()))
             .flatten()
             .filter(|v| container(self, **v))
             .map(|v| (*v, 0))
@@ -501,7 +512,7 @@ impl Interp<'_, '_> {
             };
             for (slot, vs) in slots {
                 let key = (o, slot);
-                if vs.as_slice() == [t] {
+                if matches!(vs.as_slice(), [x] if holds_t(self, *x)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
                     if !self.taken_slots.contains(&key) && !self.maybe_slots.contains(&key) {
                         stale.push(key);
