@@ -290,6 +290,9 @@ impl Interp<'_, '_> {
                 .filter(|_| enumerated.is_none())
                 .map(|e| c.span(e)),
         );
+        if let Some(longest) = self.grown_seq(&iter) {
+            iter = smallvec![longest];
+        }
         if let Some((_, start)) = enumerated {
             // `for i, block in enumerate(self.blocks)`: each child with its position.
             if let Some(children) = self.unrollable(&iter) {
@@ -333,6 +336,30 @@ impl Interp<'_, '_> {
         let kept = self.each_element.len() - pushed;
         self.each_element.truncate(kept);
         self.exec_block(c, orelse);
+    }
+
+    /// Of a name that may hold several tuples or lists, the longest, when all start with the
+    /// same first element: the one a loop grew (`acc = (s,)`, then `acc += (y,)` in a loop, as
+    /// a UNet collects its skips), whose shorter versions are where it stood at earlier turns.
+    pub(super) fn grown_seq(&self, vals: &Vals) -> Option<ObjId> {
+        if vals.len() < 2 {
+            return None;
+        }
+        let mut longest: Option<(ObjId, usize)> = None;
+        let mut first: Option<&Vals> = None;
+        for v in vals {
+            let Obj::Seq(slots) = self.obj(*v) else {
+                return None;
+            };
+            let head = slots.first()?;
+            if **first.get_or_insert(head) != *head {
+                return None;
+            }
+            if longest.is_none_or(|(_, n)| slots.len() > n) {
+                longest = Some((*v, slots.len()));
+            }
+        }
+        longest.map(|(v, _)| v)
     }
 
     /// A loop over a known list of tensors, one per slot (`model.parameters()`, the pairs of

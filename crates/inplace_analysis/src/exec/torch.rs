@@ -475,25 +475,43 @@ impl Interp<'_, '_> {
     /// `zip(xs, ys, ...)` of lists (or tuples) that are known slot by slot and all equally long
     /// (at most 32): its tuples in order, the i-th holding the i-th slot of each. `None`
     /// otherwise (then one tuple stands for all, each place any element).
-    fn zip_slots(&self, args: &Args) -> Option<Vec<Vec<Vals>>> {
+    fn zip_slots(&mut self, args: &Args) -> Option<Vec<Vec<Vals>>> {
         if !args.keywords.is_empty() || args.positional.len() < 2 {
             return None;
         }
-        let mut lists = Vec::new();
+        // Each argument: its slots when it is one known list or tuple, else (an argument of
+        // unknown length, `zip(skips, extra_residuals)`) any of its elements at every turn.
+        let mut columns: Vec<Result<Vec<Vals>, Vals>> = Vec::new();
         for (v, _) in &args.positional {
-            let [one] = v.as_slice() else { return None };
-            match self.obj(*one) {
-                Obj::Seq(slots) if !self.dict_keys.contains_key(one) => lists.push(slots),
-                _ => return None,
-            }
+            let grown = self.grown_seq(v).map(|g| smallvec![g]);
+            let known = match grown.as_ref().unwrap_or(v).as_slice() {
+                [one] => match self.obj(*one) {
+                    Obj::Seq(slots) if !self.dict_keys.contains_key(one) => Some(slots.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            columns.push(known.ok_or_else(|| self.elements(v)));
         }
-        let n = lists[0].len();
-        if !(2..=32).contains(&n) || lists.iter().any(|l| l.len() != n) {
+        // (`zip` stops at the shortest list.)
+        let n = columns
+            .iter()
+            .filter_map(|c| c.as_ref().ok())
+            .map(Vec::len)
+            .min()?;
+        if !(2..=32).contains(&n) {
             return None;
         }
         Some(
             (0..n)
-                .map(|i| lists.iter().map(|l| l[i].clone()).collect())
+                .map(|i| {
+                    (columns.iter())
+                        .map(|c| match c {
+                            Ok(slots) => slots[i].clone(),
+                            Err(any) => any.clone(),
+                        })
+                        .collect()
+                })
                 .collect(),
         )
     }
