@@ -843,6 +843,22 @@ impl Interp<'_, '_> {
         out
     }
 
+    /// A dict of module `m`'s submodules under their attribute names, in the order they were
+    /// made.
+    fn submodule_dict(&mut self, m: ObjId) -> ObjId {
+        let Obj::Module(module) = self.obj(m) else {
+            return self.keyed_dict(Vec::new());
+        };
+        let mut subs: Vec<(Name, Vals)> = (module.attrs.iter())
+            .filter(|(_, v)| !v.is_empty() && v.iter().all(|x| self.is_module(*x)))
+            .map(|(n, v)| (*n, v.clone()))
+            .collect();
+        subs.sort_by_key(|(_, v)| v[0]);
+        let at = module.origin;
+        let entries = subs.into_iter().map(|(n, v)| (Some((n, at)), v)).collect();
+        self.keyed_dict(entries)
+    }
+
     /// `o.attr`, where `e` is the attribute expression.
     pub(super) fn attribute_of(&mut self, c: Code<'_>, e: ExprId, o: ObjId, attr: Name) -> Vals {
         let range = c.span(e);
@@ -886,6 +902,11 @@ impl Interp<'_, '_> {
                 let local = m.local.clone();
                 if let Some(v) = local.and_then(|k| self.class_attribute(&k, attr)) {
                     return v;
+                }
+                // `self._modules`: its submodules by name (`self._modules["gcl_%d" % i]`), in
+                // the order they were made.
+                if self.name(attr) == "_modules" {
+                    return smallvec![self.submodule_dict(o)];
                 }
                 // A module is made in training mode (`eval()` sets it, above); the backward
                 // whose hazards this finds runs in it.

@@ -97,6 +97,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 WriteKind::InplaceFunctional | WriteKind::InplaceOption => {
                     fix::inplace_false(ctx, w.range, Applicability::Safe)
                 }
+                // A leaf the caller passed in (`inputs_embeds *= scale` in a `forward` given
+                // the caller's leaf, a saliency input): updating it under `no_grad` would change
+                // the caller's tensor; a new tensor under the same name leaves it alone.
+                WriteKind::AugAssign | WriteKind::Method(_)
+                    if w.call_site.is_some() && w.through_bound.is_none() && in_forward(ctx, w) =>
+                {
+                    caller_leaf_out_of_place(ctx, w).or_else(|| fix::write_under_no_grad(ctx, w))
+                }
                 _ => fix::write_under_no_grad(ctx, w),
             };
             (message, fix)
@@ -111,4 +119,43 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related,
         fix,
     })
+}
+
+/// Whether the write goes through a parameter of a `forward` other than `self` (whose arguments
+/// are the caller's data, not the parameters a manual update step is given).
+fn in_forward(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    use crate::ir::Expr;
+    let Some(s) = w.stmt else { return false };
+    let Some(body) = ctx.body(s.item) else {
+        return false;
+    };
+    let at = body.stmt_span(s.stmt);
+    let innermost = (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(at))
+        .min_by_key(|f| f.span.end - f.span.start);
+    let Some(f) = innermost.filter(|f| ctx.name(f.name) == "forward") else {
+        return false;
+    };
+    let Some(written) = fix::written_expr(&body, s.stmt, w) else {
+        return false;
+    };
+    let Expr::Name { name, .. } = *body.expr(written) else {
+        return false;
+    };
+    (body.list(f.params).iter().skip(1)).any(|p| body.params[*p as usize].name == name)
+}
+
+/// The out-of-place rewrite of a write into a leaf a function was given (unsafe: a caller that
+/// passes a tensor without grad no longer sees it changed).
+fn caller_leaf_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<crate::finding::Fix> {
+    match w.kind {
+        WriteKind::AugAssign => {
+            fix::aug_assign_out_of_place(ctx, w.stmt?, w.record_field, Applicability::Unsafe)
+        }
+        WriteKind::Method(m) => fix::call_out_of_place(ctx, w, m, true, Applicability::Unsafe),
+        _ => None,
+    }
 }
