@@ -413,11 +413,17 @@ def main(argv):
         if flags is not None:
             ops.setdefault(name, {"forms": forms(name)})["indexed"] = flags
     modules = {n: measure_module(n) for n in MODULES if hasattr(nn, n)}
+    # Every in-place method a tensor has (`add_`, `clamp_`, `uniform_`, ...): a method of that
+    # shape that is not among them (`td.clear_refs_for_compile_()` of a TensorDict) is not a
+    # tensor's.
+    inplace_methods = sorted(n for n in dir(torch.Tensor)
+                             if n.endswith("_") and not n.startswith("_"))
     table = {
         "generated_by": "tests/oracle/gen_op_table.py",
         "torch_version": torch.__version__.split("+")[0],
         "ops": ops,
         "modules": modules,
+        "inplace_methods": inplace_methods,
     }
     text = json.dumps(table, indent=1, sort_keys=True) + "\n"
     if check:
@@ -428,7 +434,9 @@ def main(argv):
                           if old["ops"].get(k) != ops.get(k))
             mdiff = sorted(k for k in set(old["modules"]) | set(modules)
                            if old["modules"].get(k) != modules.get(k))
-            print(f"op table differs from torch {torch.__version__}: ops {diff} modules {mdiff}")
+            methods = old.get("inplace_methods") != inplace_methods
+            print(f"op table differs from torch {torch.__version__}: ops {diff} modules {mdiff}"
+                  f"{' in-place methods' if methods else ''}")
             return 1
         print(f"op table matches torch {torch.__version__}: {len(ops)} ops, {len(modules)} modules")
         return 0

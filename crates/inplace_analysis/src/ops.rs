@@ -54,6 +54,8 @@ pub struct OpTable {
     pub torch_version: String,
     pub ops: FxHashMap<String, OpSpec>,
     pub modules: FxHashMap<String, ModuleSpec>,
+    /// Every in-place method of `torch.Tensor` (`add_`, `clamp_`, `uniform_`, ...), sorted.
+    pub inplace_methods: Vec<String>,
 }
 
 /// How an argument takes part in an op.
@@ -76,6 +78,13 @@ pub fn table() -> &'static OpTable {
 }
 
 impl OpTable {
+    /// Whether `torch.Tensor` has an in-place method of this name.
+    pub fn is_inplace_method(&self, name: &str) -> bool {
+        self.inplace_methods
+            .binary_search_by(|m| m.as_str().cmp(name))
+            .is_ok()
+    }
+
     pub fn op(&self, name: &str) -> Option<&OpSpec> {
         self.ops.get(name)
     }

@@ -13,8 +13,18 @@ impl Interp<'_, '_> {
             return;
         };
         let saved = self.assign_rhs.take();
-        if let Expr::Name { name, .. } = *c.expr(innermost) {
-            self.assign_rhs = Some((c.span(value), name));
+        let names: Option<SmallVec<[Name; 2]>> = match *c.expr(innermost) {
+            Expr::Name { name, .. } => Some(smallvec![name]),
+            Expr::Seq { items, .. } => (c.body.exprs_of(items))
+                .map(|t| match *c.expr(t) {
+                    Expr::Name { name, .. } => Some(name),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
+        if let Some(names) = names {
+            self.assign_rhs = Some((c.span(value), names));
         }
         let vals = self.eval(c, value);
         self.assign_rhs = saved;

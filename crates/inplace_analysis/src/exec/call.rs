@@ -498,12 +498,12 @@ impl Interp<'_, '_> {
         call: Span,
         carried: Vec<(Vals, SmallVec<[crate::events::WriteId; 1]>)>,
     ) {
-        let target = self
-            .assign_rhs
+        let targets = (self.assign_rhs.as_ref())
             .filter(|(rhs, _)| *rhs == call)
-            .map(|(_, t)| t);
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default();
         for (held, writes) in carried {
-            self.mark_names_stale(&held, &writes, target.as_slice());
+            self.mark_names_stale(&held, &writes, &targets);
         }
     }
 
@@ -539,20 +539,22 @@ impl Interp<'_, '_> {
         returns: &Vals,
         first_write: usize,
     ) {
-        let Some((rhs, target)) = self.assign_rhs else {
+        let Some((rhs, targets)) = self.assign_rhs.clone() else {
             return;
         };
         if rhs != call {
             return;
         }
-        let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
+        // (What a tuple returned holds counts as returned: `return x, coords`.)
+        let returns = &self.flat_tensors(returns);
+        let returns_tensor = !returns.is_empty();
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
                 continue;
             }
             let written = self.written_through(t, args, returns);
-            let mut except: SmallVec<[Name; 2]> = smallvec![target];
+            let mut except: SmallVec<[Name; 2]> = targets.clone();
             // A helper that returns no tensor and reads what it wrote no more (`lam =
             // mix(x, 0.3)` mixing the batch in place, timm's Mixup) means to change it: the name
             // the caller passed stays fresh (other names of the tensor do not). One that reads

@@ -322,8 +322,9 @@ pub(crate) struct Interp<'p, 't> {
     pub modules: FxHashMap<Name, Arc<Env>>,
     /// Modules whose body is running, with the depth of `outer_envs` it runs at.
     pub running_modules: Vec<(Name, usize)>,
-    /// The right-hand side of the plain assignment being evaluated and its target name.
-    pub assign_rhs: Option<(Span, Name)>,
+    /// The right-hand side of the plain assignment being evaluated and its target names (one
+    /// name, or the names a tuple target unpacks it into: `x_pred, c = step(x, c)`).
+    pub assign_rhs: Option<(Span, SmallVec<[Name; 2]>)>,
     /// The integers a `for k in range(...)` loop over a container's positions binds (objects
     /// that are plain values otherwise; their values are in `int_values`): `self.layers[k]`
     /// is then that child.

@@ -149,7 +149,10 @@ impl Interp<'_, '_> {
             }
             return views;
         }
-        if let Some(base) = strip_inplace(&m) {
+        // (A method of that shape no tensor has, `td.clear_refs_for_compile_()` of a
+        // TensorDict taken for a tensor, writes nothing the analysis knows of.)
+        let inplace = strip_inplace(&m).filter(|_| ops::table().is_inplace_method(&m));
+        if let Some(base) = inplace {
             let through = self.obj_name(c, recv_expr);
             let keep = self.keep_name(call, through);
             let value = self
@@ -252,8 +255,9 @@ impl Interp<'_, '_> {
             | "get" | "pop" => return self.opaque_call(args, call),
             _ => {}
         }
-        if strip_inplace(&m).is_some() && !m.starts_with('_') {
-            // Only tensors have `add_`-style methods: this value is one.
+        if strip_inplace(&m).is_some() && ops::table().is_inplace_method(&m) {
+            // Only tensors have `add_`-style methods: this value is one. (Not of a name that no
+            // tensor method has: `td.clear_refs_for_compile_()` of a TensorDict.)
             if let Obj::Unknown = self.obj(recv) {
                 let origin = c.span(recv_expr);
                 *self.obj_mut(recv) =

@@ -1031,8 +1031,8 @@ impl Interp<'_, '_> {
     /// The name that keeps its meaning after an in-place call: the assignment target when the
     /// call is the whole right-hand side (`h = torch.relu_(feat)`), else the written name.
     pub(super) fn keep_name(&self, call: Span, through: Option<Name>) -> Option<Name> {
-        match self.assign_rhs {
-            Some((range, name)) if range == call => Some(name),
+        match &self.assign_rhs {
+            Some((range, names)) if *range == call && names.len() == 1 => Some(names[0]),
             _ => through,
         }
     }

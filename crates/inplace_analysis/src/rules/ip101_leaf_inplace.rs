@@ -101,7 +101,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 // the caller's leaf, a saliency input): updating it under `no_grad` would change
                 // the caller's tensor; a new tensor under the same name leaves it alone.
                 WriteKind::AugAssign | WriteKind::Method(_)
-                    if w.call_site.is_some() && w.through_bound.is_none() && in_forward(ctx, w) =>
+                    if w.call_site.is_some()
+                        && w.through_bound.is_none()
+                        && writes_caller_leaf(ctx, w) =>
                 {
                     caller_leaf_out_of_place(ctx, w).or_else(|| fix::write_under_no_grad(ctx, w))
                 }
@@ -121,28 +123,31 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     })
 }
 
-/// Whether the write goes through a parameter of a `forward` other than `self` (whose arguments
-/// are the caller's data, not the parameters a manual update step is given).
-fn in_forward(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+/// Whether the write goes through a parameter of the function it is in, with a value that is
+/// not computed from a gradient: a computation on the caller's leaf (`inputs_embeds *= scale`
+/// in a `forward`, `coord += agg` in a helper given positions that require grad), not an
+/// update step (`p.add_(p.grad, alpha=-lr)`), which is meant to change the caller's tensor.
+fn writes_caller_leaf(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     use crate::ir::Expr;
     let Some(s) = w.stmt else { return false };
     let Some(body) = ctx.body(s.item) else {
         return false;
     };
     let at = body.stmt_span(s.stmt);
+    if ctx.text(Span::new(s.item, at)).contains(".grad") {
+        return false;
+    }
     let innermost = (body.funcs.iter())
         .filter(|f| !f.lambda && f.span.contains(at))
         .min_by_key(|f| f.span.end - f.span.start);
-    let Some(f) = innermost.filter(|f| ctx.name(f.name) == "forward") else {
-        return false;
-    };
+    let Some(f) = innermost else { return false };
     let Some(written) = fix::written_expr(&body, s.stmt, w) else {
         return false;
     };
     let Expr::Name { name, .. } = *body.expr(written) else {
         return false;
     };
-    (body.list(f.params).iter().skip(1)).any(|p| body.params[*p as usize].name == name)
+    (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name)
 }
 
 /// The out-of-place rewrite of a write into a leaf a function was given (unsafe: a caller that
