@@ -511,6 +511,17 @@ impl Interp<'_, '_> {
                         p.extend(f);
                     }
                 }
+                // `attn, ff = layer` of an `nn.ModuleList` / `nn.Sequential` (`for attn, ff in
+                // self.layers`): its children in order.
+                Obj::Module(m)
+                    if m.local.is_none()
+                        && m.children.len() == n
+                        && self.container_of(*v).is_some() =>
+                {
+                    for (p, child) in parts.iter_mut().zip(m.children) {
+                        p.push(child);
+                    }
+                }
                 _ => {
                     for p in parts.iter_mut() {
                         p.push(self.alloc(Obj::Unknown));

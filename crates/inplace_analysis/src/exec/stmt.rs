@@ -293,6 +293,13 @@ impl Interp<'_, '_> {
         if let Some(longest) = self.grown_seq(&iter) {
             iter = smallvec![longest];
         }
+        // A module container's children, or a list whose slots are its elements, are all
+        // there: the loop runs at least once when there are any (the state before it is not
+        // one it ends in).
+        let exact = match iter.as_slice() {
+            [one] => matches!(self.obj(*one), Obj::Module(_)) || self.exact_seqs.contains(one),
+            _ => false,
+        };
         if let Some((_, start)) = enumerated {
             // `for i, block in enumerate(self.blocks)`: each child with its position.
             if let Some(children) = self.unrollable(&iter) {
@@ -304,7 +311,7 @@ impl Interp<'_, '_> {
                         self.alloc(Obj::Seq(vec![smallvec![pos], smallvec![child]]))
                     })
                     .collect();
-                self.run_unrolled(c, target, body, each);
+                self.run_unrolled(c, target, body, each, exact);
                 self.exec_block(c, orelse);
                 return;
             }
@@ -313,13 +320,16 @@ impl Interp<'_, '_> {
         // `for layer in self.layers:` runs each child in order, and so does
         // `for k in range(9): x = self.vgg[k](x)` (k bound to each position).
         let unrolled = match self.unrollable(&iter) {
-            Some(children) => Some(children),
+            Some(children) => Some((children, exact)),
             None => self
                 .position_loop(c, target, iter_expr, body)
-                .map(|positions| positions.into_iter().map(|k| self.position(k)).collect()),
+                .map(|positions| {
+                    let each = positions.into_iter().map(|k| self.position(k)).collect();
+                    (each, true)
+                }),
         };
-        if let Some(each) = unrolled {
-            self.run_unrolled(c, target, body, each);
+        if let Some((each, exact)) = unrolled {
+            self.run_unrolled(c, target, body, each, exact);
             self.exec_block(c, orelse);
             return;
         }
@@ -448,8 +458,21 @@ impl Interp<'_, '_> {
     }
 
     /// A loop run once per value of `each`, in order, with `target` bound to it.
-    fn run_unrolled(&mut self, c: Code<'_>, target: ExprId, body: Block, each: Vec<ObjId>) {
-        let mut exit = self.fork();
+    /// Run a loop's body once per value in `each`; `exact`: those are all the values (else the
+    /// loop may also not run at all).
+    fn run_unrolled(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        body: Block,
+        each: Vec<ObjId>,
+        exact: bool,
+    ) {
+        let mut exit = if exact && !each.is_empty() {
+            State::dead()
+        } else {
+            self.fork()
+        };
         self.push_loop();
         for v in each {
             if self.state.dead {
