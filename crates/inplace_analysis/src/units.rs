@@ -203,9 +203,10 @@ fn seeded(prog: &Program<'_>) -> Vec<bool> {
 /// Seeds whose effect outlives the call that runs them: an in-place activation built (`inplace=`,
 /// `Act(True)`), an optimizer built or stepped, an attribute replaced by name. A constructor
 /// whose only seeds are others (a write, `.data`, `.grad`, `out=`, anomaly mode) finds what it
-/// finds while it runs; the other methods of its class are not relevant because of it, unless
-/// something in the program can run a backward pass over what it wrote (see
-/// [`relevant_from`]).
+/// finds while it runs (the state it leaves for the other methods keeps no record of its
+/// writes); the other methods of its class are not relevant because of it, unless it stores
+/// code that runs later (a `lambda`, a nested `def`) or uses a relevant item, or the program
+/// mentions a backward pass at all (kept where one is, to stay on the safe side).
 const CARRIED: u16 = Seeds::INPLACE_ARG | Seeds::OPTIM | Seeds::STEP | Seeds::SETATTR;
 
 /// Which items are relevant, by position, from those `seeded`.
@@ -221,15 +222,12 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
         name_hash("forward"),
         name_hash("__call__"),
     );
-    // A write in a constructor can reach another method's findings only through a backward
-    // pass over a graph the constructor made (a form-3 error raised there); where nothing in
-    // the program mentions `backward` or `grad`, that cannot happen.
-    let backward = (name_hash("backward"), name_hash("grad"));
+    // (See [`CARRIED`]: where the program mentions `backward` or `grad`, every relevant
+    // constructor carries.)
+    let backward = [name_hash("backward"), name_hash("grad")];
     let any_backward = items.iter().any(|it| {
         let s = &it.outline.summary;
-        [backward.0, backward.1]
-            .iter()
-            .any(|h| s.uses_name(*h) || s.uses_attr(*h))
+        backward.iter().any(|h| s.uses_name(*h) || s.uses_attr(*h))
     });
     let aliases: FxHashSet<u64> = (items.iter())
         .flat_map(|i| i.outline.summary.activation_aliases.iter().copied())
@@ -237,6 +235,7 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
     let carries_seed = |i: usize| {
         let s = &items[i].outline.summary;
         any_backward
+            || s.nested_code
             || s.seeds.0 & CARRIED != 0
             || (s.has_true && s.names.iter().any(|h| aliases.contains(h)))
     };
@@ -468,6 +467,19 @@ mod tests {
         assert_eq!(
             planned(&block("        self.w.data.mul_(0.5)", more)),
             ["__init__", "forward"]
+        );
+    }
+
+    #[test]
+    fn a_constructor_that_stores_code_brings_the_other_methods() {
+        let p = planned(&block("        self.post = lambda t: t.mul_(2.0)", ""));
+        assert_eq!(p, ["__init__", "forward"]);
+        let nested =
+            "        def post(t):\n            return t.mul_(2.0)\n        self.post = post";
+        // (The nested `def` is a unit of its own, named by its item.)
+        assert_eq!(
+            planned(&block(nested, "")),
+            ["__init__", "__init__", "forward"]
         );
     }
 

@@ -545,9 +545,10 @@ impl Interp<'_, '_> {
         if rhs != call {
             return;
         }
-        // (What a tuple returned holds counts as returned: `return x, coords`.)
+        let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
+        // (What a tuple returned holds is returned, for the views a write meant to make:
+        // `return x, coords`.)
         let returns = &self.flat_tensors(returns);
-        let returns_tensor = !returns.is_empty();
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
             if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
@@ -586,24 +587,7 @@ impl Interp<'_, '_> {
         let Some(body) = self.body_of(s.item) else {
             return true;
         };
-        let root = crate::fix::written_expr(&body, s.stmt, &wr)
-            .and_then(|e| crate::fix::root_place(&body, e));
-        let Some(Expr::Name { name, .. }) = root.map(|e| *body.expr(e)) else {
-            return true;
-        };
-        let at = body.stmt_span(s.stmt);
-        // (The innermost function holding the write.)
-        let Some(func) = (body.funcs.iter())
-            .filter(|f| f.span.contains(at))
-            .min_by_key(|f| f.span.end - f.span.start)
-        else {
-            return true;
-        };
-        (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
-            matches!(*e, Expr::Name { name: n, .. } if n == name)
-                && sp.start >= at.end
-                && func.span.contains(*sp)
-        })
+        crate::fix::written_name_in_function(&body, s.stmt, &wr).is_none_or(|(_, _, read)| read)
     }
 
     /// The caller's name passed as the argument that is `t` itself (`mix(x, 0.3)`).

@@ -48,15 +48,9 @@ impl Container {
 impl Interp<'_, '_> {
     pub(super) fn new_module(&mut self, c: Code<'_>, e: ExprId, class: &str, args: &Args) -> ObjId {
         let origin = c.span(e);
-        let inplace = args
-            .keyword(known::INPLACE)
-            .filter(|(v, ..)| v.contains(&TRUE))
-            .map(|(_, _, span)| span)
-            .or_else(|| {
-                // `nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`: `inplace` given by position.
-                let (v, n) = args.positional.get(ops::module_inplace_position(class)?)?;
-                v.contains(&TRUE).then(|| n.map(|n| c.span(n))).flatten()
-            })
+        // (`nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`: `inplace` given by position.)
+        let inplace = self
+            .inplace_arg(c, args, ops::module_inplace_position(class))
             .map(|arg| InplaceArg { arg, call: origin });
         let mut children = Vec::new();
         let mut attrs = FxHashMap::default();

@@ -348,28 +348,24 @@ impl Interp<'_, '_> {
         self.exec_block(c, orelse);
     }
 
-    /// Of a name that may hold several tuples or lists, the longest, when all start with the
-    /// same first element: the one a loop grew (`acc = (s,)`, then `acc += (y,)` in a loop, as
+    /// Of a name that may hold several tuples or lists, the longest, when each other one is a
+    /// prefix of it: the one a loop grew (`acc = (s,)`, then `acc += (y,)` in a loop, as
     /// a UNet collects its skips), whose shorter versions are where it stood at earlier turns.
     pub(super) fn grown_seq(&self, vals: &Vals) -> Option<ObjId> {
         if vals.len() < 2 {
             return None;
         }
-        let mut longest: Option<(ObjId, usize)> = None;
-        let mut first: Option<&Vals> = None;
-        for v in vals {
-            let Obj::Seq(slots) = self.obj(*v) else {
-                return None;
-            };
-            let head = slots.first()?;
-            if **first.get_or_insert(head) != *head {
-                return None;
-            }
-            if longest.is_none_or(|(_, n)| slots.len() > n) {
-                longest = Some((*v, slots.len()));
-            }
-        }
-        longest.map(|(v, _)| v)
+        let seqs: SmallVec<[&Vec<Vals>; 4]> = (vals.iter())
+            .map(|v| match self.obj(*v) {
+                Obj::Seq(slots) if !slots.is_empty() => Some(slots),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let (at, longest) = (seqs.iter().enumerate()).max_by_key(|(_, s)| s.len())?;
+        // (Each shorter one is where the longest stood at an earlier turn: a prefix of it.)
+        seqs.iter()
+            .all(|s| longest.starts_with(s))
+            .then_some(vals[at])
     }
 
     /// A loop over a known list of tensors, one per slot (`model.parameters()`, the pairs of
@@ -457,9 +453,8 @@ impl Interp<'_, '_> {
         Some((*positional.first()?, start))
     }
 
-    /// A loop run once per value of `each`, in order, with `target` bound to it.
-    /// Run a loop's body once per value in `each`; `exact`: those are all the values (else the
-    /// loop may also not run at all).
+    /// Run a loop's body once per value of `each`, in order, with `target` bound to it; `exact`:
+    /// those are all the values (else the loop may also not run at all).
     fn run_unrolled(
         &mut self,
         c: Code<'_>,

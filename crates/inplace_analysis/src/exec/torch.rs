@@ -37,6 +37,19 @@ impl Interp<'_, '_> {
             .is_some_and(|(v, ..)| v.as_slice() == [FALSE])
     }
 
+    /// Where `inplace=True` is given: by keyword, or `True` at position `at` (`F.leaky_relu(x,
+    /// 0.2, True)`); `None` when it is not.
+    pub(super) fn inplace_arg(&self, c: Code<'_>, args: &Args, at: Option<usize>) -> Option<Span> {
+        let by_position = at
+            .and_then(|i| args.positional.get(i))
+            .filter(|(v, _)| v.contains(&TRUE))
+            .and_then(|(_, n)| n.map(|n| c.span(n)));
+        args.keyword(known::INPLACE)
+            .filter(|(v, ..)| v.contains(&TRUE))
+            .map(|(_, _, span)| span)
+            .or(by_position)
+    }
+
     /// A keyword given, with a value that may be anything but `False`.
     pub(super) fn keyword_on(&self, args: &Args, kw: Name) -> bool {
         args.keyword(kw)
@@ -412,8 +425,7 @@ impl Interp<'_, '_> {
 
     /// The entries of `dict(pairs)` (called at `at`) when `pairs` is one list whose every
     /// element is one `(key, value)` pair (the key known when it is one string).
-    #[allow(clippy::type_complexity)]
-    fn dict_of_pairs(&self, pairs: &Vals, at: Span) -> Option<Vec<(Option<(Name, Span)>, Vals)>> {
+    fn dict_of_pairs(&self, pairs: &Vals, at: Span) -> Option<Vec<DictEntry>> {
         let [list] = pairs.as_slice() else {
             return None;
         };
@@ -472,9 +484,12 @@ impl Interp<'_, '_> {
         (kept, copied)
     }
 
-    /// `zip(xs, ys, ...)` of lists (or tuples) that are known slot by slot and all equally long
-    /// (at most 32): its tuples in order, the i-th holding the i-th slot of each. `None`
-    /// otherwise (then one tuple stands for all, each place any element).
+    /// `zip(xs, ys, ...)` where at least one argument is a list (or tuple) known slot by slot:
+    /// its tuples in order (2 to 32 of them), the i-th holding the i-th slot of each known list
+    /// and any element of each other argument (`zip(skips, extra_residuals)`). `zip` stops at
+    /// the shortest list: known lists of different lengths are cut only where each is exact (its
+    /// slots are its elements). `None` otherwise (then one tuple stands for all, each place any
+    /// element).
     fn zip_slots(&mut self, args: &Args) -> Option<Vec<Vec<Vals>>> {
         if !args.keywords.is_empty() || args.positional.len() < 2 {
             return None;
@@ -482,24 +497,27 @@ impl Interp<'_, '_> {
         // Each argument: its slots when it is one known list or tuple, else (an argument of
         // unknown length, `zip(skips, extra_residuals)`) any of its elements at every turn.
         let mut columns: Vec<Result<Vec<Vals>, Vals>> = Vec::new();
+        let mut all_exact = true;
         for (v, _) in &args.positional {
             let grown = self.grown_seq(v).map(|g| smallvec![g]);
             let known = match grown.as_ref().unwrap_or(v).as_slice() {
                 [one] => match self.obj(*one) {
-                    Obj::Seq(slots) if !self.dict_keys.contains_key(one) => Some(slots.clone()),
+                    Obj::Seq(slots) if !self.dict_keys.contains_key(one) => {
+                        all_exact &= self.exact_seqs.contains(one);
+                        Some(slots.clone())
+                    }
                     _ => None,
                 },
                 _ => None,
             };
             columns.push(known.ok_or_else(|| self.elements(v)));
         }
-        // (`zip` stops at the shortest list.)
-        let n = columns
-            .iter()
+        let lens: SmallVec<[usize; 4]> = (columns.iter())
             .filter_map(|c| c.as_ref().ok())
             .map(Vec::len)
-            .min()?;
-        if !(2..=32).contains(&n) {
+            .collect();
+        let n = *lens.iter().min()?;
+        if !(2..=32).contains(&n) || (!all_exact && lens.iter().any(|l| *l != n)) {
             return None;
         }
         Some(
@@ -973,15 +991,7 @@ impl Interp<'_, '_> {
         let first = args.first().cloned().unwrap_or_default();
         let (through, keep) = self.first_arg_names(c, args, call);
         // `inplace=True`, or `True` at the position of `inplace` (`F.leaky_relu(x, 0.2, True)`).
-        let by_position = ops::functional_inplace_position(f)
-            .and_then(|i| args.positional.get(i))
-            .filter(|(v, _)| v.contains(&TRUE))
-            .and_then(|(_, n)| n.map(|n| c.span(n)));
-        let inplace_arg = args
-            .keyword(known::INPLACE)
-            .filter(|(v, ..)| v.contains(&TRUE))
-            .map(|(_, _, span)| span)
-            .or(by_position);
+        let inplace_arg = self.inplace_arg(c, args, ops::functional_inplace_position(f));
         if let (Some(arg), true) = (inplace_arg, ops::functional_inplace_position(f).is_some()) {
             let tensors = self.as_tensors(&first);
             let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)
@@ -1037,6 +1047,10 @@ impl Interp<'_, '_> {
         }
     }
 }
+
+/// An entry of a dict being made: its key when known (a string, with where it is written), and
+/// its value.
+type DictEntry = (Option<(Name, Span)>, Vals);
 
 /// `self.attr`, possibly indexed (`self.arr[i]`, `self.arr[i, :]`): the attribute and where it
 /// is read.

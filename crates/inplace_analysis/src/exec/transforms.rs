@@ -48,8 +48,8 @@ impl Interp<'_, '_> {
                 // mean, std, inplace)`: the constructor's arguments become keywords, so the
                 // tensor comes first.
                 let mut keywords: Vec<(Name, Vals, Span)> = Vec::new();
-                for (k, kw) in ["mean", "std", "inplace"].iter().enumerate() {
-                    let kw = self.intern(kw);
+                let names = [self.intern("mean"), self.intern("std"), known::INPLACE];
+                for (k, kw) in names.into_iter().enumerate() {
                     let given = match args.keyword(kw) {
                         Some((v, _, span)) => Some((v.clone(), span)),
                         None => (args.positional.get(k))
@@ -76,14 +76,7 @@ impl Interp<'_, '_> {
     fn normalize(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
-        let inplace = self.intern("inplace");
-        let inplace_arg = match args.keyword(inplace) {
-            Some((v, _, span)) => v.contains(&TRUE).then_some(span),
-            None => (args.positional.get(FUNCTIONAL_NORMALIZE_INPLACE_AT))
-                .filter(|(v, _)| v.contains(&TRUE))
-                .map(|(_, n)| n.map_or(call, |n| c.span(n))),
-        };
-        let Some(arg) = inplace_arg else {
+        let Some(arg) = self.inplace_arg(c, args, Some(FUNCTIONAL_NORMALIZE_INPLACE_AT)) else {
             return self.opaque_call(args, call);
         };
         let (through, keep) = self.first_arg_names(c, args, call);

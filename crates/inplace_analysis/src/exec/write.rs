@@ -374,6 +374,18 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether `x` is `t`, `.detach()` of it, or what `t` is `.detach()` of: the same memory and
+    /// version counter. (A `.data` alias shares the memory but not the counter: IP401's
+    /// business.)
+    fn same_or_detached(&self, x: ObjId, t: ObjId) -> bool {
+        let detached_from = |x: ObjId| {
+            self.tensor(x)
+                .filter(|tt| tt.counter)
+                .and_then(|tt| tt.detached_from)
+        };
+        x == t || detached_from(x) == Some(t) || detached_from(t) == Some(x)
+    }
+
     /// Whether `t`, and what it is a view of up to the detached alias, were made inside the
     /// write's own statement `site` (`b.detach()[:, 4] += v`), not earlier (a name, an
     /// attribute or a list holding `w.detach()`).
@@ -399,18 +411,11 @@ impl Interp<'_, '_> {
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
     /// `.detach()` of), is stale after write `wid`.
     fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
-        // (A `.data` alias shares the memory but not the counter: IP401's business.)
-        let detached_from = |x: ObjId| {
-            self.tensor(x)
-                .filter(|tt| tt.counter)
-                .and_then(|tt| tt.detached_from)
-        };
-        let same = |x: ObjId| x == t || detached_from(x) == Some(t) || detached_from(t) == Some(x);
         let stale: SmallVec<[Name; 4]> = self
             .state
             .env
             .iter()
-            .filter(|(n, vs)| vs.iter().any(|x| same(*x)) && Some(**n) != keep)
+            .filter(|(n, vs)| vs.iter().any(|x| self.same_or_detached(*x, t)) && Some(**n) != keep)
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
@@ -480,12 +485,6 @@ impl Interp<'_, '_> {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
-        let holds_t = |it: &Self, x: ObjId| {
-            x == t
-                || it
-                    .tensor(x)
-                    .is_some_and(|xt| xt.counter && xt.detached_from == Some(t))
-        };
         // (Breadth first from the names, so a local list is seen before the insides of `self`,
         // and the running function's names before its callers'.)
         let envs = std::iter::once(&self.state.env).chain(self.outer_envs.iter().rev());
@@ -512,7 +511,7 @@ impl Interp<'_, '_> {
             };
             for (slot, vs) in slots {
                 let key = (o, slot);
-                if matches!(vs.as_slice(), [x] if holds_t(self, *x)) {
+                if matches!(vs.as_slice(), [x] if self.same_or_detached(*x, t)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
                     if !self.taken_slots.contains(&key) && !self.maybe_slots.contains(&key) {
                         stale.push(key);

@@ -262,6 +262,30 @@ fn is_place(body: &Body, e: ExprId) -> bool {
     }
 }
 
+/// The plain name a write (statement `s` of `body`) goes through, the innermost function that
+/// holds it, and whether that function reads the name after the write's statement (`return x`
+/// included). `None` when the write is not through a plain name or not in a function.
+pub(crate) fn written_name_in_function<'b>(
+    body: &'b Body,
+    s: StmtId,
+    w: &crate::events::Write,
+) -> Option<(Name, &'b FuncDef, bool)> {
+    let root = written_expr(body, s, w).and_then(|e| root_place(body, e))?;
+    let Expr::Name { name, .. } = *body.expr(root) else {
+        return None;
+    };
+    let at = body.stmt_span(s);
+    let func = (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(at))
+        .min_by_key(|f| f.span.end - f.span.start)?;
+    let read_after = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
+        matches!(*e, Expr::Name { name: n, .. } if n == name)
+            && sp.start >= at.end
+            && func.span.contains(*sp)
+    });
+    Some((name, func, read_after))
+}
+
 /// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
 /// `y.detach()`, `self.buf[t]`.
 pub(crate) fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {

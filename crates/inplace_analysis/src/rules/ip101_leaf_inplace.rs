@@ -123,31 +123,27 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     })
 }
 
-/// Whether the write goes through a parameter of the function it is in, with a value that is
-/// not computed from a gradient: a computation on the caller's leaf (`inputs_embeds *= scale`
-/// in a `forward`, `coord += agg` in a helper given positions that require grad), not an
-/// update step (`p.add_(p.grad, alpha=-lr)`), which is meant to change the caller's tensor.
+/// Whether the write goes through a parameter of the function it is in that the function reads
+/// again (or returns) after it, with a value not computed from a gradient: a computation on the
+/// caller's leaf (`inputs_embeds *= scale` in a `forward`, `coord += agg; return coord` in a
+/// helper given positions that require grad). Not an update step (`p.add_(p.grad, alpha=-lr)`,
+/// `w -= lr * g` in `update(w, g, lr)`), which is meant to change the caller's tensor: a
+/// rewrite there would be a dead local store.
 fn writes_caller_leaf(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
-    use crate::ir::Expr;
     let Some(s) = w.stmt else { return false };
     let Some(body) = ctx.body(s.item) else {
         return false;
     };
-    let at = body.stmt_span(s.stmt);
-    if ctx.text(Span::new(s.item, at)).contains(".grad") {
+    if ctx
+        .text(Span::new(s.item, body.stmt_span(s.stmt)))
+        .contains(".grad")
+    {
         return false;
     }
-    let innermost = (body.funcs.iter())
-        .filter(|f| !f.lambda && f.span.contains(at))
-        .min_by_key(|f| f.span.end - f.span.start);
-    let Some(f) = innermost else { return false };
-    let Some(written) = fix::written_expr(&body, s.stmt, w) else {
+    let Some((name, f, read_after)) = fix::written_name_in_function(&body, s.stmt, w) else {
         return false;
     };
-    let Expr::Name { name, .. } = *body.expr(written) else {
-        return false;
-    };
-    (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name)
+    read_after && (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name)
 }
 
 /// The out-of-place rewrite of a write into a leaf a function was given (unsafe: a caller that

@@ -79,6 +79,9 @@ pub struct Summary {
     /// Hashes of names it binds to an activation that takes `inplace` by position
     /// (`from torch.nn import ReLU as Act`): `Act(True)` elsewhere is an in-place activation.
     pub activation_aliases: Vec<u64>,
+    /// It holds code of its own that can run later: a `lambda`, or a `def` or `class` inside it
+    /// (a constructor storing `lambda t: t.mul_(2)` on `self`).
+    pub nested_code: bool,
 }
 
 impl Summary {
@@ -239,7 +242,12 @@ static SPECIAL: LazyLock<FxHashMap<u64, (&'static str, Special)>> = LazyLock::ne
     for (w, k) in words {
         m.insert(name_hash(w), (w, k));
     }
-    for w in ops::INPLACE_ACTIVATIONS {
+    // (And torchvision's `normalize(t, mean, std, True)` / `Normalize(mean, std, True)`, which
+    // take `inplace` by position too.)
+    for w in ops::INPLACE_ACTIVATIONS
+        .iter()
+        .chain(&["normalize", "Normalize"])
+    {
         m.insert(name_hash(w), (*w, Special::Activation));
     }
     m
@@ -701,6 +709,11 @@ impl Builder<'_> {
                     if matches!(prev_s, Some("def" | "class")) {
                         item.name = Some((t.start, t.end));
                     }
+                } else if !after_dot && matches!(s, "def" | "class") {
+                    item.summary.nested_code = true;
+                }
+                if !after_dot && s == "lambda" {
+                    item.summary.nested_code = true;
                 }
                 let b = s.as_bytes();
                 let inplace_name = b.len() >= 2 && b[b.len() - 1] == b'_' && b[b.len() - 2] != b'_';
@@ -763,6 +776,7 @@ impl Builder<'_> {
                 }
                 if s == ";" {
                     self.annotated = false;
+                    self.import_line = false;
                 }
             }
             Tk::Open => self.brackets.push((self.tokens, s == "[")),
@@ -1002,6 +1016,7 @@ mod tests {
         assert!(!data("import torch.utils.data as tud\n"));
         assert!(!data("from .data import load\n"));
         assert!(data("w = layer.weight.data\n"));
+        assert!(data("import copy; w = layer.weight.data\n"));
         assert!(data("def f(p):\n    p.data.zero_()\n"));
     }
 
