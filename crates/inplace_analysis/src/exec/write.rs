@@ -477,7 +477,7 @@ impl Interp<'_, '_> {
     /// `wid` (a forward hook's `store["f"] = o` before the next in-place ReLU writes `o`;
     /// `outs.append(x)` before `x = self.act(x)`; a grad-cam hook's
     /// `self.activations.append(output.detach())`). The names are the running function's and
-    /// its callers' (the object a hook keeps its list on is often only the caller's). Not a
+    /// its callers' `self` (the object a hook keeps its list on is often only the caller's). Not a
     /// slot `t` was taken out of since it was stored: the code works on the tensor through it
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
@@ -487,8 +487,11 @@ impl Interp<'_, '_> {
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
         // (Breadth first from the names, so a local list is seen before the insides of `self`,
         // and the running function's names before its callers'.)
-        let envs = std::iter::once(&self.state.env).chain(self.outer_envs.iter().rev());
-        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (envs.flat_map(|e| e.values()))
+        // (Of the callers, their `self`: the object a hook keeps its list on, whose method runs
+        // the model.)
+        let callers = (self.outer_envs.iter().rev()).filter_map(|e| e.get(&known::SELF));
+        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (self.state.env.values())
+            .chain(callers)
             .flatten()
             .filter(|v| container(self, **v))
             .map(|v| (*v, 0))
