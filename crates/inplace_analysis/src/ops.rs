@@ -85,6 +85,14 @@ impl OpTable {
             .is_ok()
     }
 
+    /// The out-of-place name of a tensor's in-place method (`add` of `add_`); `None` for a name
+    /// no tensor method has (`clear_refs_for_compile_` of a TensorDict).
+    pub fn inplace_method_base<'n>(&self, name: &'n str) -> Option<&'n str> {
+        self.is_inplace_method(name)
+            .then(|| name.strip_suffix('_'))
+            .flatten()
+    }
+
     pub fn op(&self, name: &str) -> Option<&OpSpec> {
         self.ops.get(name)
     }

@@ -232,6 +232,18 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
     let aliases: FxHashSet<u64> = (items.iter())
         .flat_map(|i| i.outline.summary.activation_aliases.iter().copied())
         .collect();
+    // The methods named `__init__`.
+    let constructors: Vec<usize> = (items.iter().enumerate())
+        .filter(|(_, it)| it.kind() == ItemKind::Function && it.parent().is_some())
+        .filter(|(_, it)| {
+            let name = it
+                .outline
+                .name
+                .map(|(s, e)| &prog.text[s as usize..e as usize]);
+            name == Some("__init__")
+        })
+        .map(|(k, _)| k)
+        .collect();
     let carries_seed = |i: usize| {
         let s = &items[i].outline.summary;
         any_backward
@@ -289,10 +301,12 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
                 }
             }
         };
-        // A relevant constructor whose effect reaches the other methods: one with a seed that
-        // outlives it, or one that uses a relevant item (a block it builds, a function it
-        // stores).
-        let carries = |k: usize, rel: &[bool]| rel[k] && (carries_seed(k) || reaches(k, rel));
+        // The relevant constructors whose effect reaches the other methods: one with a seed
+        // that outlives it, or one that uses a relevant item (a block it builds, a function it
+        // stores). Decided once per pass.
+        let carrying: FxHashSet<usize> = (constructors.iter().copied())
+            .filter(|&k| rel[k] && (carries_seed(k) || reaches(k, &rel)))
+            .collect();
         let mut changed = false;
         for (i, it) in items.iter().enumerate() {
             if rel[i] {
@@ -302,7 +316,7 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
             if let (false, ItemKind::Function, Some(class)) = (r, it.kind(), it.parent()) {
                 // Its instance is built by a constructor of its class or bases.
                 let hier = classes.hierarchy(class as usize);
-                r = classes.has_method(&hier, init, |k| carries(k, &rel));
+                r = classes.has_method(&hier, init, |k| carrying.contains(&k));
             }
             if r {
                 rel[i] = true;

@@ -1,7 +1,6 @@
 //! Tensors: methods, operators, ops from the measured table and what they save, views,
 //! `.detach()`, `.data`, `.grad`, leaves, and attributes of every kind of object.
 
-use super::torch::strip_inplace;
 use super::write::WriteSpec;
 use super::*;
 use crate::events::WriteKind;
@@ -151,8 +150,7 @@ impl Interp<'_, '_> {
         }
         // (A method of that shape no tensor has, `td.clear_refs_for_compile_()` of a
         // TensorDict taken for a tensor, writes nothing the analysis knows of.)
-        let inplace = strip_inplace(&m).filter(|_| ops::table().is_inplace_method(&m));
-        if let Some(base) = inplace {
+        if let Some(base) = ops::table().inplace_method_base(&m) {
             let through = self.obj_name(c, recv_expr);
             let keep = self.keep_name(call, through);
             let value = self
@@ -255,7 +253,7 @@ impl Interp<'_, '_> {
             | "get" | "pop" => return self.opaque_call(args, call),
             _ => {}
         }
-        if strip_inplace(&m).is_some() && ops::table().is_inplace_method(&m) {
+        if ops::table().inplace_method_base(&m).is_some() {
             // Only tensors have `add_`-style methods: this value is one. (Not of a name that no
             // tensor method has: `td.clear_refs_for_compile_()` of a TensorDict.)
             if let Obj::Unknown = self.obj(recv) {
@@ -909,7 +907,7 @@ impl Interp<'_, '_> {
                 }
                 // `self._modules`: its submodules by name (`self._modules["gcl_%d" % i]`), in
                 // the order they were made.
-                if self.name(attr) == "_modules" {
+                if attr == known::MODULES {
                     return smallvec![self.submodule_dict(o)];
                 }
                 // A module is made in training mode (`eval()` sets it, above); the backward

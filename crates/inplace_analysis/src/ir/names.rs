@@ -61,6 +61,7 @@ known! {
     HX = "hx",
     DEVICE = "device",
     NON_BLOCKING = "non_blocking",
+    MODULES = "_modules",
     CREATE_GRAPH = "create_graph",
     OUTPUTS = "outputs",
     MODE = "mode",
