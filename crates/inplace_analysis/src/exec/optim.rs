@@ -40,6 +40,8 @@ impl Interp<'_, '_> {
 
     pub(super) fn optimizer_method(
         &mut self,
+        c: Code<'_>,
+        e: ExprId,
         opt: ObjId,
         params: &Vals,
         meth: Name,
@@ -53,6 +55,17 @@ impl Interp<'_, '_> {
         }
         match self.name(meth) {
             "step" => {
+                // `step(closure)`: the optimizer calls the closure, which computes the loss
+                // again, before it updates (LBFGS calls it again on each of its iterations;
+                // the update below then runs between two of its calls).
+                let closure = (args.keyword(known::CLOSURE).map(|(v, ..)| v))
+                    .or_else(|| args.first())
+                    .cloned();
+                for f in closure.into_iter().flatten() {
+                    if matches!(self.obj(f), Obj::Func(_) | Obj::Bound(..)) {
+                        self.call_value(c, e, f, &Args::default());
+                    }
+                }
                 // Every held parameter is written in place (under no_grad, so no form ①),
                 // except those without a `.grad`, which every optimizer skips (a head no
                 // backward reached since `zero_grad()`; measured with SGD with momentum and

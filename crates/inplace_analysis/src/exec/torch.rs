@@ -112,6 +112,22 @@ impl Interp<'_, '_> {
             };
             return smallvec![self.alloc(partial)];
         }
+        // A dataclass field's default (`init_record` evaluates it for each instance):
+        // `field(default_factory=list)` calls the factory, `field(default=v)` is `v`.
+        if p == "dataclasses.field" {
+            let (factory, default) = (self.intern("default_factory"), self.intern("default"));
+            if let Some((fs, ..)) = args.keyword(factory) {
+                let mut out = Vals::new();
+                for f in fs.clone() {
+                    out.extend(self.call_value(c, e, f, &Args::default()));
+                }
+                return out;
+            }
+            return match args.keyword(default) {
+                Some((v, ..)) => v.clone(),
+                None => smallvec![self.alloc(Obj::Unknown)],
+            };
+        }
         if matches!(p.as_str(), "collections.namedtuple" | "typing.NamedTuple") {
             if let Some(fields) = self.record_fields_given(args) {
                 return smallvec![self.alloc(Obj::Record(fields.into()))];

@@ -84,6 +84,7 @@ known! {
     MARK_NON_DIFFERENTIABLE = "mark_non_differentiable",
     FUNCTION_CTX = "FunctionCtx",
     SET_TO_NONE = "set_to_none",
+    CLOSURE = "closure",
     COPY = "copy",
     EMPTY = "",
     DICT_ITEMS = "<dict items>",
