@@ -48,7 +48,7 @@ impl Interp<'_, '_> {
                     }
                     Obj::Optimizer { params, .. } => {
                         let params = params.clone();
-                        self.optimizer_method(c, e, r, &params, attr, &a, call)
+                        self.optimizer_method(c, e, r, &params, attr, &a)
                     }
                     Obj::Seq(_) => self.seq_method(r, attr, &a),
                     Obj::Params { .. } => smallvec![r],

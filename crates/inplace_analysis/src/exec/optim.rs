@@ -46,8 +46,8 @@ impl Interp<'_, '_> {
         params: &Vals,
         meth: Name,
         args: &Args,
-        call: Span,
     ) -> Vals {
+        let call = c.span(e);
         if let Some(evs) = self.state.orphaned.remove(&opt) {
             for e in evs {
                 self.report(e);

@@ -244,7 +244,7 @@ impl Interp<'_, '_> {
                 for o in opts {
                     if let Obj::Optimizer { params, .. } = self.obj(o).clone() {
                         let step = self.intern("step");
-                        self.optimizer_method(c, e, o, &params, step, &Args::default(), call);
+                        self.optimizer_method(c, e, o, &params, step, &Args::default());
                     }
                 }
                 return smallvec![OTHER];
