@@ -2,18 +2,20 @@
 
 use super::*;
 
-/// `y += 1` -> `y = y + 1` (statement `s` of `item`).
+/// `y += 1` -> `y = y + 1`; `outs[i] += v` -> `outs[i] = outs[i] + v` where `outs` is a list
+/// or dict (the element is replaced; into a tensor, that would still write in place).
 pub(crate) fn aug_assign_out_of_place(
     ctx: &RenderCtx<'_>,
-    s: StmtRef,
-    record_field: bool,
+    w: &crate::events::Write,
     applicability: Applicability,
 ) -> Option<Fix> {
+    let (s, record_field) = (w.stmt?, w.record_field);
     let body = ctx.body(s.item)?;
     let Stmt::AugAssign { target, op, value } = *body.stmt(s.stmt) else {
         return None;
     };
-    if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+    let element = w.element.is_some() && matches!(body.expr(target), Expr::Subscript { .. });
+    if !element && !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
         return None;
     }
     let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
@@ -26,6 +28,44 @@ pub(crate) fn aug_assign_out_of_place(
     };
     let new = assignment(l, &format!("{l} {} {r}", op_text(op)?), record_field);
     rewrite_statement(ctx, s, &body, new, applicability)
+}
+
+/// The out-of-place rewrite (unsafe) of a write through a plain name that its function reads
+/// again after it (`return x` included), the statement computing nothing from a gradient: the
+/// function wanted a new value under that name, not a change of the tensor the name held (a
+/// leaf the caller passed in: `inputs_embeds *= scale`; a view of a parameter:
+/// `cls = self.cls_token.expand(b, -1, -1); cls += pos`). With `param`, only where the name is
+/// a parameter of the function. Not an update step (`p.add_(p.grad, alpha=-lr)`, `w -= lr * g`
+/// in `update(w, g, lr)`), which is meant to change the tensor: a rewrite there would be a
+/// dead local store (`param` asks for the name to be read again for that reason too).
+pub(crate) fn rebind_read_again(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    param: bool,
+) -> Option<Fix> {
+    use crate::events::WriteKind;
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    if ctx
+        .text(Span::new(s.item, body.stmt_span(s.stmt)))
+        .contains(".grad")
+    {
+        return None;
+    }
+    let written = written_expr(&body, s.stmt, w)?;
+    if !matches!(*body.expr(written), Expr::Name { .. }) {
+        return None;
+    }
+    let (name, f, read_after) = written_name_in_function(&body, s.stmt, w)?;
+    let is_param = || (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name);
+    if !read_after || (param && !is_param()) {
+        return None;
+    }
+    match w.kind {
+        WriteKind::AugAssign => aug_assign_out_of_place(ctx, w, Applicability::Unsafe),
+        WriteKind::Method(m) => call_out_of_place(ctx, w, m, true, Applicability::Unsafe),
+        _ => None,
+    }
 }
 
 /// `y.mul_(2)` -> `y = y.mul(2)` (or `mul` for `mul_` when the result is assigned);

@@ -101,11 +101,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 // the caller's leaf, a saliency input): updating it under `no_grad` would change
                 // the caller's tensor; a new tensor under the same name leaves it alone.
                 WriteKind::AugAssign | WriteKind::Method(_)
-                    if w.call_site.is_some()
-                        && w.through_bound.is_none()
-                        && writes_caller_leaf(ctx, w) =>
+                    if w.call_site.is_some() && w.through_bound.is_none() =>
                 {
-                    caller_leaf_out_of_place(ctx, w).or_else(|| fix::write_under_no_grad(ctx, w))
+                    fix::rebind_read_again(ctx, w, true)
+                        .or_else(|| fix::write_under_no_grad(ctx, w))
                 }
                 _ => fix::write_under_no_grad(ctx, w),
             };
@@ -121,42 +120,4 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related,
         fix,
     })
-}
-
-/// Whether the write goes through a parameter of the function it is in that the function reads
-/// again (or returns) after it, with a value not computed from a gradient: a computation on the
-/// caller's leaf (`inputs_embeds *= scale` in a `forward`, `coord += agg; return coord` in a
-/// helper given positions that require grad). Not an update step (`p.add_(p.grad, alpha=-lr)`,
-/// `w -= lr * g` in `update(w, g, lr)`), which is meant to change the caller's tensor: a
-/// rewrite there would be a dead local store.
-fn writes_caller_leaf(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
-    let Some(s) = w.stmt else { return false };
-    let Some(body) = ctx.body(s.item) else {
-        return false;
-    };
-    if ctx
-        .text(Span::new(s.item, body.stmt_span(s.stmt)))
-        .contains(".grad")
-    {
-        return false;
-    }
-    let Some((name, f, read_after)) = fix::written_name_in_function(&body, s.stmt, w) else {
-        return false;
-    };
-    read_after && (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name)
-}
-
-/// The out-of-place rewrite of a write into a leaf a function was given (unsafe: a caller that
-/// passes a tensor without grad no longer sees it changed).
-fn caller_leaf_out_of_place(
-    ctx: &RenderCtx<'_>,
-    w: &crate::events::Write,
-) -> Option<crate::finding::Fix> {
-    match w.kind {
-        WriteKind::AugAssign => {
-            fix::aug_assign_out_of_place(ctx, w.stmt?, w.record_field, Applicability::Unsafe)
-        }
-        WriteKind::Method(m) => fix::call_out_of_place(ctx, w, m, true, Applicability::Unsafe),
-        _ => None,
-    }
 }

@@ -25,10 +25,14 @@
 //! **Fix.** To initialise or edit a parameter (weight surgery, pruning, a fixed row of an
 //! embedding): the write under `with torch.no_grad():` (offered; `import torch` is added when
 //! the file only imports `torch.nn`). To compute a new value, build it out of place and
-//! combine the pieces (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`).
+//! combine the pieces (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`); where
+//! the write goes through a name bound to the view that the function reads again
+//! (`cls = self.cls_token.expand(b, -1, -1); cls += pos; torch.cat((cls, x), 1)`), the rewrite
+//! `cls = cls + pos` is offered instead: the parameter stays as it was.
 //!
 //! **Fix safety.** *Unsafe*: the write then succeeds, unrecorded, which is right for an update
-//! of a parameter and changes the gradient where the leaf was meant to be computed with.
+//! of a parameter and changes the gradient where the leaf was meant to be computed with; the
+//! rewrite leaves the parameter unchanged, which is wrong where changing it was the point.
 
 use super::{write_of, write_related, RuleImpl, FORM2_MESSAGE};
 use crate::events::Event;
@@ -82,6 +86,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             FORM2_MESSAGE
         ),
         related,
-        fix: crate::fix::write_under_no_grad(ctx, w),
+        // A name bound to the view and read again after the write (`cls = self.cls_token.
+        // expand(b, -1, -1); cls += pos; torch.cat((cls, x))`) wanted a new tensor, not a
+        // change of the parameter.
+        fix: crate::fix::rebind_read_again(ctx, w, false)
+            .or_else(|| crate::fix::write_under_no_grad(ctx, w)),
     })
 }

@@ -236,9 +236,7 @@ pub(crate) fn out_of_place(
         None
     } else {
         match w.kind {
-            WriteKind::AugAssign => {
-                crate::fix::aug_assign_out_of_place(ctx, w.stmt?, w.record_field, applicability)
-            }
+            WriteKind::AugAssign => crate::fix::aug_assign_out_of_place(ctx, w, applicability),
             WriteKind::Method(name) | WriteKind::TorchFn(name) => {
                 let method = matches!(w.kind, WriteKind::Method(_));
                 crate::fix::call_out_of_place(ctx, w, name, method, applicability)
