@@ -285,6 +285,7 @@ fn view(frozen: &Frozen) -> View<'_> {
         nodes: &frozen.nodes,
         saves: &frozen.saves,
         loose_attrs: &frozen.loose_attrs,
+        int_values: &frozen.int_values,
     }
 }
 

@@ -17,6 +17,8 @@ pub(crate) struct View<'a> {
     pub nodes: &'a [GraphNode],
     pub saves: &'a [Save],
     pub loose_attrs: &'a FxHashMap<(ObjId, Name), ObjId>,
+    /// The values of integer constants (plain objects otherwise).
+    pub int_values: &'a FxHashMap<ObjId, i64>,
 }
 
 struct Walk<'a, 'v> {
@@ -100,7 +102,11 @@ impl Walk<'_, '_> {
             Obj::Unknown => self.put(0u8),
             // The constants (True, False, None, any number) are told apart; other objects are
             // numbers too.
-            Obj::Other => self.put((1u8, o.min(super::value::NONE + 1))),
+            Obj::Other => self.put((
+                1u8,
+                o.min(super::value::NONE + 1),
+                self.view.int_values.get(&o).copied(),
+            )),
             Obj::Str(n) => self.put((12u8, *n)),
             Obj::Tensor(t) => {
                 self.put((2u8, t.counter, t.grad, t.leaf, t.view_of_leaf, t.known));

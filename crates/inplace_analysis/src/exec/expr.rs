@@ -269,6 +269,18 @@ impl Interp<'_, '_> {
                 return smallvec![if truth { TRUE } else { FALSE }];
             }
         }
+        // `v == 'M'` with `v` a known integer (`for v in [64, 'M', 128]`, VGG's config): an
+        // integer never equals a string.
+        if let ([a, b], CmpOp::Eq | CmpOp::NotEq) = (parts.as_slice(), op) {
+            let int_vs_str = |x: &Vals, y: &Vals| {
+                self.one_int(x).is_some()
+                    && !y.is_empty()
+                    && y.iter().all(|v| self.exact_str(*v).is_some())
+            };
+            if int_vs_str(a, b) || int_vs_str(b, a) {
+                return smallvec![if op == CmpOp::NotEq { TRUE } else { FALSE }];
+            }
+        }
         // `x > 0`, `labels == -100` of a tensor: a new boolean tensor (a mask), without history.
         let tensor = |v: &ObjId| self.tensor(*v).is_some_and(|t| t.known);
         if !matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::In | CmpOp::NotIn)
@@ -1241,8 +1253,13 @@ impl Interp<'_, '_> {
             _ => return None,
         };
         // (Or `(name, layer)` pairs: `for name, layer in self.blocks.items()`.)
-        // (Or known strings: the keys of an `nn.ModuleDict`, `for k in ("conv", "act")`.)
-        if children.iter().all(|c| self.exact_str(*c).is_some()) {
+        // (Or known strings: the keys of an `nn.ModuleDict`, `for k in ("conv", "act")`; with
+        // known integers among them: VGG's `[64, "M", 128, ...]`, whose `v == "M"` picks the
+        // layers each position adds.)
+        let string = |c: &ObjId| self.exact_str(*c).is_some();
+        if children.iter().any(string)
+            && (children.iter()).all(|c| string(c) || self.int_values.contains_key(c))
+        {
             return (children.len() <= 32).then_some(children);
         }
         let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));

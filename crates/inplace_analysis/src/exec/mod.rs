@@ -230,6 +230,10 @@ pub(crate) struct Frozen {
     pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
     /// The globals of each imported project module, by its dotted name.
     pub modules: Arc<FxHashMap<Name, Arc<Env>>>,
+    /// The integer constants' objects and values (`base = [64, "M", 128]` read by a function
+    /// unit keeps its numbers).
+    pub ints: Arc<FxHashMap<i64, ObjId>>,
+    pub int_values: Arc<FxHashMap<ObjId, i64>>,
 }
 
 /// What one unit observed.
@@ -466,8 +470,8 @@ impl<'p, 't> Interp<'p, 't> {
             branching: 0,
             attr_log: Vec::new(),
             strings: FxHashMap::default(),
-            ints: FxHashMap::default(),
-            int_values: FxHashMap::default(),
+            ints: (*frozen.ints).clone(),
+            int_values: (*frozen.int_values).clone(),
             dict_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
@@ -680,6 +684,30 @@ impl<'p, 't> Interp<'p, 't> {
         }
     }
 
+    /// The values of `vals` and inside their containers, in order, each as often as it appears
+    /// (the same layer twice in a `Sequential` runs twice); a container holding itself is not
+    /// entered again.
+    pub fn flatten_in_order(&self, vals: &Vals, out: &mut Vals, open: &mut Vec<ObjId>) {
+        for v in vals {
+            let inner = match self.obj(*v) {
+                Obj::Seq(items) => items.iter().collect::<Vec<_>>(),
+                Obj::Params { tensors, .. } => vec![tensors],
+                _ => {
+                    out.push(*v);
+                    continue;
+                }
+            };
+            if open.contains(v) {
+                continue;
+            }
+            open.push(*v);
+            for i in inner {
+                self.flatten_in_order(i, out, open);
+            }
+            open.pop();
+        }
+    }
+
     /// The tensors among `vals` and inside their containers.
     pub fn flat_tensors(&self, vals: &Vals) -> Vals {
         let mut flat = Vals::new();
@@ -741,6 +769,8 @@ impl<'p, 't> Interp<'p, 't> {
             loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
             instances: Arc::new(std::mem::take(&mut self.instances)),
             modules: Arc::new(std::mem::take(&mut self.modules)),
+            ints: Arc::new(std::mem::take(&mut self.ints)),
+            int_values: Arc::new(std::mem::take(&mut self.int_values)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),

@@ -184,9 +184,8 @@ impl Interp<'_, '_> {
     /// The children a container's constructor gets, in order.
     fn container_children(&mut self, kind: Container, args: &Args) -> Vec<ObjId> {
         let mut flat = Vals::new();
-        let mut seen = FxHashSet::default();
         for (v, _) in &args.positional {
-            self.flatten(v, &mut flat, &mut seen);
+            self.flatten_in_order(v, &mut flat, &mut Vec::new());
         }
         if kind != Container::Holder {
             // A layer the analysis cannot see (an imported block) stays in its place as an
