@@ -172,4 +172,7 @@ pub(crate) enum Event {
     },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },
+    /// An in-place op whose other operand (`operand`) is a view of elements it writes
+    /// (`a -= a[:, :1]`): it reads elements it has already changed, or torch refuses.
+    SelfOverlap { write: WriteId, operand: Span },
 }

@@ -427,6 +427,7 @@ impl Interp<'_, '_> {
         op: BinOp,
         value: ExprId,
     ) {
+        let value_expr = value;
         let value = self.eval(c, value);
         let outer = std::mem::replace(&mut self.index_target, true);
         let current = self.eval(c, target);
@@ -463,7 +464,8 @@ impl Interp<'_, '_> {
             .value(Some(&value))
             .element(element)
             .record_field(self.field_reads.contains(&c.span(target)));
-        self.write(&tensors, spec);
+        let w = self.write(&tensors, spec);
+        self.check_self_overlap(c, (target, &tensors), Some(value_expr), w);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         if let Some(name) = op.op_name() {
             self.inplace_saves_by_name(&tensors, name, Some(&value), span);

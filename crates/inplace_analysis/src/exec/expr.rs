@@ -151,7 +151,7 @@ impl Interp<'_, '_> {
             Expr::Str(n) => smallvec![self.string(n)],
             Expr::StrPattern { pattern, parts } => self.eval_fstring(c, pattern, parts),
             Expr::Int(n) => smallvec![self.int(n)],
-            Expr::Float | Expr::OtherStr | Expr::Ellipsis => smallvec![OTHER],
+            Expr::Float | Expr::OtherStr | Expr::Ellipsis | Expr::Slice { .. } => smallvec![OTHER],
             Expr::Other(list) => {
                 for x in c.body.exprs_of(list) {
                     self.eval(c, x);

@@ -24,6 +24,7 @@ pub(crate) use module::Container;
 mod class_body;
 mod dataset;
 mod optim;
+mod overlap;
 mod stmt;
 mod tensor;
 mod torch;

@@ -177,7 +177,11 @@ impl Interp<'_, '_> {
                 .element(element)
                 .record_field(self.field_reads.contains(&c.span(recv_expr)))
                 .call(e);
-            self.write(recv, spec);
+            let w = self.write(recv, spec);
+            if matches!(base, "add" | "sub" | "mul" | "div" | "true_divide" | "pow") {
+                let operand = args.positional.first().and_then(|(_, e)| *e);
+                self.check_self_overlap(c, (recv_expr, recv), operand, w);
+            }
             self.inplace_saves_by_name(recv, base, value.as_ref(), call);
             return recv.clone();
         }

@@ -9,9 +9,26 @@ pub(crate) fn insert_clone(
     alias_of: Span,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let r = ctx.range(alias_of)?;
+    append_clone(ctx, alias_of, "Copy instead of aliasing", applicability)
+}
+
+/// `a -= a[:, :1]` -> `a -= a[:, :1].clone()`: the operand is read before anything is
+/// written, as the out-of-place op would (safe: the values are those the op was meant to
+/// compute).
+pub(crate) fn clone_operand(ctx: &RenderCtx<'_>, operand: Span) -> Option<Fix> {
+    append_clone(ctx, operand, "Read a copy", Applicability::Safe)
+}
+
+/// `.clone()` after the expression at `at`, titled `what: `<expr>.clone()``.
+fn append_clone(
+    ctx: &RenderCtx<'_>,
+    at: Span,
+    what: &str,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let r = ctx.range(at)?;
     Some(one(
-        format!("Copy instead of aliasing: `{}.clone()`", ctx.slice(r)),
+        format!("{what}: `{}.clone()`", ctx.slice(r)),
         applicability,
         TextRange::new(r.end, r.end),
         ".clone()".into(),

@@ -276,8 +276,19 @@ pub enum Expr {
     /// Bytes, template strings.
     OtherStr,
     Ellipsis,
+    /// A slice with constant bounds (`1:`, `:-1`, `:`), as a part of a subscript; an absent
+    /// bound is [`Expr::NO_BOUND`].
+    Slice {
+        lo: i32,
+        hi: i32,
+    },
     /// Anything else: its parts are evaluated, its value is unknown.
     Other(List),
+}
+
+impl Expr {
+    /// The bound of an [`Expr::Slice`] that is absent (`:3`, `1:`).
+    pub const NO_BOUND: i32 = i32::MIN;
 }
 
 /// A call's arguments.

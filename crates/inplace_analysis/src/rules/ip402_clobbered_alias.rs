@@ -18,6 +18,15 @@
 //! access, the next epoch, reads the changed sample. Stores (`self.cache[i] = x`, `copy_`,
 //! `fill_`) give the same result on every access and are not reported.
 //!
+//! An in-place op whose other operand is a view of elements it writes (`traj -= traj[:, :1]`,
+//! `x[:, 1:] -= x[:, :-1]`, `x.div_(x[:, 0:1])`, `a += a.t()`) is the same hazard within one
+//! op: torch updates the elements in an order of its own and reads the operand as it goes, so
+//! it reads some elements after changing them (a wrong result for some shapes, right for
+//! others where the loop is vectorised), or refuses with `unsupported operation: some elements
+//! of the input tensor and the written-to tensor refer to a single memory location`. Indices
+//! are compared where they are constants: `boxes[:, 2:] -= boxes[:, :2]` reads other elements
+//! and is fine. The fix reads a copy (`traj[:, :1].clone()`), which is safe.
+//!
 //! **Why it breaks.** Names are not values: `y = x` makes a second name for the same storage,
 //! and an in-place op returns its input. The reader expects the old value and gets the new
 //! one; autograd does not mind, so nothing raises and the numbers are silently wrong (form ④).
@@ -39,7 +48,7 @@
 //! changes the values the program computes.
 
 use super::{out_of_place, write_of, write_related, RuleImpl};
-use crate::events::{Event, WriteKind};
+use crate::events::{Event, WriteId, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Related, Severity};
 use crate::fix;
@@ -56,7 +65,7 @@ pub(crate) const RULE: RuleImpl = RuleImpl {
 
 /// A module built with `inplace=True` clobbers where it is called.
 fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
-    let Event::StaleRead { write, .. } = ev else {
+    let (Event::StaleRead { write, .. } | Event::SelfOverlap { write, .. }) = ev else {
         return None;
     };
     let w = write_of(u, *write)?;
@@ -67,6 +76,9 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 }
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    if let Event::SelfOverlap { write, operand } = ev {
+        return render_overlap(ctx, *write, *operand);
+    }
     let Event::StaleRead {
         write,
         name,
@@ -179,6 +191,25 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message,
         related,
         fix,
+    })
+}
+
+/// `a -= a[:, :1]`: the operand is a view of elements the write changes.
+fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<Finding> {
+    let w = ctx.write(write);
+    let mut related = Vec::new();
+    write_related(ctx, w, &mut related);
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` reads `{}`, a view of elements it writes: torch updates them in an order of its own and reads some after they were changed (a silently wrong result, depending on the shape), or refuses: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location",
+            ctx.snippet(w.site),
+            ctx.snippet(operand)
+        ),
+        related,
+        fix: fix::clone_operand(ctx, operand),
     })
 }
 

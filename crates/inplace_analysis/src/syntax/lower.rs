@@ -746,6 +746,21 @@ impl Lowerer<'_> {
             },
             "float" => Expr::Float,
             "ellipsis" => Expr::Ellipsis,
+            // `a[:, :1]`: a part with constant bounds keeps them (which elements it selects).
+            "slice" if matches!(self.index(n), Index::Range(..)) => {
+                let Index::Range(lo, hi) = self.index(n) else {
+                    unreachable!()
+                };
+                // (`Expr::NO_BOUND` where a bound is absent; a bound too big for it is unknown.)
+                let bound = |b: Option<i64>| match b {
+                    None => Some(Expr::NO_BOUND),
+                    Some(v) => i32::try_from(v).ok().filter(|v| *v != Expr::NO_BOUND),
+                };
+                match (bound(lo), bound(hi)) {
+                    (Some(lo), Some(hi)) => Expr::Slice { lo, hi },
+                    _ => Expr::Other(List::EMPTY),
+                }
+            }
             "string" | "concatenated_string" => {
                 let parts = if n.k() == "string" {
                     vec![n]

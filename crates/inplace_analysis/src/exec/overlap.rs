@@ -1,0 +1,151 @@
+//! An in-place op whose other operand is a view of the elements it writes: `a -= a[:, :1]`,
+//! `a[:, 1:] -= a[:, :-1]`, `a.div_(a[:, :1])`, `a += a.t()`. Torch updates the elements in an
+//! order of its own and reads the operand as it goes, so some elements are read after they
+//! were changed (measured with torch 2.15: `a -= a[:, :1]` is wrong for a (4, 6) tensor and
+//! right for (64, 64), where the loop is vectorised), or it refuses (`a -= a[0]`, `a += a.t()`:
+//! "unsupported operation: some elements of the input tensor and the written-to tensor refer to
+//! a single memory location"). Decided from the two expressions: the same base, and constant
+//! indices whose elements overlap without being the same ones (`boxes[:, 2:] -= boxes[:, :2]`
+//! selects other elements and is fine; an index that is not a constant decides nothing).
+
+use super::*;
+use crate::events::{Event, WriteId};
+
+/// A bound of a range of one dimension: a position from the start, or from the end (`-1`, or
+/// the end itself: `(true, 0)`). Sizes are unknown: a position from the end is taken to lie
+/// after every position from the start.
+type Bound = (bool, i64);
+
+/// The elements of a base a place selects.
+struct Region {
+    /// The base's span (compared by text).
+    base: Span,
+    /// Per dimension, from the first (after a leading `...`, from the last).
+    dims: Vec<(Bound, Bound)>,
+    /// A leading `...`: the dimensions count from the last.
+    from_last: bool,
+    /// `.t()`, `.T`, `.transpose(...)`, `.permute(...)`: the same elements in other places.
+    moved: bool,
+}
+
+const ALL: (Bound, Bound) = ((false, 0), (true, 0));
+
+fn bound(v: i64) -> Bound {
+    (v < 0, v)
+}
+
+impl Interp<'_, '_> {
+    /// Report an in-place write (`write`, into `written`, from `target`) that reads `operand`,
+    /// a view of elements it writes (see the module's documentation). Only into what is known
+    /// to be a tensor (NumPy copies an overlapping operand first).
+    pub(super) fn check_self_overlap(
+        &mut self,
+        c: Code<'_>,
+        (target, written): (ExprId, &Vals),
+        operand: Option<ExprId>,
+        write: WriteId,
+    ) {
+        let Some(operand) = operand.filter(|e| e.get().is_some()) else {
+            return;
+        };
+        if !written
+            .iter()
+            .all(|v| self.tensor(*v).is_some_and(|t| t.known))
+        {
+            return;
+        }
+        let (Some(t), Some(o)) = (self.region(c, target), self.region(c, operand)) else {
+            return;
+        };
+        if self.prog.text_of(t.base) != self.prog.text_of(o.base) || t.from_last != o.from_last {
+            return;
+        }
+        let n = t.dims.len().max(o.dims.len());
+        let dim = |r: &Region, k: usize| r.dims.get(k).copied().unwrap_or(ALL);
+        let overlap = (0..n).all(|k| {
+            let ((a_lo, a_hi), (b_lo, b_hi)) = (dim(&t, k), dim(&o, k));
+            a_lo.max(b_lo) < a_hi.min(b_hi)
+        });
+        let same = !o.moved && !t.moved && (0..n).all(|k| dim(&t, k) == dim(&o, k));
+        if overlap && !same {
+            self.report(Event::SelfOverlap {
+                write,
+                operand: c.span(operand),
+            });
+        }
+    }
+
+    /// The elements `e` selects of its base: a name or attribute, a subscript of one with
+    /// constant indices, or a transpose of one.
+    fn region(&self, c: Code<'_>, e: ExprId) -> Option<Region> {
+        let place = |e: ExprId| match *c.expr(e) {
+            Expr::Name { .. } => true,
+            Expr::Attr { value, .. } => matches!(*c.expr(value), Expr::Name { .. }),
+            _ => false,
+        };
+        let whole = |base: ExprId, moved: bool| Region {
+            base: c.span(base),
+            dims: Vec::new(),
+            from_last: false,
+            moved,
+        };
+        match *c.expr(e) {
+            // `a.T`, `a.mT` (`a.weight` is a place of its own).
+            Expr::Attr { value, attr, .. }
+                if place(value) && matches!(self.name(attr), "T" | "mT") =>
+            {
+                Some(whole(value, true))
+            }
+            _ if place(e) => Some(whole(e, false)),
+            Expr::Call { func, .. } => match *c.expr(func) {
+                Expr::Attr { value, attr, .. }
+                    if place(value)
+                        && matches!(
+                            self.name(attr),
+                            "t" | "transpose" | "permute" | "swapaxes"
+                        ) =>
+                {
+                    Some(whole(value, true))
+                }
+                _ => None,
+            },
+            Expr::Subscript { value, sub } if place(value) => {
+                let parts = c.body.list(c.body.subscripts[sub as usize].parts);
+                let mut dims = Vec::new();
+                let mut from_last = false;
+                for (k, p) in parts.iter().enumerate() {
+                    match *c.expr(ExprId(*p)) {
+                        Expr::Ellipsis if k == 0 => from_last = true,
+                        Expr::Int(i) => {
+                            dims.push((bound(i), if i == -1 { (true, 0) } else { bound(i + 1) }))
+                        }
+                        Expr::Slice { lo, hi } => {
+                            let lo = if lo == Expr::NO_BOUND {
+                                (false, 0)
+                            } else {
+                                bound(lo.into())
+                            };
+                            let hi = if hi == Expr::NO_BOUND {
+                                (true, 0)
+                            } else {
+                                bound(hi.into())
+                            };
+                            dims.push((lo, hi));
+                        }
+                        _ => return None,
+                    }
+                }
+                if from_last {
+                    dims.reverse();
+                }
+                Some(Region {
+                    base: c.span(value),
+                    dims,
+                    from_last,
+                    moved: false,
+                })
+            }
+            _ => None,
+        }
+    }
+}
