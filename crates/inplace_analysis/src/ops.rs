@@ -141,7 +141,6 @@ pub const WHOLE_VIEWS: &[&str] = &[
     "permute",
     "unsqueeze",
     "squeeze",
-    "squeeze_",
     "expand",
     "expand_as",
     "reshape",

@@ -92,20 +92,24 @@ impl Interp<'_, '_> {
             let fresh = self
                 .tensor(*o)
                 .is_some_and(|t| !input_storages.contains(&t.storage) || dirty.contains(o));
-            if let (true, Some(t)) = (fresh, self.tensor_mut(*o)) {
+            let Some(t) = self.tensor_mut(*o) else {
+                continue;
+            };
+            if fresh {
                 t.node = Some(node);
                 t.grad = grad;
                 t.grad_if = assumes;
-                // A view made inside `forward` (there a `no_grad` view) is one of the
-                // Function's: autograd refuses to see it written in place (measured with torch
-                // 2.15: "This view was created inside a custom Function").
-                if t.refused_view.is_some_and(|v| v.op == RefusedBy::NoGrad) {
-                    t.refused_view = Some(RefusedView {
-                        op: RefusedBy::CustomFunction(class.name),
-                        at: call,
-                        grad: grad == Tri::Yes,
-                    });
-                }
+            }
+            // A view made inside `forward` (there a `no_grad` view), of a tensor of its own or
+            // of an argument (`x.view_as(x)`), is one of the Function's: autograd refuses to see
+            // it written in place (measured with torch 2.15: "This view was created inside a
+            // custom Function").
+            if t.refused_view.is_some_and(|v| v.op == RefusedBy::NoGrad) {
+                t.refused_view = Some(RefusedView {
+                    op: RefusedBy::CustomFunction(class.name),
+                    at: call,
+                    grad: grad == Tri::Yes,
+                });
             }
         }
         // An argument returned as it is (and not marked dirty) comes back as a view of it made

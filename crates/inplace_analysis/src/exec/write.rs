@@ -338,8 +338,10 @@ impl Interp<'_, '_> {
         // Forms ① and ②: a leaf that requires grad, written while grad mode is on. `x[i] = v`
         // on a leaf writes a view of it (form ②); `x[:] = v` copies into the leaf itself
         // (form ①, measured with torch 2.15).
-        let through_view =
-            tt.view_of_leaf || (tt.leaf && w.kind == WriteKind::Subscript { whole: false });
+        // `fill_diagonal_` writes through a view of its own (the diagonal): form ② too.
+        let diagonal = matches!(w.kind, WriteKind::Method(m) if self.name(m) == "fill_diagonal_");
+        let through_view = tt.view_of_leaf
+            || (tt.leaf && (w.kind == WriteKind::Subscript { whole: false } || diagonal));
         if !(through_view || tt.leaf) {
             return false;
         }
@@ -370,7 +372,7 @@ impl Interp<'_, '_> {
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
-            self.mark_stale_slots(t, wid);
+            self.mark_stale_slots(t, wid, false);
         }
     }
 
@@ -481,7 +483,7 @@ impl Interp<'_, '_> {
     /// slot `t` was taken out of since it was stored: the code works on the tensor through it
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
-    fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId) {
+    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, even_taken: bool) {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
@@ -516,7 +518,8 @@ impl Interp<'_, '_> {
                 let key = (o, slot);
                 if matches!(vs.as_slice(), [x] if self.same_or_detached(*x, t)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
-                    if !self.taken_slots.contains(&key) && !self.maybe_slots.contains(&key) {
+                    let taken = !even_taken && self.taken_slots.contains(&key);
+                    if !taken && !self.maybe_slots.contains(&key) {
                         stale.push(key);
                     }
                 } else if depth < 2 {

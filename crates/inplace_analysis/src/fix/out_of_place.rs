@@ -116,14 +116,24 @@ pub(crate) fn call_out_of_place(
             let new = assignment(t, &format!("{prefix}{base}{arg_text}"), record_field);
             rewrite_statement(ctx, s, &body, new, applicability)
         }
-        Stmt::Assign { value: v, .. } | Stmt::Return(v) if v == call => Some(one(
-            format!("Use out-of-place `{base}`"),
-            applicability,
-            attr,
-            base,
-        )),
+        // (Or the element a comprehension builds: `[h[i].squeeze_(0) for i in ...]`.)
+        Stmt::Assign { value: v, .. } | Stmt::Return(v)
+            if v == call || comp_element(&body, call) =>
+        {
+            Some(one(
+                format!("Use out-of-place `{base}`"),
+                applicability,
+                attr,
+                base,
+            ))
+        }
         _ => None,
     }
+}
+
+/// Whether `e` is the element a comprehension builds.
+fn comp_element(body: &Body, e: ExprId) -> bool {
+    (body.exprs.iter()).any(|x| matches!(*x, Expr::Comp { elt, .. } if elt == e))
 }
 
 /// `inplace=True` -> `inplace=False` (or a positional `True` -> `False`).
