@@ -13,14 +13,18 @@ impl Interp<'_, '_> {
             return;
         };
         let saved = self.assign_rhs.take();
+        // (The names a tuple target binds; its other places, `batch["mlm"], batch["labels"] =
+        // mask(batch["ids"])`, bind none.)
         let names: Option<SmallVec<[Name; 2]>> = match *c.expr(innermost) {
             Expr::Name { name, .. } => Some(smallvec![name]),
-            Expr::Seq { items, .. } => (c.body.exprs_of(items))
-                .map(|t| match *c.expr(t) {
-                    Expr::Name { name, .. } => Some(name),
-                    _ => None,
-                })
-                .collect(),
+            Expr::Seq { items, .. } => Some(
+                (c.body.exprs_of(items))
+                    .filter_map(|t| match *c.expr(t) {
+                        Expr::Name { name, .. } => Some(name),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
             _ => None,
         };
         if let Some(names) = names {

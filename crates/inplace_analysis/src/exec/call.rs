@@ -561,10 +561,20 @@ impl Interp<'_, '_> {
             // the caller passed stays fresh (other names of the tensor do not). One that reads
             // it again computes from the changed values (`acc = accuracy(logits, y)` after
             // `logits.sigmoid_()`): a side effect, stale as any.
-            if !returns_tensor && !self.read_after_write(w) {
+            let meant = !returns_tensor && !self.read_after_write(w);
+            if meant {
                 except.extend(self.caller_arg_name(call, args, t));
             }
             self.mark_names_stale(&written, &[w as crate::events::WriteId], &except);
+            // (And the caller's lists and dicts that keep it: `mlm_ids, labels =
+            // mask_tokens(batch["input_ids"])` masks the ids `batch` still holds, SimCSE. An
+            // element taken out to be changed is meant to change in its container, unless the
+            // call gives the tensor back as a result of its own. A name passed and bound to the
+            // result, `tile = blend(rows[i - 1][j], tile)`, is updated as the caller means.)
+            if !meant && !self.rebinds_arg(call, args, t, &targets) {
+                let given_back = returns.contains(&t);
+                self.mark_stale_slots(t, w as crate::events::WriteId, given_back);
+            }
         }
     }
 
@@ -588,6 +598,20 @@ impl Interp<'_, '_> {
             return true;
         };
         crate::fix::written_name_in_function(&body, s.stmt, &wr).is_none_or(|(_, _, read)| read)
+    }
+
+    /// Whether an argument that may be `t` is a plain name the call's result is bound to
+    /// (`tile = blend(above, tile)`).
+    fn rebinds_arg(&mut self, call: Span, args: &Args, t: ObjId, targets: &[Name]) -> bool {
+        let Some(body) = self.body_of(call.item) else {
+            return false;
+        };
+        (args.positional.iter()).any(|(v, e)| {
+            v.contains(&t)
+                && e.is_some_and(
+                    |e| matches!(*body.expr(e), Expr::Name { name, .. } if targets.contains(&name)),
+                )
+        })
     }
 
     /// The caller's name passed as the argument that is `t` itself (`mix(x, 0.3)`).

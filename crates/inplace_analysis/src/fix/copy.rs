@@ -300,6 +300,42 @@ pub(crate) fn clone_renormalised_weight(
 }
 
 /// `.clone()` inserted after each of the expressions `reads` of `item`.
+/// The op that saved reads a copy of the place the write goes into, where that op is called
+/// (`torch.einsum("nc,ck->nk", [q, self.queue.clone()])` before a no-grad enqueue writes
+/// `self.queue[:, p:p + b]`, MoCo's fix). Unsafe: the op no longer sees later writes.
+pub(crate) fn clone_saved_read(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    saved_at: Span,
+) -> Option<Fix> {
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    let root = root_place(&body, written_expr(&body, s.stmt, w)?)?;
+    if !matches!(*body.expr(root), Expr::Attr { .. }) {
+        return None;
+    }
+    let root_text = ctx.text(Span::new(s.item, body.expr_span(root)));
+    if crate::project::is_module_item(saved_at.item) {
+        return None;
+    }
+    let saver = ctx.body(saved_at.item)?;
+    let reads: Vec<ExprId> = (0..saver.exprs.len())
+        .map(|i| ExprId(i as u32))
+        .filter(|e| saved_at.rel.contains(saver.expr_span(*e)))
+        .filter(|e| matches!(*saver.expr(*e), Expr::Attr { .. }))
+        .filter(|e| ctx.text(Span::new(saved_at.item, saver.expr_span(*e))) == root_text)
+        .collect();
+    if reads.is_empty() {
+        return None;
+    }
+    let edits = clones_after(ctx, &saver, saved_at.item, &reads)?;
+    Some(Fix {
+        title: format!("Let the op read a copy: `{root_text}.clone()`"),
+        applicability: Applicability::Unsafe,
+        edits,
+    })
+}
+
 fn clones_after(
     ctx: &RenderCtx<'_>,
     body: &Body,

@@ -29,7 +29,9 @@
 //! **Fix.** Write out of place (`h = h + 1`), or, as IP301 does where no one-line rewrite
 //! exists, write into a copy made on the line before (`h = h.clone()`). For an embedding's
 //! `max_norm`, the op that saved its weight reads a copy (`emb.weight.clone() @ W.t()`, the fix
-//! of the `nn.Embedding` documentation; safe).
+//! of the `nn.Embedding` documentation; safe). A buffer written in a place of its own after
+//! an op read it (MoCo's queue, enqueued under `no_grad` after `einsum(..., [q, self.queue])`):
+//! that op reads a copy (`self.queue.clone()`, unsafe).
 //!
 //! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor; a copy is
 //! *unsafe*.
@@ -85,6 +87,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .or_else(|| crate::fix::clone_renormalised_weight(ctx, w, save.range))
             .or_else(|| out_of_place(ctx, w, applicability))
             .or_else(|| crate::fix::parameter_write_after(ctx, w, &t))
-            .or_else(|| crate::fix::parameter_write_before(ctx, w, save.range)),
+            .or_else(|| crate::fix::parameter_write_before(ctx, w, save.range))
+            // `self.queue[:, p:p + b] = keys.T` after `einsum(..., [q, self.queue])`.
+            .or_else(|| crate::fix::clone_saved_read(ctx, w, save.range)),
     })
 }
