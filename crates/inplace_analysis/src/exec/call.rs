@@ -570,9 +570,10 @@ impl Interp<'_, '_> {
             // mask_tokens(batch["input_ids"])` masks the ids `batch` still holds, SimCSE. An
             // element taken out to be changed is meant to change in its container, unless the
             // call gives the tensor back as a result of its own. A name passed and bound to the
-            // result, `tile = blend(rows[i - 1][j], tile)`, is updated as the caller means.)
+            // result, `tile = blend(rows[i - 1][j], tile)`, is updated as the caller means, and
+            // so is what a helper named as in-place (`standardize_(feats["a"])`) is given.)
             if !meant && !self.rebinds_arg(call, args, t, &targets) {
-                let given_back = returns.contains(&t);
+                let given_back = returns.contains(&t) && !self.named_inplace(call);
                 self.mark_stale_slots(t, w as crate::events::WriteId, given_back);
             }
         }
@@ -600,18 +601,37 @@ impl Interp<'_, '_> {
         crate::fix::written_name_in_function(&body, s.stmt, &wr).is_none_or(|(_, _, read)| read)
     }
 
+    /// Whether the function called at `call` is named as an in-place one (`standardize_`).
+    fn named_inplace(&mut self, call: Span) -> bool {
+        let Some(body) = self.body_of(call.item) else {
+            return false;
+        };
+        (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| match *e {
+            Expr::Call { func, .. } if *sp == call.rel => match *body.expr(func) {
+                Expr::Name { name, .. } | Expr::Attr { attr: name, .. } => {
+                    let n = self.name(name);
+                    n.ends_with('_') && !n.ends_with("__")
+                }
+                _ => false,
+            },
+            _ => false,
+        })
+    }
+
     /// Whether an argument that may be `t` is a plain name the call's result is bound to
-    /// (`tile = blend(above, tile)`).
+    /// (`tile = blend(above, tile)`, `tile = blend(above, b=tile)`).
     fn rebinds_arg(&mut self, call: Span, args: &Args, t: ObjId, targets: &[Name]) -> bool {
         let Some(body) = self.body_of(call.item) else {
             return false;
         };
-        (args.positional.iter()).any(|(v, e)| {
+        let named = |v: &Vals, e: Option<ExprId>| {
             v.contains(&t)
                 && e.is_some_and(
                     |e| matches!(*body.expr(e), Expr::Name { name, .. } if targets.contains(&name)),
                 )
-        })
+        };
+        (args.positional.iter()).any(|(v, e)| named(v, *e))
+            || (args.keywords.iter()).any(|(_, v, e, _)| named(v, Some(*e)))
     }
 
     /// The caller's name passed as the argument that is `t` itself (`mix(x, 0.3)`).

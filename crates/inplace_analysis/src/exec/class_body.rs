@@ -15,7 +15,7 @@
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{Expr, ItemId, Name, Span, Stmt};
+use crate::ir::{Expr, ExprId, ItemId, Name, Span, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -47,10 +47,7 @@ impl Interp<'_, '_> {
                 .or_else(|| args.keyword(name).map(|(v, ..)| v.clone()));
             let vals = match (given, default) {
                 (Some(v), _) => v,
-                (None, Some((item, e))) => match self.body_of(item) {
-                    Some(body) => self.eval(Code { body: &body, item }, e),
-                    None => smallvec![UNKNOWN],
-                },
+                (None, Some((item, e))) => self.field_default(item, e),
                 (None, None) => smallvec![UNKNOWN],
             };
             if let Obj::Module(m) = self.obj_mut(obj) {
@@ -62,6 +59,33 @@ impl Interp<'_, '_> {
             self.inline(post, Some(obj), &Args::default(), call);
         }
         true
+    }
+
+    /// A field's default when the constructor is not given it: evaluated once per class and
+    /// shared by its instances (`total: torch.Tensor = torch.zeros(3)`, `field(default=v)`), as
+    /// Python does, except `field(default_factory=f)`, which calls `f` for each instance.
+    fn field_default(&mut self, item: ItemId, e: ExprId) -> Vals {
+        let Some(body) = self.body_of(item) else {
+            return smallvec![UNKNOWN];
+        };
+        let factory = match *body.expr(e) {
+            Expr::Call { args, .. } => {
+                (body.list(body.args[args as usize].keywords).iter()).any(|k| {
+                    body.keywords[*k as usize]
+                        .name
+                        .is_some_and(|n| self.name(n) == "default_factory")
+                })
+            }
+            _ => false,
+        };
+        if let Some(v) = self.field_defaults.get(&(item, e)).filter(|_| !factory) {
+            return v.clone();
+        }
+        let v = self.eval(Code { body: &body, item }, e);
+        if !factory {
+            self.field_defaults.insert((item, e), v.clone());
+        }
+        v
     }
 
     /// The fields of a record class, its record bases' first, added to `out`; false when the

@@ -390,6 +390,8 @@ pub(crate) struct Interp<'p, 't> {
     /// (constants, loop positions, sums of them): loop bounds and `range(...)` arguments.
     pub ints: FxHashMap<i64, ObjId>,
     pub int_values: FxHashMap<ObjId, i64>,
+    /// Record fields' defaults, evaluated once per class (see `field_default`).
+    pub field_defaults: FxHashMap<(ItemId, ExprId), Vals>,
     /// The keys of dicts whose keys are known strings (`{"relu_type": r}`, `dict(a=1)`, a
     /// function's `**kwargs`), slot by slot, with where each value was written (`None`: a key
     /// that is not such a string).
@@ -473,6 +475,7 @@ impl<'p, 't> Interp<'p, 't> {
             strings: FxHashMap::default(),
             ints: (*frozen.ints).clone(),
             int_values: (*frozen.int_values).clone(),
+            field_defaults: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
@@ -687,7 +690,9 @@ impl<'p, 't> Interp<'p, 't> {
 
     /// The values of `vals` and inside their containers, in order, each as often as it appears
     /// (the same layer twice in a `Sequential` runs twice); a container holding itself is not
-    /// entered again.
+    /// entered again. (The values of one slot, a choice, are all kept, one after the other: a
+    /// loop of unknown length leaves its layers so, and taking them for one unknown layer lost
+    /// five fixtures' findings.)
     pub fn flatten_in_order(&self, vals: &Vals, out: &mut Vals, open: &mut Vec<ObjId>) {
         for v in vals {
             let inner = match self.obj(*v) {

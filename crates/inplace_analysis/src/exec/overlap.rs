@@ -37,7 +37,7 @@ fn bound(v: i64) -> Bound {
 impl Interp<'_, '_> {
     /// Report an in-place write (`write`, into `written`, from `target`) that reads `operand`,
     /// a view of elements it writes (see the module's documentation). Only into what is known
-    /// to be a tensor (NumPy copies an overlapping operand first).
+    /// to be a tensor, not a NumPy array's memory (NumPy copies an overlapping operand first).
     pub(super) fn check_self_overlap(
         &mut self,
         c: Code<'_>,
@@ -48,16 +48,19 @@ impl Interp<'_, '_> {
         let Some(operand) = operand.filter(|e| e.get().is_some()) else {
             return;
         };
-        if !written
-            .iter()
-            .all(|v| self.tensor(*v).is_some_and(|t| t.known))
-        {
+        let tensor = |v: &ObjId| {
+            self.tensor(*v)
+                .is_some_and(|t| t.known && t.numpy.is_none())
+        };
+        if !written.iter().all(tensor) {
             return;
         }
         let (Some(t), Some(o)) = (self.region(c, target), self.region(c, operand)) else {
             return;
         };
-        if self.prog.text_of(t.base) != self.prog.text_of(o.base) || t.from_last != o.from_last {
+        // (A whole name, `x -= x[..., :1]`, counts from either end.)
+        let ends_differ = t.from_last != o.from_last && !t.dims.is_empty() && !o.dims.is_empty();
+        if self.prog.text_of(t.base) != self.prog.text_of(o.base) || ends_differ {
             return;
         }
         let n = t.dims.len().max(o.dims.len());
@@ -116,9 +119,16 @@ impl Interp<'_, '_> {
                 for (k, p) in parts.iter().enumerate() {
                     match *c.expr(ExprId(*p)) {
                         Expr::Ellipsis if k == 0 => from_last = true,
-                        Expr::Int(i) => {
-                            dims.push((bound(i), if i == -1 { (true, 0) } else { bound(i + 1) }))
-                        }
+                        // (A trailing `...`, `x[1:, ...]`: the dimensions after are whole.)
+                        Expr::Ellipsis if k + 1 == parts.len() => {}
+                        Expr::Int(i) => dims.push((
+                            bound(i),
+                            if i == -1 {
+                                (true, 0)
+                            } else {
+                                bound(i.saturating_add(1))
+                            },
+                        )),
                         Expr::Slice { lo, hi } => {
                             let lo = if lo == Expr::NO_BOUND {
                                 (false, 0)

@@ -299,7 +299,6 @@ pub(crate) fn clone_renormalised_weight(
     })
 }
 
-/// `.clone()` inserted after each of the expressions `reads` of `item`.
 /// The op that saved reads a copy of the place the write goes into, where that op is called
 /// (`torch.einsum("nc,ck->nk", [q, self.queue.clone()])` before a no-grad enqueue writes
 /// `self.queue[:, p:p + b]`, MoCo's fix). Unsafe: the op no longer sees later writes.
@@ -336,6 +335,7 @@ pub(crate) fn clone_saved_read(
     })
 }
 
+/// `.clone()` inserted after each of the expressions `reads` of `item`.
 fn clones_after(
     ctx: &RenderCtx<'_>,
     body: &Body,
