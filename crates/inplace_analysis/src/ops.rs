@@ -489,6 +489,29 @@ pub fn functional_inplace_position(name: &str) -> Option<usize> {
     })
 }
 
+/// The dropout functions of `torch.nn.functional` and whether each trains by default
+/// (`F.alpha_dropout(x, p)` does not). With `p` zero, or not training, they return their input
+/// itself, and write nothing even with `inplace=True` (measured with torch 2.15; `dropout1d`
+/// and `dropout3d` return a view of it).
+pub fn functional_dropout_trains(name: &str) -> Option<bool> {
+    match name {
+        "dropout" | "dropout1d" | "dropout2d" | "dropout3d" => Some(true),
+        "alpha_dropout" | "feature_alpha_dropout" => Some(false),
+        _ => None,
+    }
+}
+
+/// The dropout layers of `torch.nn`: `nn.Dropout(0.0)(x) is x` (see
+/// [`functional_dropout_trains`]).
+pub const MODULE_DROPOUTS: &[&str] = &[
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+];
+
 /// Where `inplace` stands among the positional parameters of an `nn` module's constructor
 /// (`nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`).
 pub fn module_inplace_position(class: &str) -> Option<usize> {

@@ -144,6 +144,17 @@ impl Interp<'_, '_> {
                 smallvec![if global { TRUE } else { FALSE }],
             );
         }
+        // A dropout layer's probability (`nn.Dropout(0.0)` returns its input itself), as
+        // `self.drop.p` reads it too.
+        if ops::MODULE_DROPOUTS.contains(&class) {
+            let given = args
+                .keyword(known::P)
+                .map(|(v, ..)| v.clone())
+                .or_else(|| args.positional.first().map(|(v, _)| v.clone()));
+            if let Some(v) = given {
+                attrs.insert(known::P, v);
+            }
+        }
         // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
         let mut off = |kw: &str| {
             let kw = self.intern(kw);
@@ -588,6 +599,12 @@ impl Interp<'_, '_> {
                 }
             }
             _ => {}
+        }
+        // `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
+        if ops::MODULE_DROPOUTS.contains(&class.as_str())
+            && module.attrs.get(&known::P).and_then(|p| self.one_int(p)) == Some(0)
+        {
+            return input;
         }
         let label = OpLabel::Module {
             origin: module.origin,

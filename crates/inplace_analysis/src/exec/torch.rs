@@ -1005,6 +1005,21 @@ impl Interp<'_, '_> {
     fn call_functional(&mut self, c: Code<'_>, e: ExprId, f: &str, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
+        // `F.dropout(h, 0.0)`, `F.dropout(h, p, training=False)`: `h` itself.
+        if let Some(trains) = ops::functional_dropout_trains(f) {
+            let p = args
+                .keyword(known::P)
+                .map(|(v, ..)| v)
+                .or_else(|| args.positional.get(1).map(|(v, _)| v));
+            let training = args
+                .keyword(known::TRAINING)
+                .map(|(v, ..)| v)
+                .or_else(|| args.positional.get(2).map(|(v, _)| v));
+            let off = training.map_or(!trains, |t| t.as_slice() == [FALSE]);
+            if off || p.is_some_and(|p| self.one_int(p) == Some(0)) {
+                return first;
+            }
+        }
         let (through, keep) = self.first_arg_names(c, args, call);
         // `inplace=True`, or `True` at the position of `inplace` (`F.leaky_relu(x, 0.2, True)`).
         let inplace_arg = self.inplace_arg(c, args, ops::functional_inplace_position(f));

@@ -55,6 +55,7 @@ known! {
     TORCH = "torch",
     MODULE = "module",
     TRAINING = "training",
+    P = "p",
     PARAMS = "params",
     WEIGHT = "weight",
     RETAIN_GRAPH = "retain_graph",
