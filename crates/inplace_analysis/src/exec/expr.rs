@@ -643,7 +643,11 @@ impl Interp<'_, '_> {
             }
         }
         let raised = self.raised_in;
+        let stale = self.stmt_stale.len();
         let mut out = self.eval_opt(c, body);
+        // (What an in-place call in one arm made stale for the statement is not so in the
+        // other: `relu_(z) if act else z`.)
+        self.expire_stmt_stale(stale);
         // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
         if self.is_container_test(c, test, body) {
             out.retain(|o| !matches!(self.obj(*o), Obj::Tensor(_) | Obj::Module(_)));

@@ -306,6 +306,11 @@ pub(crate) struct Interp<'p, 't> {
     pub depth: usize,
     /// The statement being executed.
     pub stmt: Option<StmtRef>,
+    /// The span of the simple statement being executed (an expression, an assignment, a
+    /// `return`), and the names an in-place call nested in it made stale for the rest of it
+    /// (see [`Interp::mark_stale_in_statement`]).
+    stmt_span: Option<Span>,
+    stmt_stale: SmallVec<[(Name, crate::events::WriteId); 1]>,
     /// The run of the statement executing now (each execution of a statement is a new run) and
     /// the count of runs so far.
     stmt_run: u64,
@@ -439,6 +444,8 @@ impl<'p, 't> Interp<'p, 't> {
             budget: 0,
             depth: 0,
             stmt: None,
+            stmt_span: None,
+            stmt_stale: SmallVec::new(),
             stmt_run: 0,
             stmt_runs: 0,
             raised_in: None,

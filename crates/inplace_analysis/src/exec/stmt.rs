@@ -26,6 +26,12 @@ impl Interp<'_, '_> {
         });
         self.stmt_runs += 1;
         let saved_run = std::mem::replace(&mut self.stmt_run, self.stmt_runs);
+        let simple = matches!(
+            c.body.stmt(s),
+            Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } | Stmt::Return(_)
+        );
+        let saved_span = std::mem::replace(&mut self.stmt_span, simple.then(|| c.stmt_span(s)));
+        let saved_stale = std::mem::take(&mut self.stmt_stale);
         match *c.body.stmt(s) {
             Stmt::Expr(e) => {
                 let vals = self.eval(c, e);
@@ -115,6 +121,9 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        self.expire_stmt_stale(0);
+        self.stmt_stale = saved_stale;
+        self.stmt_span = saved_span;
         self.stmt = saved;
         self.stmt_run = saved_run;
     }

@@ -364,6 +364,7 @@ impl Interp<'_, '_> {
             return;
         }
         self.mark_stale(t, wid, w.keep);
+        self.mark_stale_in_statement(t, wid, w);
         self.mark_stale_views(t, w.part, wid);
         // Writing all of a view writes its part of the tensor it shows.
         if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
@@ -373,6 +374,52 @@ impl Interp<'_, '_> {
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             self.mark_stale_slots(t, wid, false);
+        }
+    }
+
+    /// An in-place call whose result is used inside a larger expression (`lin1(torch.relu_(z)) +
+    /// lin_res(z)`, `self.conv(self.act(x)) + x` with an in-place `act`) is taken for an
+    /// out-of-place one: the name written through is stale for the rest of the statement, whose
+    /// later reads mean the value before the write (VRCNet's residual read its input after an
+    /// in-place ReLU rectified it: a silently wrong sum). After the statement the name keeps
+    /// its new value, as a statement of its own (`torch.relu_(z)`) means.
+    fn mark_stale_in_statement(&mut self, t: ObjId, wid: WriteId, w: &WriteSpec<'_>) {
+        let (Some(name), Some(stmt)) = (w.keep, self.stmt_span) else {
+            return;
+        };
+        let call = matches!(
+            w.kind,
+            WriteKind::Method(_)
+                | WriteKind::TorchFn(_)
+                | WriteKind::InplaceModule { .. }
+                | WriteKind::InplaceFunctional
+                | WriteKind::InplaceOption
+        );
+        let nested = call
+            && w.keep == w.through
+            && w.site != stmt
+            && stmt.contains(w.site)
+            && self
+                .assign_rhs
+                .as_ref()
+                .is_none_or(|(rhs, _)| *rhs != w.site);
+        let holds = (self.state.env.get(&name)).is_some_and(|vs| vs.iter().any(|x| *x == t));
+        if nested && holds {
+            note_write(self.state.stale.entry(name).or_default(), wid);
+            self.stmt_stale.push((name, wid));
+        }
+    }
+
+    /// Forget the staleness the statement's nested in-place calls gave (after its first
+    /// `keep` entries): at the end of the statement, or of one arm of a conditional expression.
+    pub(super) fn expire_stmt_stale(&mut self, keep: usize) {
+        for (name, wid) in self.stmt_stale.drain(keep..).collect::<SmallVec<[_; 1]>>() {
+            if let Some(ws) = self.state.stale.get_mut(&name) {
+                ws.retain(|x| *x != wid);
+                if ws.is_empty() {
+                    self.state.stale.remove(&name);
+                }
+            }
         }
     }
 

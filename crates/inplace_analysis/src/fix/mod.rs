@@ -17,8 +17,8 @@ pub(crate) use copy::{
 };
 pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
-    aug_assign_out_of_place, call_out_of_place, inplace_false, rebind_read_again, return_from_hook,
-    straight_through,
+    aug_assign_out_of_place, call_out_of_place, inplace_false, nested_call_out_of_place,
+    rebind_read_again, return_from_hook, straight_through,
 };
 pub(crate) use reorder::{
     detach_carried_state, move_after, parameter_write_after, parameter_write_before,

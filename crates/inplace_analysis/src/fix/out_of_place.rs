@@ -79,24 +79,16 @@ pub(crate) fn call_out_of_place(
     applicability: Applicability,
 ) -> Option<Fix> {
     let (s, call, record_field) = (w.stmt?, w.call?, w.record_field);
-    let base = ctx.name(name).strip_suffix('_')?.to_string();
-    if !has_out_of_place(&base) {
-        return None;
-    }
-    let body = ctx.body(s.item)?;
+    let (body, base, attr) = out_of_place_name(ctx, w, name)?;
     let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
     let Expr::Call { func, args } = *body.expr(call) else {
         return None;
     };
-    let Expr::Attr { value, attr_at, .. } = *body.expr(func) else {
+    let Expr::Attr { value, .. } = *body.expr(func) else {
         return None;
     };
     let a = body.args[args as usize];
     let func_range = ctx.range(span(func))?;
-    let attr_start = ctx
-        .range(Span::new(s.item, Rel::new(attr_at, attr_at)))?
-        .start;
-    let attr = TextRange::new(attr_start, func_range.end);
     match *body.stmt(s.stmt) {
         Stmt::Expr(e) if e == call => {
             let target = if method {
@@ -129,6 +121,50 @@ pub(crate) fn call_out_of_place(
         }
         _ => None,
     }
+}
+
+/// The out-of-place twin of in-place call `w` (`relu` for `z.relu_()` or `torch.relu_(z)`), and
+/// the range of the name to replace, with the body of its item.
+fn out_of_place_name(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    name: Name,
+) -> Option<(std::sync::Arc<crate::ir::Body>, String, TextRange)> {
+    let (s, call) = (w.stmt?, w.call?);
+    let base = ctx.name(name).strip_suffix('_')?.to_string();
+    if !has_out_of_place(&base) {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let Expr::Call { func, .. } = *body.expr(call) else {
+        return None;
+    };
+    let Expr::Attr { attr_at, .. } = *body.expr(func) else {
+        return None;
+    };
+    let func_range = ctx.range(Span::new(s.item, body.expr_span(func)))?;
+    let attr_start = ctx
+        .range(Span::new(s.item, Rel::new(attr_at, attr_at)))?
+        .start;
+    Some((body, base, TextRange::new(attr_start, func_range.end)))
+}
+
+/// In-place call `w` nested in an expression whose result is used as a new value, as its
+/// out-of-place twin (`lin(torch.relu(z)) + res(z)`): the name keeps the value the rest of
+/// the statement reads.
+pub(crate) fn nested_call_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    name: Name,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let (_, base, attr) = out_of_place_name(ctx, w, name)?;
+    Some(one(
+        format!("Use out-of-place `{base}`"),
+        applicability,
+        attr,
+        base,
+    ))
 }
 
 /// Whether `e` is the element a comprehension builds.
