@@ -37,7 +37,8 @@ relu_ leaky_relu_ elu_ selu_ celu_ rrelu_ hardtanh_ threshold_ sqrt_ rsqrt_ reci
 exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdist
 max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
 max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
-local_response_norm group_norm""".split()
+local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh acosh lgamma digamma
+""".split()
 # (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
 # `torch.linalg.vector_norm` -> `vector_norm`.)
 # (`X_` entries are the in-place kernels: what they save is not always what `X` saves; e.g.
@@ -134,6 +135,7 @@ EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
     "topk": (1,), "amax": (0,), "amin": (0,), "threshold_": (0.5, 0.0), "clamp_": (0.3, 0.6),
+    "clamp": (0.3, 0.6), "clip": (0.3, 0.6), "clamp_min": (0.3,), "clamp_max": (0.6,),
     "clip_": (0.3, 0.6), "max_pool2d": (2,), "avg_pool2d": (2,), "adaptive_avg_pool2d": (2,), "adaptive_max_pool2d": (2,),
     # (Adaptive pools to a size other than 1: pooling to 1 is a mean, which saves nothing.)
     "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (2,),
