@@ -470,6 +470,12 @@ impl Interp<'_, '_> {
                 _ => break,
             }
         }
+        // (The array a tensor made from it shares: `t = torch.from_numpy(x)` of an argument.)
+        for v in args.all_values().flatten() {
+            if self.array_of(*v, t) && !written.contains(v) {
+                written.push(*v);
+            }
+        }
         let argument = args.all_values().any(|v| v.as_slice() == [at]);
         let meant_new = pieces || returns.contains(&at);
         if let (true, true, Some((base, _))) = (

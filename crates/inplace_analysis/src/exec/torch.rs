@@ -808,6 +808,16 @@ impl Interp<'_, '_> {
         let array = vals.iter().all(|v| matches!(self.obj(*v), Obj::Unknown));
         if array && !vals.is_empty() && self.state.env.contains_key(&name) {
             let alias = self.numpy_alias(t, call, false);
+            // One array object (an argument its caller holds too) becomes the alias itself,
+            // for every name that holds it.
+            let alias = match vals.as_slice() {
+                [v] if *v != UNKNOWN => {
+                    let obj = self.obj(alias).clone();
+                    *self.obj_mut(*v) = obj;
+                    *v
+                }
+                _ => alias,
+            };
             self.bind_name(c, name, None, smallvec![alias], None);
         }
     }

@@ -423,6 +423,14 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether `x` is the NumPy array `t` was made from (`t = torch.from_numpy(a)`): a write
+    /// into `t` changes the array its caller keeps (ART's preprocessing rescaled the user's
+    /// batch on every call).
+    pub(super) fn array_of(&self, x: ObjId, t: ObjId) -> bool {
+        (self.tensor(x))
+            .is_some_and(|a| a.numpy.is_some_and(|n| !n.from_tensor) && a.detached_from == Some(t))
+    }
+
     /// Whether `x` is `t`, `.detach()` of it, or what `t` is `.detach()` of: the same memory and
     /// version counter. (A `.data` alias shares the memory but not the counter: IP401's
     /// business.)
@@ -464,7 +472,11 @@ impl Interp<'_, '_> {
             .state
             .env
             .iter()
-            .filter(|(n, vs)| vs.iter().any(|x| self.same_or_detached(*x, t)) && Some(**n) != keep)
+            .filter(|(n, vs)| {
+                vs.iter()
+                    .any(|x| self.same_or_detached(*x, t) || self.array_of(*x, t))
+                    && Some(**n) != keep
+            })
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
