@@ -131,6 +131,16 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             message: where_made,
         });
     }
+    // An in-place layer is reported where it is built: the runtime raises where it runs.
+    if let WriteKind::InplaceModule { call, .. } = w.kind {
+        if let (false, Some(range)) = (call.contains(w.range), ctx.range(call)) {
+            related.push(Related {
+                source: None,
+                range,
+                message: "the in-place layer runs here, and the runtime raises here".into(),
+            });
+        }
+    }
     // (Where the view was made is said above, not again as "is a view".)
     write_related(ctx, &own_copy(w), &mut related);
     // The runtime names the split's node for its own outputs, the last view op otherwise (an
