@@ -70,6 +70,9 @@ pub(crate) struct Write {
     /// Every tensor written is a leaf that requires grad (a parameter) or a view of one: a copy
     /// would not be what the module and the optimizer hold.
     pub into_leaf: bool,
+    /// No tensor written can require grad (position ids, a tensor made from a NumPy array): a
+    /// rewrite out of place under `no_grad` loses no history.
+    pub gradless: bool,
     /// The written tensor is a field of a tuple-like record (`state.h` of a `namedtuple` or a
     /// `NamedTuple`), which cannot be assigned: a rewrite replaces the record
     /// (`state = state._replace(h=...)`).

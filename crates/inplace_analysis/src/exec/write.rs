@@ -131,6 +131,7 @@ impl Interp<'_, '_> {
             under_no_grad: !self.grad_enabled,
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
+            gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
             record_field: w.record_field,
             call_arg: self.call_site.and(tensors.first()).and_then(|t| {
                 self.call_site_args

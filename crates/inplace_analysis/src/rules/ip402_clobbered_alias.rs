@@ -92,6 +92,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         return None;
     };
     let w = ctx.write(*write);
+    // (Rewriting a tensor that cannot require grad out of place loses nothing under `no_grad`.)
+    let gradless = (w.under_no_grad && w.gradless).then(|| crate::events::Write {
+        under_no_grad: false,
+        ..w.clone()
+    });
+    let w = gradless.as_ref().unwrap_or(w);
     let name = ctx.name(*name);
     let mut related = Vec::new();
     if let Some(range) = ctx.range(*read) {
@@ -144,7 +150,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     // out-of-place op leaves the name as it was.)
     let nested = same_statement(ctx, w, *read);
     let nested_fix = || match w.kind {
-        _ if !nested || in_module || w.under_no_grad => None,
+        _ if !nested || in_module => None,
         WriteKind::Method(name) | WriteKind::TorchFn(name) => {
             fix::nested_call_out_of_place(ctx, w, name, Applicability::Unsafe)
         }
