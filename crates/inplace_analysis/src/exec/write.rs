@@ -404,7 +404,7 @@ impl Interp<'_, '_> {
                 .assign_rhs
                 .as_ref()
                 .is_none_or(|(rhs, _)| *rhs != w.site);
-        let holds = (self.state.env.get(&name)).is_some_and(|vs| vs.iter().any(|x| *x == t));
+        let holds = (self.state.env.get(&name)).is_some_and(|vs| vs.contains(&t));
         if nested && holds {
             note_write(self.state.stale.entry(name).or_default(), wid);
             self.stmt_stale.push((name, wid));
