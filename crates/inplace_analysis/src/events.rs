@@ -41,6 +41,21 @@ pub(crate) enum WriteKind {
     Renorm,
 }
 
+impl WriteKind {
+    /// A call that writes (a method, a torch function, an in-place layer or option), not a
+    /// store (`x[i] = v`, `x += v`).
+    pub fn is_inplace_call(self) -> bool {
+        matches!(
+            self,
+            WriteKind::Method(_)
+                | WriteKind::TorchFn(_)
+                | WriteKind::InplaceModule { .. }
+                | WriteKind::InplaceFunctional
+                | WriteKind::InplaceOption
+        )
+    }
+}
+
 /// An in-place write.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Write {
@@ -161,6 +176,9 @@ pub(crate) enum Event {
         view: Option<Span>,
         /// A copy where the view is made fixes it (not a piece of a `chunk` or a loop's row).
         view_copyable: bool,
+        /// The write is an in-place call nested in the statement that reads the name again
+        /// (`lin(torch.relu_(z)) + res(z)`): the name itself was written, not an alias.
+        nested: bool,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

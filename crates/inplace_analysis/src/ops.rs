@@ -492,7 +492,8 @@ pub fn functional_inplace_position(name: &str) -> Option<usize> {
 /// The dropout functions of `torch.nn.functional` and whether each trains by default
 /// (`F.alpha_dropout(x, p)` does not). With `p` zero, or not training, they return their input
 /// itself, and write nothing even with `inplace=True` (measured with torch 2.15; `dropout1d`
-/// and `dropout3d` return a view of it).
+/// and `dropout3d` return a view of it, taken for the input itself: the same memory and
+/// version counter).
 pub fn functional_dropout_trains(name: &str) -> Option<bool> {
     match name {
         "dropout" | "dropout1d" | "dropout2d" | "dropout3d" => Some(true),
@@ -500,6 +501,22 @@ pub fn functional_dropout_trains(name: &str) -> Option<bool> {
         _ => None,
     }
 }
+
+/// In-place methods that change a tensor's shape or flags, not its values (`x.unsqueeze_(0)`):
+/// a later read sees the same numbers.
+pub const SHAPE_ONLY_INPLACE: &[&str] = &[
+    "unsqueeze_",
+    "squeeze_",
+    "t_",
+    "transpose_",
+    "swapdims_",
+    "swapaxes_",
+    "as_strided_",
+    "resize_",
+    "resize_as_",
+    "requires_grad_",
+    "share_memory_",
+];
 
 /// The dropout layers of `torch.nn`: `nn.Dropout(0.0)(x) is x` (see
 /// [`functional_dropout_trains`]).

@@ -32,6 +32,7 @@ impl Interp<'_, '_> {
         }
         let vals = self.eval(c, value);
         self.assign_rhs = saved;
+        self.expire_stmt_stale(0);
         for t in targets.iter().rev() {
             self.bind_target(c, *t, vals.clone(), Some(s));
         }
@@ -433,6 +434,7 @@ impl Interp<'_, '_> {
     ) {
         let value_expr = value;
         let value = self.eval(c, value);
+        self.expire_stmt_stale(0);
         let outer = std::mem::replace(&mut self.index_target, true);
         let current = self.eval(c, target);
         self.index_target = outer;

@@ -95,6 +95,7 @@ impl Interp<'_, '_> {
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
+            let nested = self.stmt_stale_has(name, *w);
             self.report(Event::StaleRead {
                 write: *w,
                 name,
@@ -103,6 +104,7 @@ impl Interp<'_, '_> {
                 next_call: false,
                 view,
                 view_copyable,
+                nested,
             });
         }
     }
@@ -133,6 +135,7 @@ impl Interp<'_, '_> {
             next_call: true,
             view: None,
             view_copyable: false,
+            nested: false,
         });
     }
 

@@ -646,7 +646,8 @@ impl Interp<'_, '_> {
         let stale = self.stmt_stale.len();
         let mut out = self.eval_opt(c, body);
         // (What an in-place call in one arm made stale for the statement is not so in the
-        // other: `relu_(z) if act else z`.)
+        // other, `relu_(z) if act else z`, but is again after the expression.)
+        let arm: SmallVec<[_; 1]> = self.stmt_stale[stale..].iter().copied().collect();
         self.expire_stmt_stale(stale);
         // `xs if isinstance(xs, list) else [xs]`: the first branch is not a tensor.
         if self.is_container_test(c, test, body) {
@@ -656,6 +657,7 @@ impl Interp<'_, '_> {
         self.raised_in = raised;
         out.extend(self.eval_opt(c, orelse));
         self.raised_in = raised;
+        self.restore_stmt_stale(&arm);
         out
     }
 

@@ -65,6 +65,12 @@ impl Interp<'_, '_> {
             }
             _ => {
                 attrs = self.layer_attrs(class, args, origin);
+                // (`nn.Dropout(p=0.0)`: a float literal zero is kept as the integer zero, the
+                // one number a dropout's `p` is compared with.)
+                if ops::MODULE_DROPOUTS.contains(&class) && self.zero_arg(c, args, known::P, 0) {
+                    let zero = self.int(0);
+                    attrs.insert(known::P, smallvec![zero]);
+                }
                 // Wrappers (`DataParallel(model)`) hold the wrapped module.
                 if let Some((v, _)) = args.positional.first() {
                     for m in v.clone() {
@@ -600,10 +606,7 @@ impl Interp<'_, '_> {
             }
             _ => {}
         }
-        // `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
-        if ops::MODULE_DROPOUTS.contains(&class.as_str())
-            && module.attrs.get(&known::P).and_then(|p| self.one_int(p)) == Some(0)
-        {
+        if self.dropout_passes(&module, &class) {
             return input;
         }
         let label = OpLabel::Module {
@@ -778,6 +781,12 @@ impl Interp<'_, '_> {
             },
             _ => false,
         }
+    }
+
+    /// `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
+    fn dropout_passes(&self, module: &ModuleObj, class: &str) -> bool {
+        ops::MODULE_DROPOUTS.contains(&class)
+            && module.attrs.get(&known::P).and_then(|p| self.one_int(p)) == Some(0)
     }
 
     fn layer_option_off(&mut self, module: &ModuleObj, option: &str) -> bool {

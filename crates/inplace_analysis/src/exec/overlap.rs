@@ -8,12 +8,15 @@
 //! indices whose elements overlap without being the same ones (`boxes[:, 2:] -= boxes[:, :2]`
 //! selects other elements and is fine; an index that is not a constant decides nothing).
 //!
-//! Torch updates a strided view in memory order, so an operand that only reads ahead of the
-//! writes is right (measured with torch 2.15 on shapes from (4, 6) to (3, 1000)): shifted to
-//! later positions along one dimension other than the first (`x[:, :-1] -= x[:, 1:]`), or the
-//! last position broadcast over the dimension (`p /= p[..., -1:]`, normalising by the last
-//! element, which is written last). Along the first dimension both views are contiguous and
-//! torch refuses instead (`x[:-1] -= x[1:]`): still reported.
+//! On the CPU torch updates a strided view in memory order, so an operand that only reads ahead
+//! of the writes is right (measured with torch 2.15 on shapes from (4, 6) to (8, 65536)):
+//! shifted to later positions along one dimension other than the first (`x[:, :-1] -= x[:, 1:]`),
+//! or the last position broadcast over the dimension (`p /= p[..., -1:]`, normalising by the
+//! last element, which is written last). This holds only where the program uses no accelerator
+//! (a GPU kernel writes the elements in parallel, in no order). Along the first dimension both
+//! views are contiguous and torch refuses instead (`x[:-1] -= x[1:]`): still reported. (So does
+//! a tensor whose dimensions before the shifted one all have size 1, or a 1-D tensor under
+//! `...`: sizes are not known here, and such shapes are taken not to occur.)
 
 use super::*;
 use crate::events::{Event, WriteId};
@@ -79,7 +82,9 @@ impl Interp<'_, '_> {
             a_lo.max(b_lo) < a_hi.min(b_hi)
         });
         let same = !o.moved && !t.moved && (0..n).all(|k| dim(&t, k) == dim(&o, k));
-        if overlap && !same && !reads_ahead(&t, &o) {
+        // (On an accelerator the elements are written in parallel, in no order.)
+        let in_order = self.prog.cpu_only() && reads_ahead(&t, &o);
+        if overlap && !same && !in_order {
             self.report(Event::SelfOverlap {
                 write,
                 operand: c.span(operand),

@@ -809,7 +809,8 @@ impl Interp<'_, '_> {
         if array && !vals.is_empty() && self.state.env.contains_key(&name) {
             let alias = self.numpy_alias(t, call, false);
             // One array object (an argument its caller holds too) becomes the alias itself,
-            // for every name that holds it.
+            // for every name that holds it (on every path: objects are not per branch, so a
+            // `from_numpy` under a condition makes the array shared after it either way).
             let alias = match vals.as_slice() {
                 [v] if *v != UNKNOWN => {
                     let obj = self.obj(alias).clone();
@@ -995,6 +996,25 @@ impl Interp<'_, '_> {
         out
     }
 
+    /// Whether the argument named `kw` (or at position `at`) is zero: an integer known to be
+    /// `0`, or a float literal of value zero (`0.0`, `0.`; floats carry no value otherwise).
+    pub(super) fn zero_arg(&self, c: Code<'_>, args: &Args, kw: Name, at: usize) -> bool {
+        let (vals, e) = match args.keyword(kw) {
+            Some((v, e, _)) => (v, Some(e)),
+            None => match args.positional.get(at) {
+                Some((v, e)) => (v, *e),
+                None => return false,
+            },
+        };
+        let float_zero = e.is_some_and(|e| {
+            matches!(c.expr(e), Expr::Float)
+                && (self.prog.text_of(c.span(e)).replace('_', ""))
+                    .parse::<f64>()
+                    .is_ok_and(|x| x == 0.0)
+        });
+        float_zero || self.one_int(vals) == Some(0)
+    }
+
     /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
     fn inplace_call(&mut self, c: Code<'_>, e: ExprId, f: Name, base: &str, args: &Args) -> Vals {
         let call = c.span(e);
@@ -1017,16 +1037,12 @@ impl Interp<'_, '_> {
         let first = args.first().cloned().unwrap_or_default();
         // `F.dropout(h, 0.0)`, `F.dropout(h, p, training=False)`: `h` itself.
         if let Some(trains) = ops::functional_dropout_trains(f) {
-            let p = args
-                .keyword(known::P)
-                .map(|(v, ..)| v)
-                .or_else(|| args.positional.get(1).map(|(v, _)| v));
             let training = args
                 .keyword(known::TRAINING)
                 .map(|(v, ..)| v)
                 .or_else(|| args.positional.get(2).map(|(v, _)| v));
             let off = training.map_or(!trains, |t| t.as_slice() == [FALSE]);
-            if off || p.is_some_and(|p| self.one_int(p) == Some(0)) {
+            if off || self.zero_arg(c, args, known::P, 1) {
                 return first;
             }
         }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::events::{Event, Write, WriteId, WriteKind};
+use crate::ops;
 
 /// What a write is, for [`Interp::write`].
 pub(crate) struct WriteSpec<'v> {
@@ -388,15 +389,15 @@ impl Interp<'_, '_> {
         let (Some(name), Some(stmt)) = (w.keep, self.stmt_span) else {
             return;
         };
-        let call = matches!(
-            w.kind,
-            WriteKind::Method(_)
-                | WriteKind::TorchFn(_)
-                | WriteKind::InplaceModule { .. }
-                | WriteKind::InplaceFunctional
-                | WriteKind::InplaceOption
-        );
-        let nested = call
+        // (`x.unsqueeze_(0)` changes the shape, not the values a later read sees.)
+        let values = match w.kind {
+            WriteKind::Method(m) | WriteKind::TorchFn(m) => {
+                !ops::SHAPE_ONLY_INPLACE.contains(&self.name(m))
+            }
+            _ => true,
+        };
+        let nested = w.kind.is_inplace_call()
+            && values
             && w.keep == w.through
             && w.site != stmt
             && stmt.contains(w.site)
@@ -411,8 +412,24 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Whether write `wid` made `name` stale for the rest of the running statement.
+    pub(super) fn stmt_stale_has(&self, name: Name, wid: WriteId) -> bool {
+        self.stmt_stale.contains(&(name, wid))
+    }
+
+    /// Make `entries` stale for the rest of the statement again (after the other arm of a
+    /// conditional expression).
+    pub(super) fn restore_stmt_stale(&mut self, entries: &[(Name, WriteId)]) {
+        for (name, wid) in entries {
+            note_write(self.state.stale.entry(*name).or_default(), *wid);
+            self.stmt_stale.push((*name, *wid));
+        }
+    }
+
     /// Forget the staleness the statement's nested in-place calls gave (after its first
-    /// `keep` entries): at the end of the statement, or of one arm of a conditional expression.
+    /// `keep` entries): at the end of the statement, before its targets are bound (a store into
+    /// `z[0]` or `z += ...` reads no values of `z` the code means to be the old ones), or at
+    /// the end of one arm of a conditional expression.
     pub(super) fn expire_stmt_stale(&mut self, keep: usize) {
         for (name, wid) in self.stmt_stale.drain(keep..).collect::<SmallVec<[_; 1]>>() {
             if let Some(ws) = self.state.stale.get_mut(&name) {

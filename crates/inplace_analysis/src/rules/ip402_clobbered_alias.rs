@@ -87,6 +87,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         next_call,
         view,
         view_copyable,
+        nested,
     } = ev
     else {
         return None;
@@ -146,20 +147,18 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let in_module = w
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
-    // (Read again in the same statement: a copy before it would be read there too; the
-    // out-of-place op leaves the name as it was.)
-    let nested = same_statement(ctx, w, *read);
+    // Read again in the same statement: the out-of-place op leaves the name as it was (a copy
+    // before the statement would be read there too, so there is no other fix).
     let nested_fix = || match w.kind {
-        _ if !nested || in_module => None,
+        _ if in_module => None,
         WriteKind::Method(name) | WriteKind::TorchFn(name) => {
             fix::nested_call_out_of_place(ctx, w, name, Applicability::Unsafe)
         }
-        WriteKind::InplaceModule { .. }
-        | WriteKind::InplaceFunctional
-        | WriteKind::InplaceOption => out_of_place(ctx, w, Applicability::Unsafe),
-        _ => None,
+        _ => out_of_place(ctx, w, Applicability::Unsafe),
     };
-    let fix = nested_fix().or_else(|| {
+    let fix = if *nested {
+        nested_fix()
+    } else {
         (alias.and_then(|b| b.alias_of))
             .or(view.filter(|_| *view_copyable))
             // (An alias made in a module's code cannot be fixed from here.)
@@ -170,21 +169,18 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
             .or_else(|| match w.kind {
                 _ if in_module => None,
-                WriteKind::Method(_)
-                | WriteKind::TorchFn(_)
-                | WriteKind::InplaceModule { .. }
-                | WriteKind::InplaceFunctional
-                | WriteKind::InplaceOption => out_of_place(ctx, w, Applicability::Unsafe),
                 // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
                 // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
                 // instead.
-                WriteKind::AugAssign => out_of_place(ctx, w, Applicability::Unsafe),
+                k if k.is_inplace_call() || k == WriteKind::AugAssign => {
+                    out_of_place(ctx, w, Applicability::Unsafe)
+                }
                 _ => None,
             })
             // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
             // has no local name to rewrite or copy into: a copy would be kept in its place.
             .filter(|_| !*next_call || !bindings.is_empty() || through_local_name(ctx, w))
-    });
+    };
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
@@ -194,7 +190,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
             ctx.line(*read)
         )
-    } else if nested {
+    } else if *nested {
         format!(
             "`{through}` writes `{name}` in place and its result is used as a new value, but the same statement reads `{name}` again ({}), which silently sees the written values, not the ones before",
             ctx.line(*read)
@@ -247,17 +243,4 @@ fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     };
     fix::written_expr(&body, s.stmt, w)
         .is_some_and(|e| matches!(body.expr(e), crate::ir::Expr::Name { .. }))
-}
-
-/// Whether `read` is in the statement of write `w`, after it (an in-place call nested in an
-/// expression that reads the name again: `lin(torch.relu_(z)) + res(z)`).
-fn same_statement(ctx: &RenderCtx<'_>, w: &crate::events::Write, read: Span) -> bool {
-    let Some(stmt) = w.stmt else {
-        return false;
-    };
-    let Some(body) = ctx.body(stmt.item) else {
-        return false;
-    };
-    let span = Span::new(stmt.item, body.stmt_span(stmt.stmt));
-    span.contains(read) && w.site.item == read.item && w.site.rel.end <= read.rel.start
 }

@@ -744,12 +744,7 @@ impl Lowerer<'_> {
                 Ok(i) => Expr::Int(i),
                 Err(_) => Expr::Float,
             },
-            // A zero float is the integer zero (`0.0 == 0` in Python, and a dropout
-            // probability of `0.0` decides what dropout returns).
-            "float" => match self.text(n).replace('_', "").parse::<f64>() {
-                Ok(0.0) => Expr::Int(0),
-                _ => Expr::Float,
-            },
+            "float" => Expr::Float,
             "ellipsis" => Expr::Ellipsis,
             // `a[:, :1]`: a part with constant bounds keeps them (which elements it selects).
             "slice" if matches!(self.index(n), Index::Range(..)) => {
