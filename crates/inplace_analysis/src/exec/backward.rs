@@ -95,7 +95,7 @@ impl Interp<'_, '_> {
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
-            let nested = self.stmt_stale_has(name, *w);
+            let nested = self.stmt_stale.contains(&(name, *w));
             self.report(Event::StaleRead {
                 write: *w,
                 name,

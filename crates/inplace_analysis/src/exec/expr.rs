@@ -657,7 +657,7 @@ impl Interp<'_, '_> {
         self.raised_in = raised;
         out.extend(self.eval_opt(c, orelse));
         self.raised_in = raised;
-        self.restore_stmt_stale(&arm);
+        self.mark_stmt_stale(&arm);
         out
     }
 

@@ -160,6 +160,13 @@ impl Args {
     pub fn first(&self) -> Option<&Vals> {
         self.positional.first().map(|(v, _)| v)
     }
+    /// The argument given by keyword `kw`, else at position `at` (`nn.Dropout(p=0.0)`,
+    /// `nn.Dropout(0.0)`).
+    pub fn named_or_at(&self, kw: Name, at: usize) -> Option<&Vals> {
+        self.keyword(kw)
+            .map(|(v, ..)| v)
+            .or_else(|| self.positional.get(at).map(|(v, _)| v))
+    }
     pub fn all_values(&self) -> impl Iterator<Item = &Vals> {
         self.positional
             .iter()

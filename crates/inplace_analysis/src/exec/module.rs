@@ -125,12 +125,8 @@ impl Interp<'_, '_> {
             ];
             for (at, option) in options {
                 let option = self.intern(option);
-                let given = args
-                    .keyword(option)
-                    .map(|(v, ..)| v.clone())
-                    .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
-                if let Some(v) = given {
-                    attrs.insert(option, v);
+                if let Some(v) = args.named_or_at(option, at) {
+                    attrs.insert(option, v.clone());
                 }
             }
         }
@@ -153,12 +149,8 @@ impl Interp<'_, '_> {
         // A dropout layer's probability (`nn.Dropout(0.0)` returns its input itself), as
         // `self.drop.p` reads it too.
         if ops::MODULE_DROPOUTS.contains(&class) {
-            let given = args
-                .keyword(known::P)
-                .map(|(v, ..)| v.clone())
-                .or_else(|| args.positional.first().map(|(v, _)| v.clone()));
-            if let Some(v) = given {
-                attrs.insert(known::P, v);
+            if let Some(v) = args.named_or_at(known::P, 0) {
+                attrs.insert(known::P, v.clone());
             }
         }
         // `bias=False`, `affine=False`, `elementwise_affine=False`: no such parameters.
@@ -175,10 +167,7 @@ impl Interp<'_, '_> {
             _ => None,
         };
         if let Some(at) = max_norm_at {
-            let given = args
-                .keyword(known::MAX_NORM)
-                .map(|(v, ..)| v.clone())
-                .or_else(|| args.positional.get(at).map(|(v, _)| v.clone()));
+            let given = args.named_or_at(known::MAX_NORM, at);
             if given.is_some_and(|v| !v.is_empty() && !v.contains(&NONE)) {
                 attrs.insert(known::MAX_NORM, smallvec![OTHER]);
             }

@@ -25,9 +25,7 @@ impl Interp<'_, '_> {
 
     /// The argument is `False` on every path (`requires_grad=False`).
     pub(super) fn arg_is_false(&self, args: &Args, i: usize, kw: Name) -> bool {
-        args.keyword(kw)
-            .map(|(v, ..)| v)
-            .or_else(|| args.positional.get(i).map(|(v, _)| v))
+        args.named_or_at(kw, i)
             .is_some_and(|v| v.as_slice() == [FALSE])
     }
 
@@ -999,14 +997,10 @@ impl Interp<'_, '_> {
     /// Whether the argument named `kw` (or at position `at`) is zero: an integer known to be
     /// `0`, or a float literal of value zero (`0.0`, `0.`; floats carry no value otherwise).
     pub(super) fn zero_arg(&self, c: Code<'_>, args: &Args, kw: Name, at: usize) -> bool {
-        let (vals, e) = match args.keyword(kw) {
-            Some((v, e, _)) => (v, Some(e)),
-            None => match args.positional.get(at) {
-                Some((v, e)) => (v, *e),
-                None => return false,
-            },
+        let Some(vals) = args.named_or_at(kw, at) else {
+            return false;
         };
-        let float_zero = e.is_some_and(|e| {
+        let float_zero = self.arg_expr(args, at, kw).is_some_and(|e| {
             matches!(c.expr(e), Expr::Float)
                 && (self.prog.text_of(c.span(e)).replace('_', ""))
                     .parse::<f64>()
@@ -1037,10 +1031,7 @@ impl Interp<'_, '_> {
         let first = args.first().cloned().unwrap_or_default();
         // `F.dropout(h, 0.0)`, `F.dropout(h, p, training=False)`: `h` itself.
         if let Some(trains) = ops::functional_dropout_trains(f) {
-            let training = args
-                .keyword(known::TRAINING)
-                .map(|(v, ..)| v)
-                .or_else(|| args.positional.get(2).map(|(v, _)| v));
+            let training = args.named_or_at(known::TRAINING, 2);
             let off = training.map_or(!trains, |t| t.as_slice() == [FALSE]);
             if off || self.zero_arg(c, args, known::P, 1) {
                 return first;

@@ -407,19 +407,13 @@ impl Interp<'_, '_> {
                 .is_none_or(|(rhs, _)| *rhs != w.site);
         let holds = (self.state.env.get(&name)).is_some_and(|vs| vs.contains(&t));
         if nested && holds {
-            note_write(self.state.stale.entry(name).or_default(), wid);
-            self.stmt_stale.push((name, wid));
+            self.mark_stmt_stale(&[(name, wid)]);
         }
     }
 
-    /// Whether write `wid` made `name` stale for the rest of the running statement.
-    pub(super) fn stmt_stale_has(&self, name: Name, wid: WriteId) -> bool {
-        self.stmt_stale.contains(&(name, wid))
-    }
-
-    /// Make `entries` stale for the rest of the statement again (after the other arm of a
-    /// conditional expression).
-    pub(super) fn restore_stmt_stale(&mut self, entries: &[(Name, WriteId)]) {
+    /// Make `entries` stale for the rest of the running statement (again, after the other arm
+    /// of a conditional expression).
+    pub(super) fn mark_stmt_stale(&mut self, entries: &[(Name, WriteId)]) {
         for (name, wid) in entries {
             note_write(self.state.stale.entry(*name).or_default(), *wid);
             self.stmt_stale.push((*name, *wid));
