@@ -515,6 +515,36 @@ mod tests {
         }
     }
 
+    /// The codes found in `text` with the modules of `files`.
+    fn codes_with(files: &Files, text: &str) -> Vec<&'static str> {
+        let mut state = crate::FileState::new();
+        state.imports = Arc::new(collect(text, None, files));
+        let found = state.analyze(text).findings;
+        found.iter().map(|f| f.rule.code()).collect()
+    }
+
+    #[test]
+    fn a_function_reached_as_a_module_attribute_is_followed_where_it_is_called() {
+        let files = Files(vec![
+            ("training", true, ""),
+            (
+                "training.scaling",
+                false,
+                "import torch\n\ndef unit_scale(x):\n    x.div_(x.norm())\n    return x\n",
+            ),
+        ]);
+        // The caller holds no in-place write and nothing calls it: it is analysed on its
+        // own because the module's function it reaches as an attribute writes.
+        let caller = "def step():\n    w = torch.randn(3, requires_grad=True)\n    y = torch.exp(w)\n    z = {m}.unit_scale(y)\n    z.sum().backward()\n";
+        for (import, m) in [
+            ("from training import scaling", "scaling"),
+            ("import training.scaling as sc", "sc"),
+        ] {
+            let text = format!("import torch\n{import}\n\n{}", caller.replace("{m}", m));
+            assert_eq!(codes_with(&files, &text), ["IP301"], "{import}");
+        }
+    }
+
     #[test]
     fn collect_follows_packages_and_cycles_end() {
         let files = Files(vec![

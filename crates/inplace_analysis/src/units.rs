@@ -5,9 +5,15 @@
 //! [`crate::syntax::outline::Seeds`], or a `True` given to a name another item binds to an
 //! activation: `Act(True)` after `from torch.nn import ReLU as Act`). An item is *relevant*
 //! when its own tokens hold a seed, or
-//! when it uses a relevant function, class or method of the file, a global that a relevant
-//! statement binds, or (a method) when its class's `__init__` is relevant in a way that
-//! outlives the constructor's run (see [`CARRIED`]). The decision is a
+//! when it uses a relevant function or class, a global that a relevant statement binds (names
+//! resolve in the module that uses them, but in an item that imports or in a module with a `*`
+//! import, which may name any module's), a relevant function of an imported module as an
+//! attribute (`utils.f`), or (a method) a relevant method of its class through `self` or
+//! `super()`, or when its class's `__init__` is relevant in a way that outlives the
+//! constructor's run (see [`CARRIED`]) or a statement of its class body is relevant. A method
+//! name called on another receiver (`d.update(...)`) brings nothing: the value is either got
+//! by one of those names, which bring the item already, or unknown, and the interpreter does
+//! not dispatch an unknown receiver's method to the file's classes. The decision is a
 //! fixpoint over the items, sound by construction: an item that is not relevant cannot reach a
 //! seed, so analysing it could not find anything. Only relevant functions are analysed on their
 //! own; the module body runs when anything is relevant (it makes the globals).
@@ -251,9 +257,27 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
             || s.seeds.0 & CARRIED != 0
             || (s.has_true && s.names.iter().any(|h| aliases.contains(h)))
     };
+    // A name resolves in the module (segment) that uses it; an item that imports, or one of a
+    // module with a `*` import, may name what another module binds.
+    let segment: Vec<u32> = (0..items.len())
+        .map(|i| prog.segment_of_position(i) as u32)
+        .collect();
+    let star: FxHashSet<u32> = (items.iter().zip(&segment))
+        .filter(|(it, _)| it.outline.summary.star_import)
+        .map(|(_, s)| *s)
+        .collect();
+    let any_module = |i: usize| items[i].outline.summary.imports || star.contains(&segment[i]);
     loop {
+        // Relevant names bound at module level: in any module, and by module; and the module
+        // binding each (`MANY` when several do).
+        const MANY: u32 = u32::MAX;
         let mut names_rel: FxHashSet<u64> = FxHashSet::default();
+        let mut names_in: FxHashSet<(u32, u64)> = FxHashSet::default();
+        let mut bound_by: FxHashMap<u64, u32> = FxHashMap::default();
         let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
+        // Classes with a relevant statement in their body (a class attribute holding what
+        // writes later: `helper = Block()`).
+        let mut class_state: FxHashSet<usize> = FxHashSet::default();
         for (i, it) in items.iter().enumerate() {
             if !rel[i] {
                 continue;
@@ -262,30 +286,54 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
                 .outline
                 .name
                 .map(|(s, e)| name_hash(&prog.text[s as usize..e as usize]));
-            match (it.kind(), it.parent(), name) {
-                (ItemKind::Function | ItemKind::Class, None, Some(h)) => {
-                    names_rel.insert(h);
-                }
+            let bound: &[u64] = match (it.kind(), it.parent(), &name) {
+                (ItemKind::Function | ItemKind::Class, None, Some(h)) => std::slice::from_ref(h),
                 (ItemKind::Function, Some(_), Some(h)) => {
-                    methods_rel.insert(h);
+                    methods_rel.insert(*h);
+                    &[]
                 }
-                (ItemKind::Statement, None, _) => names_rel.extend(binds[i].iter().copied()),
-                _ => {}
+                (ItemKind::Statement, None, _) => &binds[i],
+                (ItemKind::Statement, Some(class), _) => {
+                    class_state.insert(class as usize);
+                    &[]
+                }
+                _ => &[],
+            };
+            for h in bound {
+                names_rel.insert(*h);
+                names_in.insert((segment[i], *h));
+                bound_by
+                    .entry(*h)
+                    .and_modify(|s| {
+                        if *s != segment[i] {
+                            *s = MANY
+                        }
+                    })
+                    .or_insert(segment[i]);
             }
         }
         // Whether item `i` uses a relevant item (the init rule aside).
         let reaches = |i: usize, rel: &[bool]| {
             let it = &items[i];
             let s = &it.outline.summary;
-            let r = s.names.iter().any(|h| names_rel.contains(h))
-                || s.attrs.iter().any(|h| methods_rel.contains(h));
+            let uses_name = |h: &u64| match any_module(i) {
+                true => names_rel.contains(h),
+                false => names_in.contains(&(segment[i], *h)),
+            };
+            // `m.f` of an imported module `m` binding a relevant `f`. (A method of the file
+            // called on another receiver, `x.update()`, is reached only through a value the
+            // item gets by a name, from `self`, or from a module: the interpreter does not
+            // dispatch on an unknown receiver.)
+            let module_attr = |h: &u64| bound_by.get(h).is_some_and(|s| *s != segment[i]);
+            let r = s.names.iter().any(uses_name) || s.attrs.iter().any(module_attr);
             r || match (it.kind(), it.parent()) {
                 (ItemKind::Function, Some(class)) => {
                     // A method: `self.m` and `super().m` resolve in its class and bases.
                     let hier = classes.hierarchy(class as usize);
-                    s.self_attrs
-                        .iter()
-                        .any(|h| classes.has_relevant(&hier, *h, rel))
+                    hier.iter().any(|k| class_state.contains(k))
+                        || s.self_attrs
+                            .iter()
+                            .any(|h| classes.has_relevant(&hier, *h, rel))
                         || s.super_attrs
                             .iter()
                             .any(|h| classes.has_relevant(&hier[1..], *h, rel))
@@ -495,6 +543,23 @@ mod tests {
             planned(&block(nested, "")),
             ["__init__", "__init__", "forward"]
         );
+    }
+
+    #[test]
+    fn a_method_name_called_on_another_receiver_brings_nothing() {
+        // `d.update(...)` of a dict, `v.to(...)` of a tensor: the file's `Spec.update` is not
+        // what they call (the interpreter does not dispatch on an unknown receiver).
+        let text = "class Spec:\n    def update(self, d):\n        self.n += 1\n\ndef merge(a, b):\n    a.update(b)\n    return a\n";
+        assert_eq!(planned(text), ["update"]);
+        // Built where the name is used, it is.
+        let text = text.replace("    a.update(b)", "    Spec().update(b)");
+        assert_eq!(planned(&text), ["update", "merge"]);
+    }
+
+    #[test]
+    fn a_class_attribute_that_writes_later_brings_the_methods() {
+        let text = "import torch\nfrom torch import nn\n\nclass Scale(nn.Module):\n    def forward(self, x):\n        return x.mul_(2.0)\n\nclass Net(nn.Module):\n    post = Scale()\n\n    def forward(self, x):\n        return self.post.forward(torch.sigmoid(x))\n";
+        assert_eq!(planned(text), ["forward", "forward"]);
     }
 
     #[test]

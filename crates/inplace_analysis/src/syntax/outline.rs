@@ -82,6 +82,10 @@ pub struct Summary {
     /// It holds code of its own that can run later: a `lambda`, or a `def` or `class` inside it
     /// (a constructor storing `lambda t: t.mul_(2)` on `self`).
     pub nested_code: bool,
+    /// It imports (an `import` anywhere in it): the names it uses may come from another module.
+    pub imports: bool,
+    /// It imports every public name of a module (`from m import *`).
+    pub star_import: bool,
 }
 
 impl Summary {
@@ -715,6 +719,9 @@ impl Builder<'_> {
                 if !after_dot && s == "lambda" {
                     item.summary.nested_code = true;
                 }
+                if !after_dot && s == "import" {
+                    item.summary.imports = true;
+                }
                 let b = s.as_bytes();
                 let inplace_name = b.len() >= 2 && b[b.len() - 1] == b'_' && b[b.len() - 2] != b'_';
                 // (`y.__iadd__(1)`, `operator.iadd(y, 1)` too.)
@@ -773,6 +780,13 @@ impl Builder<'_> {
                     } else {
                         self.annotated = true;
                     }
+                }
+                if s == "*"
+                    && self
+                        .prev
+                        .is_some_and(|p| &self.text[p.start as usize..p.end as usize] == "import")
+                {
+                    item.summary.star_import = true;
                 }
                 if s == ";" {
                     self.annotated = false;
