@@ -546,6 +546,30 @@ mod tests {
     }
 
     #[test]
+    fn a_name_bound_in_another_module_does_not_bring_the_file_s_uses_of_it() {
+        // `helpers` binds `torch` in a statement that writes (relevant there); the file's own
+        // `import torch` imports nothing the program holds, so its `f` stays out (and `h`,
+        // whose `CACHE` is not the module's).
+        let files = Files(vec![(
+            "helpers",
+            false,
+            "try:\n    import torch\n    CACHE = {}\n    CACHE[0] = torch.zeros(1)\nexcept ImportError:\n    pass\n\ndef g(x):\n    return x\n",
+        )]);
+        let text = "import torch\nfrom helpers import g\n\ndef f(x):\n    return torch.exp(x)\n\ndef h():\n    CACHE = 1\n    return CACHE\n";
+        let units = |text: &str| {
+            let mut state = crate::FileState::new();
+            state.imports = Arc::new(collect(text, None, &files));
+            state.analyze(text).units
+        };
+        // The module body alone.
+        assert_eq!(units(text), 1);
+        // Imported, the module's `CACHE` brings the function that uses the name (its own,
+        // here: a function's locals are not told from globals without parsing it).
+        let text = text.replace("import g", "import g, CACHE");
+        assert_eq!(units(&text), 2);
+    }
+
+    #[test]
     fn collect_follows_packages_and_cycles_end() {
         let files = Files(vec![
             ("pkg", true, "from .blocks import Block\n"),

@@ -147,10 +147,45 @@ fn statement_binds(prog: &Program<'_>, names: &mut Interner, prelower: bool) -> 
     binds
 }
 
+/// The items that may import a name from a module of the program (by position): a top-level
+/// statement that imports from a relative path or from a path whose first part is that of an
+/// imported module (`import torch` imports nothing the program holds), and any other item
+/// that imports (a function's imports are not parsed to decide this).
+fn project_importers(prog: &Program<'_>, names: &mut Interner) -> Vec<bool> {
+    let roots: FxHashSet<String> = (prog.segments.iter().skip(1))
+        .map(|s| {
+            names
+                .resolve(s.name)
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    (prog.items.iter())
+        .map(|it| {
+            if !it.outline.summary.imports || roots.is_empty() {
+                return false;
+            }
+            if it.kind() != ItemKind::Statement || it.parent().is_some() {
+                return true;
+            }
+            let Some(body) = prog.lowered_body(it.id) else {
+                return true;
+            };
+            body.imports_within(false).iter().any(|i| {
+                let path = names.resolve(i.full);
+                path.starts_with('.') || roots.contains(path.split('.').next().unwrap_or(""))
+            })
+        })
+        .collect()
+}
+
 /// Everything [`relevant_from`] reads.
-fn relevance_key(prog: &Program<'_>, binds: &[Vec<u64>]) -> u64 {
+fn relevance_key(prog: &Program<'_>, binds: &[Vec<u64>], importers: &[bool]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
+    importers.hash(&mut h);
     for (it, b) in prog.items.iter().zip(binds) {
         let name = it
             .outline
@@ -181,11 +216,12 @@ fn relevant_memo(
         return seeded;
     }
     let binds = statement_binds(prog, names, prelower);
-    let key = relevance_key(prog, &binds);
+    let importers = project_importers(prog, names);
+    let key = relevance_key(prog, &binds, &importers);
     if key != memo.key || memo.rel.len() != prog.items.len() {
         *memo = RelevanceMemo {
             key,
-            rel: relevant_from(prog, &binds, seeded),
+            rel: relevant_from(prog, &binds, &importers, seeded),
         };
     }
     memo.rel.clone()
@@ -216,7 +252,12 @@ fn seeded(prog: &Program<'_>) -> Vec<bool> {
 const CARRIED: u16 = Seeds::INPLACE_ARG | Seeds::OPTIM | Seeds::STEP | Seeds::SETATTR;
 
 /// Which items are relevant, by position, from those `seeded`.
-fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> Vec<bool> {
+fn relevant_from(
+    prog: &Program<'_>,
+    binds: &[Vec<u64>],
+    importers: &[bool],
+    seeded: Vec<bool>,
+) -> Vec<bool> {
     let items = &prog.items;
     let mut rel = seeded;
     if !rel.iter().any(|r| *r) {
@@ -257,16 +298,19 @@ fn relevant_from(prog: &Program<'_>, binds: &[Vec<u64>], seeded: Vec<bool>) -> V
             || s.seeds.0 & CARRIED != 0
             || (s.has_true && s.names.iter().any(|h| aliases.contains(h)))
     };
-    // A name resolves in the module (segment) that uses it; an item that imports, or one of a
-    // module with a `*` import, may name what another module binds.
+    // A name resolves in the module (segment) that uses it; an item that imports from the
+    // program's modules, or one of a module with a `*` import of one, may name what another
+    // module binds.
     let segment: Vec<u32> = (0..items.len())
         .map(|i| prog.segment_of_position(i) as u32)
         .collect();
     let star: FxHashSet<u32> = (items.iter().zip(&segment))
-        .filter(|(it, _)| it.outline.summary.star_import)
+        .enumerate()
+        .filter(|(i, (it, _))| it.outline.summary.star_import && importers[*i])
+        .map(|(_, x)| x)
         .map(|(_, s)| *s)
         .collect();
-    let any_module = |i: usize| items[i].outline.summary.imports || star.contains(&segment[i]);
+    let any_module = |i: usize| importers[i] || star.contains(&segment[i]);
     loop {
         // Relevant names bound at module level: in any module, and by module; and the module
         // binding each (`MANY` when several do).

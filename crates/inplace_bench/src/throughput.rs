@@ -204,6 +204,7 @@ pub fn profile(c: &Corpus, report: &mut Report) {
         t.lowered += p.lowered;
         t.bytes += p.bytes;
         t.lowered_bytes += p.lowered_bytes;
+        t.lowered_by_plan += p.lowered_by_plan;
         t.units += p.units;
         for k in 0..5 {
             t.lowered_by_kind[k] += p.lowered_by_kind[k];
@@ -229,10 +230,11 @@ pub fn profile(c: &Corpus, report: &mut Report) {
     report.figure(
         "profile: parsed and lowered",
         format!(
-            "{} of {} items, {:.0}% of the bytes of files that mention torch; {} units",
+            "{} of {} items, {:.0}% of the bytes of files that mention torch ({:.0}% by the plan, the rest reached by the units); {} units",
             t.lowered,
             t.items,
             100.0 * t.lowered_bytes as f64 / parsed_all.max(1) as f64,
+            100.0 * t.lowered_by_plan as f64 / parsed_all.max(1) as f64,
             t.units
         ),
     );
