@@ -368,6 +368,7 @@ pub fn fix_all_in_regions(
             .filter(|f| keep(f))
             .collect();
         fence_fixes(&mut findings, regions);
+        drop_repeating_fixes(&mut findings, &current);
         let (mut edits, mut used) = choose_edits(&findings, min);
         let mut next = apply_edits(&current, &edits);
         remaining = findings;
@@ -405,6 +406,26 @@ pub fn fix_all_in_regions(
         text: current,
         applied: applied.into_iter().collect(),
         remaining,
+    }
+}
+
+/// Drop the fixes that would insert what the text already holds right before the insertion:
+/// a copy inserted by an earlier round that did not clear the hazard (the write saved by an op
+/// of the called code itself) would otherwise be inserted again each round.
+fn drop_repeating_fixes(findings: &mut [Finding], text: &str) {
+    for f in findings {
+        let repeats = f.fix.as_ref().is_some_and(|fix| {
+            fix.edits.iter().any(|e| {
+                e.range.start == e.range.end
+                    && !e.content.is_empty()
+                    && text
+                        .get(..e.range.start)
+                        .is_some_and(|before| before.ends_with(&e.content))
+            })
+        });
+        if repeats {
+            f.fix = None;
+        }
     }
 }
 

@@ -570,6 +570,28 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_that_does_not_clear_the_hazard_is_not_inserted_again() {
+        // The called code writes a tensor its own `norm()` saved: the copy before the call
+        // clears the first hazard, not that one, whose fix is the same copy.
+        let files = Files(vec![(
+            "scaling",
+            false,
+            "import torch\n\ndef unit_scale(x):\n    x.div_(x.norm())\n    return x\n",
+        )]);
+        let text = "import torch\nfrom scaling import unit_scale\n\nw = torch.randn(3, requires_grad=True)\ny = torch.exp(w)\nz = unit_scale(y)\nz.sum().backward()\n";
+        let mut state = crate::FileState::new();
+        state.imports = Arc::new(collect(text, None, &files));
+        let fixed = crate::fix_all_with(text, crate::Applicability::Unsafe, &|_| true, &mut state);
+        assert_eq!(
+            fixed.text.matches("y = y.clone()").count(),
+            1,
+            "{}",
+            fixed.text
+        );
+        assert_eq!(fixed.remaining.len(), 1);
+    }
+
+    #[test]
     fn collect_follows_packages_and_cycles_end() {
         let files = Files(vec![
             ("pkg", true, "from .blocks import Block\n"),
