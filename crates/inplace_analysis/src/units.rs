@@ -8,8 +8,8 @@
 //! when it uses a relevant function or class, a global that a relevant statement binds (names
 //! resolve in the module that uses them, but in an item that imports or in a module with a `*`
 //! import, which may name any module's), a relevant function of an imported module as an
-//! attribute (`utils.f`), or (a method) a relevant method of its class through `self` or
-//! `super()`, or when its class's `__init__` is relevant in a way that outlives the
+//! attribute (`utils.f`), or (a method) a relevant method of its class (through `self`,
+//! `super()`, `cls` or `type(self)`), or when its class's `__init__` is relevant in a way that outlives the
 //! constructor's run (see [`CARRIED`]) or a statement of its class body is relevant. A method
 //! name called on another receiver (`d.update(...)`) brings nothing: the value is either got
 //! by one of those names, which bring the item already, or unknown, and the interpreter does
@@ -374,9 +374,9 @@ fn relevant_from(
                 (ItemKind::Function, Some(class)) => {
                     // A method: `self.m` and `super().m` resolve in its class and bases.
                     let hier = classes.hierarchy(class as usize);
+                    // (`cls.m()`, `type(self).m()`: a method of its class on another receiver.)
                     hier.iter().any(|k| class_state.contains(k))
-                        || s.self_attrs
-                            .iter()
+                        || (s.self_attrs.iter().chain(&s.attrs))
                             .any(|h| classes.has_relevant(&hier, *h, rel))
                         || s.super_attrs
                             .iter()
@@ -598,6 +598,12 @@ mod tests {
         // Built where the name is used, it is.
         let text = text.replace("    a.update(b)", "    Spec().update(b)");
         assert_eq!(planned(&text), ["update", "merge"]);
+    }
+
+    #[test]
+    fn a_method_of_its_own_class_on_another_receiver_brings_a_method() {
+        let text = "class Spec:\n    @staticmethod\n    def bump(t):\n        t += 1\n        return t\n\n    @classmethod\n    def make(cls, t):\n        return cls.bump(t)\n\n    def again(self, t):\n        return type(self).bump(t)\n";
+        assert_eq!(planned(text), ["bump", "make", "again"]);
     }
 
     #[test]
