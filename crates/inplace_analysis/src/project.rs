@@ -592,6 +592,21 @@ mod tests {
     }
 
     #[test]
+    fn a_base_class_named_as_a_module_attribute_brings_the_constructor_s_effects() {
+        let files = Files(vec![(
+            "layers",
+            false,
+            "import torch\nfrom torch import nn\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n",
+        )]);
+        let text = "import torch\nimport layers\n\nclass Child(layers.Base):\n    def forward(self, x):\n        return self.act(torch.sigmoid(x))\n";
+        let mut state = crate::FileState::new();
+        state.imports = Arc::new(collect(text, None, &files));
+        // The module body, the instances and `Child.forward` (whose `self.act` the base's
+        // constructor built).
+        assert_eq!(state.analyze(text).units, 3);
+    }
+
+    #[test]
     fn collect_follows_packages_and_cycles_end() {
         let files = Files(vec![
             ("pkg", true, "from .blocks import Block\n"),

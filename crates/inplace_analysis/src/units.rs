@@ -6,14 +6,13 @@
 //! activation: `Act(True)` after `from torch.nn import ReLU as Act`). An item is *relevant*
 //! when its own tokens hold a seed, or
 //! when it uses a relevant function or class, a global that a relevant statement binds (names
-//! resolve in the module that uses them, but in an item that imports or in a module with a `*`
-//! import, which may name any module's), a relevant function of an imported module as an
-//! attribute (`utils.f`), or (a method) a relevant method of its class (through `self`,
-//! `super()`, `cls` or `type(self)`), or when its class's `__init__` is relevant in a way that outlives the
-//! constructor's run (see [`CARRIED`]) or a statement of its class body is relevant. A method
-//! name called on another receiver (`d.update(...)`) brings nothing: the value is either got
-//! by one of those names, which bring the item already, or unknown, and the interpreter does
-//! not dispatch an unknown receiver's method to the file's classes. The decision is a
+//! resolve in the module that uses them; an item that imports from the program's modules, or
+//! one of a module with such a `*` import, may name any module's), a relevant function of an
+//! imported module as an attribute (`utils.f`), a relevant method name on any receiver (an
+//! instance reaches code through module state that binds no name: `BLOCKS.append(Block())`),
+//! or (a method) a relevant method of its class through `self` or `super()`, or when its
+//! class's `__init__` is relevant in a way that outlives the constructor's run (see
+//! [`CARRIED`]) or a statement of its class body is relevant. The decision is a
 //! fixpoint over the items, sound by construction: an item that is not relevant cannot reach a
 //! seed, so analysing it could not find anything. Only relevant functions are analysed on their
 //! own; the module body runs when anything is relevant (it makes the globals).
@@ -35,11 +34,12 @@ pub(crate) struct Plan {
     pub classes: Vec<ItemId>,
 }
 
-/// The classes of a file: their methods by name and their bases of the same file.
+/// The classes of a program: their methods by name and their bases among its classes (by
+/// name, in any of its modules).
 struct Classes {
     /// Method items of each class item, by name hash.
     methods: FxHashMap<usize, FxHashMap<u64, Vec<usize>>>,
-    /// Base classes of each class item (classes of the file named in its header).
+    /// Base classes of each class item (classes of the program named in its header).
     bases: FxHashMap<usize, Vec<usize>>,
 }
 
@@ -69,11 +69,9 @@ impl Classes {
         let mut bases = FxHashMap::default();
         for (i, it) in items.iter().enumerate() {
             if it.kind() == ItemKind::Class {
-                let b: Vec<usize> = it
-                    .outline
-                    .summary
-                    .names
-                    .iter()
+                // (`class Child(layers.Base)`: a base named as a module attribute too.)
+                let sm = &it.outline.summary;
+                let b: Vec<usize> = (sm.names.iter().chain(&sm.attrs))
                     .filter_map(|h| by_name.get(h))
                     .flatten()
                     .copied()
@@ -117,7 +115,7 @@ impl Classes {
 }
 
 /// The last relevance decision of a file and what it was decided from (an edit that changes
-/// no item's summary, kind, name, place or bound names decides the same).
+/// no item's summary, kind, name, place, bound names, module or imports decides the same).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct RelevanceMemo {
     key: u64,
@@ -186,6 +184,9 @@ fn relevance_key(prog: &Program<'_>, binds: &[Vec<u64>], importers: &[bool]) -> 
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
     importers.hash(&mut h);
+    for seg in &prog.segments {
+        seg.items.hash(&mut h);
+    }
     for (it, b) in prog.items.iter().zip(binds) {
         let name = it
             .outline
@@ -304,11 +305,9 @@ fn relevant_from(
     let segment: Vec<u32> = (0..items.len())
         .map(|i| prog.segment_of_position(i) as u32)
         .collect();
-    let star: FxHashSet<u32> = (items.iter().zip(&segment))
-        .enumerate()
-        .filter(|(i, (it, _))| it.outline.summary.star_import && importers[*i])
-        .map(|(_, x)| x)
-        .map(|(_, s)| *s)
+    let star: FxHashSet<u32> = (0..items.len())
+        .filter(|&i| items[i].outline.summary.star_import && importers[i])
+        .map(|i| segment[i])
         .collect();
     let any_module = |i: usize| importers[i] || star.contains(&segment[i]);
     loop {
@@ -364,19 +363,22 @@ fn relevant_from(
                 true => names_rel.contains(h),
                 false => names_in.contains(&(segment[i], *h)),
             };
-            // `m.f` of an imported module `m` binding a relevant `f`. (A method of the file
-            // called on another receiver, `x.update()`, is reached only through a value the
-            // item gets by a name, from `self`, or from a module: the interpreter does not
-            // dispatch on an unknown receiver.)
+            // `m.f` of an imported module `m` binding a relevant `f`; `x.m()` of any relevant
+            // method name: an instance of the file's classes reaches an item through module
+            // state that binds no name (`BLOCKS.append(Block())`, a registry a decorator
+            // fills, a `global`), which the names above do not follow.
             let module_attr = |h: &u64| bound_by.get(h).is_some_and(|s| *s != segment[i]);
-            let r = s.names.iter().any(uses_name) || s.attrs.iter().any(module_attr);
+            let r = s.names.iter().any(uses_name)
+                || s.attrs
+                    .iter()
+                    .any(|h| module_attr(h) || methods_rel.contains(h));
             r || match (it.kind(), it.parent()) {
                 (ItemKind::Function, Some(class)) => {
                     // A method: `self.m` and `super().m` resolve in its class and bases.
                     let hier = classes.hierarchy(class as usize);
-                    // (`cls.m()`, `type(self).m()`: a method of its class on another receiver.)
                     hier.iter().any(|k| class_state.contains(k))
-                        || (s.self_attrs.iter().chain(&s.attrs))
+                        || s.self_attrs
+                            .iter()
                             .any(|h| classes.has_relevant(&hier, *h, rel))
                         || s.super_attrs
                             .iter()
@@ -590,14 +592,11 @@ mod tests {
     }
 
     #[test]
-    fn a_method_name_called_on_another_receiver_brings_nothing() {
-        // `d.update(...)` of a dict, `v.to(...)` of a tensor: the file's `Spec.update` is not
-        // what they call (the interpreter does not dispatch on an unknown receiver).
-        let text = "class Spec:\n    def update(self, d):\n        self.n += 1\n\ndef merge(a, b):\n    a.update(b)\n    return a\n";
-        assert_eq!(planned(text), ["update"]);
-        // Built where the name is used, it is.
-        let text = text.replace("    a.update(b)", "    Spec().update(b)");
-        assert_eq!(planned(&text), ["update", "merge"]);
+    fn an_instance_kept_in_module_state_that_binds_no_name_brings_its_users() {
+        // `BLOCKS.append(Scale())` binds no name, yet `step` reaches `Scale.forward` through
+        // it (found by review when a method name on another receiver brought nothing).
+        let text = "import torch\nfrom torch import nn\n\nclass Scale(nn.Module):\n    def forward(self, x):\n        return x.mul_(2.0)\n\nBLOCKS = []\nBLOCKS.append(Scale())\n\ndef step():\n    w = torch.randn(3, requires_grad=True)\n    z = BLOCKS[0].forward(torch.exp(w))\n    z.sum().backward()\n";
+        assert_eq!(planned(text), ["forward", "step"]);
     }
 
     #[test]
