@@ -515,11 +515,16 @@ mod tests {
         }
     }
 
-    /// The codes found in `text` with the modules of `files`.
-    fn codes_with(files: &Files, text: &str) -> Vec<&'static str> {
+    /// An analysis state for `text` with the modules of `files`.
+    fn state_with(files: &Files, text: &str) -> crate::FileState {
         let mut state = crate::FileState::new();
         state.imports = Arc::new(collect(text, None, files));
-        let found = state.analyze(text).findings;
+        state
+    }
+
+    /// The codes found in `text` with the modules of `files`.
+    fn codes_with(files: &Files, text: &str) -> Vec<&'static str> {
+        let found = state_with(files, text).analyze(text).findings;
         found.iter().map(|f| f.rule.code()).collect()
     }
 
@@ -556,11 +561,7 @@ mod tests {
             "try:\n    import torch\n    CACHE = {}\n    CACHE[0] = torch.zeros(1)\nexcept ImportError:\n    pass\n\ndef g(x):\n    return x\n",
         )]);
         let text = "import torch\nfrom helpers import g\n\ndef f(x):\n    return torch.exp(x)\n\ndef h():\n    CACHE = 1\n    return CACHE\n";
-        let units = |text: &str| {
-            let mut state = crate::FileState::new();
-            state.imports = Arc::new(collect(text, None, &files));
-            state.analyze(text).units
-        };
+        let units = |text: &str| state_with(&files, text).analyze(text).units;
         // The module body alone.
         assert_eq!(units(text), 1);
         // Imported, the module's `CACHE` brings the function that uses the name (its own,
@@ -579,8 +580,7 @@ mod tests {
             "import torch\n\ndef unit_scale(x):\n    x.div_(x.norm())\n    return x\n",
         )]);
         let text = "import torch\nfrom scaling import unit_scale\n\nw = torch.randn(3, requires_grad=True)\ny = torch.exp(w)\nz = unit_scale(y)\nz.sum().backward()\n";
-        let mut state = crate::FileState::new();
-        state.imports = Arc::new(collect(text, None, &files));
+        let mut state = state_with(&files, text);
         let fixed = crate::fix_all_with(text, crate::Applicability::Unsafe, &|_| true, &mut state);
         assert_eq!(
             fixed.text.matches("y = y.clone()").count(),
@@ -599,8 +599,7 @@ mod tests {
             "import torch\nfrom torch import nn\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n",
         )]);
         let text = "import torch\nimport layers\n\nclass Child(layers.Base):\n    def forward(self, x):\n        return self.act(torch.sigmoid(x))\n";
-        let mut state = crate::FileState::new();
-        state.imports = Arc::new(collect(text, None, &files));
+        let mut state = state_with(&files, text);
         // The module body, the instances and `Child.forward` (whose `self.act` the base's
         // constructor built).
         assert_eq!(state.analyze(text).units, 3);
