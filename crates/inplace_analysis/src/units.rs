@@ -150,15 +150,9 @@ fn statement_binds(prog: &Program<'_>, names: &mut Interner, prelower: bool) -> 
 /// imported module (`import torch` imports nothing the program holds), and any other item
 /// that imports (a function's imports are not parsed to decide this).
 fn project_importers(prog: &Program<'_>, names: &mut Interner) -> Vec<bool> {
-    let roots: FxHashSet<String> = (prog.segments.iter().skip(1))
-        .map(|s| {
-            names
-                .resolve(s.name)
-                .split('.')
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
+    let root = |path: &str| name_hash(path.split('.').next().unwrap_or(""));
+    let roots: FxHashSet<u64> = (prog.segments.iter().skip(1))
+        .map(|s| root(names.resolve(s.name)))
         .collect();
     (prog.items.iter())
         .map(|it| {
@@ -168,12 +162,14 @@ fn project_importers(prog: &Program<'_>, names: &mut Interner) -> Vec<bool> {
             if it.kind() != ItemKind::Statement || it.parent().is_some() {
                 return true;
             }
-            let Some(body) = prog.lowered_body(it.id) else {
+            // (Lowered already, here or by another file's analysis, by [`statement_binds`]:
+            // an import binds a name.)
+            let Some(body) = prog.body(it.id, names) else {
                 return true;
             };
             body.imports_within(false).iter().any(|i| {
                 let path = names.resolve(i.full);
-                path.starts_with('.') || roots.contains(path.split('.').next().unwrap_or(""))
+                path.starts_with('.') || roots.contains(&root(path))
             })
         })
         .collect()
@@ -311,10 +307,9 @@ fn relevant_from(
         .collect();
     let any_module = |i: usize| importers[i] || star.contains(&segment[i]);
     loop {
-        // Relevant names bound at module level: in any module, and by module; and the module
-        // binding each (`MANY` when several do).
+        // Relevant names bound at module level, by module; and the module binding each
+        // (`MANY` when several do).
         const MANY: u32 = u32::MAX;
-        let mut names_rel: FxHashSet<u64> = FxHashSet::default();
         let mut names_in: FxHashSet<(u32, u64)> = FxHashSet::default();
         let mut bound_by: FxHashMap<u64, u32> = FxHashMap::default();
         let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
@@ -343,7 +338,6 @@ fn relevant_from(
                 _ => &[],
             };
             for h in bound {
-                names_rel.insert(*h);
                 names_in.insert((segment[i], *h));
                 bound_by
                     .entry(*h)
@@ -360,7 +354,7 @@ fn relevant_from(
             let it = &items[i];
             let s = &it.outline.summary;
             let uses_name = |h: &u64| match any_module(i) {
-                true => names_rel.contains(h),
+                true => bound_by.contains_key(h),
                 false => names_in.contains(&(segment[i], *h)),
             };
             // `m.f` of an imported module `m` binding a relevant `f`; `x.m()` of any relevant
