@@ -442,13 +442,21 @@ impl<'t> Program<'t> {
             .collect()
     }
 
-    /// A fingerprint of what a class item's body holds: its methods (names, items, roles) and
-    /// its statement items.
+    /// The classes defined in a class item's body (`class T: class Lambda: ...`), by name.
+    pub fn nested_classes(&self, id: ItemId) -> Vec<(Name, ItemId)> {
+        self.class_children(id, ItemKind::Class)
+            .filter_map(|c| Some((c.name?, c.id)))
+            .collect()
+    }
+
+    /// A fingerprint of what a class item's body holds: its methods (names, items, roles),
+    /// its statement items and the classes nested in it.
     pub fn class_fingerprint(&self, id: ItemId) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
         self.class_methods(id).hash(&mut h);
         self.class_statements(id).hash(&mut h);
+        self.nested_classes(id).hash(&mut h);
         h.finish()
     }
 

@@ -58,7 +58,18 @@ impl Interp<'_, '_> {
                             let k = k.clone();
                             self.apply_function(&k, &a, call)
                         }
-                        None => self.opaque_call(&a, call),
+                        // A class attribute called through its class: a nested class
+                        // (`T.Lambda(f)`), a layer type (`Block.act(inplace=True)`).
+                        None => match self.class_attribute(&k.clone(), attr) {
+                            Some(fs) => {
+                                let mut res = Vals::new();
+                                for f in fs {
+                                    res.extend(self.call_value(c, e, f, &a));
+                                }
+                                res
+                            }
+                            None => self.opaque_call(&a, call),
+                        },
                     },
                     Obj::GradCtx(_) => smallvec![r],
                     Obj::Str(n) => {

@@ -155,6 +155,14 @@ impl Interp<'_, '_> {
         name: Name,
         depth: usize,
     ) -> Option<Vals> {
+        // A class nested in the body (`class T: class Lambda: ...`, read as `T.Lambda`).
+        let nested = self.nested_classes(class.loc.item);
+        if let Some(&(_, item)) = nested.iter().find(|(n, _)| *n == name) {
+            let body = self.body_of(item)?;
+            let k = body.root_class()?;
+            let class = self.class_ref(Code { body: &body, item }, k);
+            return Some(smallvec![self.alloc(Obj::Class(Arc::new(class)))]);
+        }
         for item in self.class_statements(class.loc.item) {
             let binds = self
                 .bound_by(item)

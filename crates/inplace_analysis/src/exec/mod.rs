@@ -569,6 +569,12 @@ impl<'p, 't> Interp<'p, 't> {
         self.prog.class_statements(item)
     }
 
+    /// The classes nested in a class item's body, noting that this unit depends on them.
+    pub fn nested_classes(&mut self, item: ItemId) -> Vec<(Name, ItemId)> {
+        self.note_class(item);
+        self.prog.nested_classes(item)
+    }
+
     /// This unit read a class item's body: its result holds while the body's methods and
     /// statements are the same.
     fn note_class(&mut self, item: ItemId) {
