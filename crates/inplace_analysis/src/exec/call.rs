@@ -1133,20 +1133,40 @@ impl Interp<'_, '_> {
         let Expr::Call { func, args: sargs } = *c.expr(value) else {
             return None;
         };
-        let bare = matches!(*c.expr(func), Expr::Name { name, .. } if name == known::SUPER)
-            && c.body.args[sargs as usize].positional.len == 0;
-        if !bare {
+        if !matches!(*c.expr(func), Expr::Name { name, .. } if name == known::SUPER) {
             return None;
         }
-        let def = *self.inlining.last()?;
-        let (body, f) = self.resolve_def(def)?;
-        let fd = *body.func(f);
-        let mc = Code {
-            body: &body,
-            item: def.item,
+        let positional = c.body.args[sargs as usize].positional;
+        let (class, self_obj) = match positional.len {
+            0 => {
+                let def = *self.inlining.last()?;
+                let (body, f) = self.resolve_def(def)?;
+                let fd = *body.func(f);
+                let mc = Code {
+                    body: &body,
+                    item: def.item,
+                };
+                let class = self.enclosing_class(mc, &fd)?;
+                (class, self.state.env.get(&known::SELF)?.first().copied()?)
+            }
+            // `super(Block, self)`: the bases of the class named (Python 2's spelling).
+            2 => {
+                let mut pos = c.body.exprs_of(positional);
+                let (k, s) = (pos.next()?, pos.next()?);
+                let class = match self.eval(c, k).as_slice() {
+                    [k] => match self.obj(*k) {
+                        Obj::Class(k) => k.clone(),
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                match self.eval(c, s).as_slice() {
+                    [s] => (class, *s),
+                    _ => return None,
+                }
+            }
+            _ => return None,
         };
-        let class = self.enclosing_class(mc, &fd)?;
-        let self_obj = self.state.env.get(&known::SELF)?.first().copied()?;
         let method = class.bases.iter().find_map(|b| match self.obj(*b) {
             Obj::Class(k) => self.find_method(k, attr),
             _ => None,
