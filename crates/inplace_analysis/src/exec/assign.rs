@@ -447,8 +447,14 @@ impl Interp<'_, '_> {
         if tensors.is_empty() {
             // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
             let result = self.binary(op, &current, &value, span);
-            if let Expr::Name { name, .. } = *c.expr(target) {
-                self.bind_name(c, name, None, result, None);
+            match *c.expr(target) {
+                Expr::Name { name, .. } => self.bind_name(c, name, None, result, None),
+                // `self.params += list(m.parameters())`: the attribute (or element) holds the
+                // result.
+                Expr::Attr { .. } | Expr::Subscript { .. } => {
+                    self.bind_target(c, target, result, None)
+                }
+                _ => {}
             }
             return;
         }
