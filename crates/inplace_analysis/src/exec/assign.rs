@@ -261,12 +261,21 @@ impl Interp<'_, '_> {
             }
             Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
                 let on = vals.as_slice() != [FALSE];
-                if let Some(t) = self.tensor_mut(o) {
-                    t.grad = if on { Tri::Yes } else { Tri::No };
-                    t.leaf = on && t.node.is_none();
-                }
+                self.set_requires_grad(o, on);
+            }
+            // `t.requires_grad = True` on what a call the analysis cannot see returned
+            // (`transform(image).unsqueeze(0)`): only a tensor takes that attribute, and it
+            // is now a leaf that requires grad. (Not `requires_grad_()`: a module has it too.)
+            Obj::Unknown
+                if attr == known::REQUIRES_GRAD && o != UNKNOWN && vals.as_slice() == [TRUE] =>
+            {
+                *self.obj_mut(o) = Obj::Tensor(TensorObj::fresh(o, Tri::No, true, c.span(target)));
+                self.set_requires_grad(o, true);
             }
             Obj::Unknown | Obj::Path(_) => {
+                if let Some(s) = stmt {
+                    self.check_replaced_in_opaque(c, o, &vals, target, s, attr);
+                }
                 let v = vals.first().copied().unwrap_or(UNKNOWN);
                 self.loose_attrs.insert((o, attr), v);
             }

@@ -6,6 +6,7 @@ use super::*;
 
 impl Interp<'_, '_> {
     pub(super) fn eval_call(&mut self, c: Code<'_>, e: ExprId, func: ExprId, args: u32) -> Vals {
+        self.drop_orphans_given_back(c, func);
         let a = self.eval_args(c, args);
         let call = c.span(e);
         if let Expr::Attr { value, attr, .. } = *c.expr(func) {
@@ -1203,6 +1204,27 @@ impl Interp<'_, '_> {
             }
         }
         None
+    }
+
+    /// `opt.add_param_group(...)` after a layer the optimizer held was replaced: the way to
+    /// give it the new layer's parameters, so the replacement waiting for the optimizer's next
+    /// use is dropped (not reported by reading `opt` here).
+    fn drop_orphans_given_back(&mut self, c: Code<'_>, func: ExprId) {
+        if self.state.orphaned.is_empty() {
+            return;
+        }
+        let Expr::Attr { value, attr, .. } = *c.expr(func) else {
+            return;
+        };
+        let Expr::Name { name, .. } = *c.expr(value) else {
+            return;
+        };
+        if self.name(attr) != "add_param_group" {
+            return;
+        }
+        for o in self.state.env.get(&name).cloned().unwrap_or_default() {
+            self.state.orphaned.remove(&o);
+        }
     }
 
     /// The torch container a class of the file derives from (`class Stack(nn.Sequential)`).

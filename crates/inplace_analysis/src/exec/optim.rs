@@ -31,11 +31,61 @@ impl Interp<'_, '_> {
             self.state.held.insert(t, opt);
         }
         for o in owners {
-            if matches!(self.obj(o), Obj::Module(_)) {
+            // (A model the analysis cannot see into, `models.resnet18()`, is held as a whole:
+            // a layer assigned into it later is not the optimizer's.)
+            if matches!(self.obj(o), Obj::Module(_))
+                || (o != UNKNOWN && matches!(self.obj(o), Obj::Unknown))
+            {
                 self.state.held.insert(o, opt);
             }
         }
         opt
+    }
+
+    /// `model.fc = nn.Linear(...)` on a model the analysis cannot see into, after an optimizer
+    /// took `model.parameters()`: the new layer's parameters are not the optimizer's. Left
+    /// waiting for the optimizer's next use, as a replaced submodule of a model it sees.
+    pub(super) fn check_replaced_in_opaque(
+        &mut self,
+        c: Code<'_>,
+        parent: ObjId,
+        new: &Vals,
+        target: ExprId,
+        s: StmtId,
+        name: Name,
+    ) {
+        let Some(&opt) = self.state.held.get(&parent) else {
+            return;
+        };
+        if !new.iter().any(|n| matches!(self.obj(*n), Obj::Module(_))) {
+            return;
+        }
+        let e = self.rebind_event(c, s, target, name, self.optimizer_origin(opt), false);
+        self.state.orphan(opt, e);
+    }
+
+    /// The event of `name` rebound by statement `s` through `target`.
+    fn rebind_event(
+        &self,
+        c: Code<'_>,
+        s: StmtId,
+        target: ExprId,
+        name: Name,
+        optimizer: Option<Span>,
+        update: bool,
+    ) -> Event {
+        Event::Rebind {
+            stmt: StmtRef {
+                item: c.item,
+                stmt: s,
+            },
+            span: c.stmt_span(s),
+            target: c.span(target),
+            name,
+            optimizer,
+            update,
+            call_site: self.call_site,
+        }
     }
 
     pub(super) fn optimizer_method(
@@ -49,8 +99,12 @@ impl Interp<'_, '_> {
     ) -> Vals {
         let call = c.span(e);
         if let Some(evs) = self.state.orphaned.remove(&opt) {
-            for e in evs {
-                self.report(e);
+            // (`opt.add_param_group({"params": model.fc.parameters()})` after replacing a
+            // layer gives the optimizer the new parameters: the way to do it.)
+            if self.name(meth) != "add_param_group" {
+                for e in evs {
+                    self.report(e);
+                }
             }
         }
         match self.name(meth) {
@@ -172,18 +226,8 @@ impl Interp<'_, '_> {
                 Stmt::Assign { value, .. } => mentions_grad_of(c, value, name),
                 _ => false,
             };
-            let call_site = self.call_site;
-            let event = |optimizer: Option<Span>, update: bool| Event::Rebind {
-                stmt: StmtRef {
-                    item: c.item,
-                    stmt: s,
-                },
-                span: c.stmt_span(s),
-                target: c.span(target),
-                name,
-                optimizer,
-                update,
-                call_site,
+            let event = |optimizer: Option<Span>, update: bool| {
+                self.rebind_event(c, s, target, name, optimizer, update)
             };
             match (self.obj(*o), held_by) {
                 (Obj::Module(_), Some(opt)) => {

@@ -105,10 +105,7 @@ impl Interp<'_, '_> {
             "requires_grad_" => {
                 let on = !self.arg_is_false(args, 0, known::REQUIRES_GRAD);
                 for v in recv {
-                    if let Some(t) = self.tensor_mut(*v) {
-                        t.grad = if on { Tri::Yes } else { Tri::No };
-                        t.leaf = on && t.node.is_none();
-                    }
+                    self.set_requires_grad(*v, on);
                 }
                 return recv.clone();
             }
@@ -782,6 +779,23 @@ impl Interp<'_, '_> {
             self.refuse_view(id, op, origin);
         }
         id
+    }
+
+    /// `t.requires_grad = on` / `t.requires_grad_(on)`: a tensor without history becomes a
+    /// leaf that requires grad; one that is a view (`x.unsqueeze(0)`, `x[0]`, not a
+    /// `detach()`) becomes a view of a leaf too, so writing it in place is form ② (measured
+    /// with torch 2.15).
+    pub(super) fn set_requires_grad(&mut self, o: ObjId, on: bool) {
+        if let Some(t) = self.tensor_mut(o) {
+            t.grad = if on { Tri::Yes } else { Tri::No };
+            t.leaf = on && t.node.is_none();
+            // (Only a tensor has the flag: a value a call the analysis cannot see returned
+            // is one for certain now.)
+            t.known |= on;
+            if t.leaf && t.view_of.is_some() {
+                t.view_of_leaf = true;
+            }
+        }
     }
 
     pub fn detach_of(&mut self, base: ObjId, origin: Span) -> ObjId {
