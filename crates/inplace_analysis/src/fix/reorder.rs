@@ -26,16 +26,17 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     if insert < target.end {
         return None;
     }
-    // Nothing in between may use a name the statement uses (`scaler.update()` after
-    // `scaler.step(opt)`, `opt.zero_grad()` after `opt.step()`): that order must stay.
+    // Nothing in between may use what the statement uses (`scaler.update()` after
+    // `scaler.step(opt)`, `opt.zero_grad()` after `opt.step()`): that order must stay. What
+    // it uses is each dotted path it reads, its method names left out (`self.opt_g` of
+    // `self.opt_g.step()`: `self.disc(fake)` in between does not use it).
     let at = body.stmt_span(s.stmt);
-    let mut uses = (body.exprs.iter().zip(&body.expr_spans)).filter_map(|(e, span)| match *e {
-        Expr::Name { name, .. } if at.contains(*span) => Some(ctx.name(name)),
-        _ => None,
-    });
     let between = text.get(to..target.start)?;
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    if uses.any(|u| between.split(|c: char| !is_word(c)).any(|w| w == u)) {
+    if used_paths(ctx.slice(moved))
+        .iter()
+        .any(|p| mentions_path(between, p))
+    {
         return None;
     }
     // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
@@ -258,6 +259,67 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
 }
 
 /// The plain names bound by the assignments and augmented assignments within `within`.
+/// The dotted paths a statement's text reads (`self.opt_g.step(closure)`: `self.opt_g`,
+/// `closure`), a called path without its last part (the method).
+fn used_paths(stmt: &str) -> Vec<&str> {
+    let bytes = stmt.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        // (Not inside a string, nor a number.)
+        if bytes[i] == b'"' || bytes[i] == b'\'' {
+            let q = bytes[i];
+            i += 1;
+            while i < bytes.len() && bytes[i] != q {
+                i += 1 + usize::from(bytes[i] == b'\\');
+            }
+            i += 1;
+            continue;
+        }
+        if !is_word(bytes[i]) || bytes[i - usize::from(i > 0)] == b'.' && i > 0 {
+            i += 1;
+            continue;
+        }
+        // (A number, `1e-3`: no path.)
+        if bytes[i].is_ascii_digit() {
+            while i < bytes.len() && (is_word(bytes[i]) || bytes[i] == b'.') {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        let mut last_dot = None;
+        while i < bytes.len()
+            && (is_word(bytes[i])
+                || (bytes[i] == b'.' && i + 1 < bytes.len() && is_word(bytes[i + 1])))
+        {
+            if bytes[i] == b'.' {
+                last_dot = Some(i);
+            }
+            i += 1;
+        }
+        let called = stmt[i..].trim_start().starts_with('(');
+        let end = match (called, last_dot) {
+            (true, Some(d)) => d,
+            _ => i,
+        };
+        out.push(&stmt[start..end]);
+    }
+    out
+}
+
+/// Whether `text` reads dotted path `path` (or something under it: `opt.zero_grad()` reads
+/// `opt`), as a whole path, not a part of a longer name.
+fn mentions_path(text: &str, path: &str) -> bool {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    text.match_indices(path).any(|(i, _)| {
+        let before = text.as_bytes()[..i].last().copied();
+        let after = text.as_bytes().get(i + path.len()).copied();
+        !before.is_some_and(|b| is_word(b) || b == b'.') && !after.is_some_and(is_word)
+    })
+}
+
 fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
     let mut out = Vec::new();
     for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
@@ -331,5 +393,33 @@ fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str) -> &'a st
         ""
     } else {
         eol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mentions_path, used_paths};
+
+    #[test]
+    fn a_statement_uses_its_receivers_and_arguments_not_its_method_names() {
+        assert_eq!(
+            used_paths("self.opt_g.step(closure)"),
+            ["self.opt_g", "closure"]
+        );
+        assert_eq!(used_paths("scaler.step(opt)"), ["scaler", "opt"]);
+        // (Keyword names count too: harmless; strings and numbers do not.)
+        assert_eq!(
+            used_paths("opt.step(lr=1e-3, tag='a.b')"),
+            ["opt", "lr", "tag"]
+        );
+    }
+
+    #[test]
+    fn a_path_is_mentioned_whole_or_with_something_under_it() {
+        assert!(mentions_path("self.opt_g.zero_grad()", "self.opt_g"));
+        assert!(mentions_path("f(opt)", "opt"));
+        assert!(!mentions_path("self.opt_g2.zero_grad()", "self.opt_g"));
+        assert!(!mentions_path("trainer.self.opt_g", "self.opt_g"));
+        assert!(!mentions_path("self.disc(fake)", "self.opt_g"));
     }
 }
