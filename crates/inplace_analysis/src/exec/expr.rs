@@ -665,9 +665,15 @@ impl Interp<'_, '_> {
         self.steps += 1 + self.state.env.len() as u64 / 16;
         let saved_env = self.state.env.clone();
         let mut first_iter = None;
-        if let Some(slots) = self.unrolled_comprehension(c, elt, value, gens, &mut first_iter) {
+        if let Some((slots, exact)) =
+            self.unrolled_comprehension(c, elt, value, gens, &mut first_iter)
+        {
             self.state.env = saved_env;
-            return smallvec![self.alloc(Obj::Seq(slots))];
+            let seq = self.alloc(Obj::Seq(slots));
+            if exact {
+                self.exact_seqs.insert(seq);
+            }
+            return smallvec![seq];
         }
         for g in c.body.list(gens) {
             let g = c.body.generators[*g as usize];
@@ -766,6 +772,9 @@ impl Interp<'_, '_> {
     /// comprehension with one generator and no condition over children a loop would run one by
     /// one ([`Self::unrollable`]) makes one slot per child, each evaluated with its own child,
     /// as the loop would (a later `zip` pairs them slot by slot).
+    /// So does one over a range of a known count up to 16 (`[Block(c) for _ in range(3)]`):
+    /// one slot per position, and the list's length is known (`range(len(outs))` then runs
+    /// position by position). The flag says the slots are the elements one by one.
     /// `evaluated`: its iterable, when it was evaluated but not unrolled (a comprehension inside
     /// one being unrolled is not unrolled: its element would run up to 32 x 32 times).
     fn unrolled_comprehension(
@@ -775,13 +784,27 @@ impl Interp<'_, '_> {
         value: ExprId,
         gens: List,
         evaluated: &mut Option<Vals>,
-    ) -> Option<Vec<Vals>> {
+    ) -> Option<(Vec<Vals>, bool)> {
         let ([g], Some(e), None) = (c.body.list(gens), elt.get(), value.get()) else {
             return None;
         };
         let g = c.body.generators[*g as usize];
         if g.ifs.len > 0 || g.target.is_none() || self.unrolling_comprehension {
             return None;
+        }
+        let counted = self
+            .known_range(c, g.iter)
+            .filter(|(l, h)| l < h && h - l <= 16);
+        if let (Some((lo, hi)), true) = (counted, self.builds_module(c, e)) {
+            self.unrolling_comprehension = true;
+            let mut slots = Vec::with_capacity((hi - lo) as usize);
+            for k in lo..hi {
+                let at = self.position(k);
+                self.bind_target(c, g.target, smallvec![at], None);
+                slots.push(self.eval(c, e));
+            }
+            self.unrolling_comprehension = false;
+            return Some((slots, true));
         }
         let iter = self.eval_opt(c, g.iter);
         let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
@@ -796,7 +819,53 @@ impl Interp<'_, '_> {
             slots.push(self.eval(c, e));
         }
         self.unrolling_comprehension = false;
-        Some(slots)
+        // (As many slots as a module's children, as `len` of it counts them, or as a list's
+        // elements one by one.)
+        let exact = matches!(iter.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_)) || self.exact_seqs.contains(one));
+        Some((slots, exact))
+    }
+
+    /// Whether `e` calls a module class (`nn.Conv2d(...)`, a class of the program deriving
+    /// from `nn.Module`): each run makes a layer of its own. (Tensors made in a comprehension
+    /// stay one summary slot: an element read at an unknown index is then the same tensor.)
+    fn builds_module(&mut self, c: Code<'_>, e: ExprId) -> bool {
+        let Expr::Call { func, .. } = *c.expr(e) else {
+            return false;
+        };
+        let callee = self.eval(c, func);
+        !callee.is_empty()
+            && callee.iter().all(|v| match self.obj(*v) {
+                Obj::Class(k) => self.class_is_module(k),
+                Obj::Path(p) => {
+                    let p = self.name(*p);
+                    let last = p.rsplit('.').next().unwrap_or(p);
+                    p.starts_with("torch.nn.")
+                        && last.starts_with(|ch: char| ch.is_ascii_uppercase())
+                }
+                _ => false,
+            })
+    }
+
+    /// `range(n)` / `range(lo, hi)` with literal bounds: `(lo, hi)`.
+    fn known_range(&self, c: Code<'_>, iter: ExprId) -> Option<(i64, i64)> {
+        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
+            return None;
+        };
+        let a = c.body.args[args as usize];
+        if !self.is_name(c, func, "range") || a.keywords.len != 0 {
+            return None;
+        }
+        let ints: Vec<i64> = (c.body.exprs_of(a.positional))
+            .map(|b| match *c.expr(b) {
+                Expr::Int(n) => Some(n),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        match ints[..] {
+            [hi] => Some((0, hi)),
+            [lo, hi] => Some((lo, hi)),
+            _ => None,
+        }
     }
 
     /// The part of a tensor the subscript `e` (`value[...]`) shows: all of it for `x[:]`,

@@ -434,7 +434,7 @@ impl Interp<'_, '_> {
     }
 
     /// The integer a loop over known positions binds.
-    fn position(&mut self, k: i64) -> ObjId {
+    pub(super) fn position(&mut self, k: i64) -> ObjId {
         let o = self.alloc(Obj::Other);
         self.positions.insert(o);
         self.int_values.insert(o, k);
