@@ -310,8 +310,13 @@ impl Interp<'_, '_> {
             _ => false,
         };
         if let Some((_, start)) = enumerated {
-            // `for i, block in enumerate(self.blocks)`: each child with its position.
-            if let Some(children) = self.unrollable(&iter) {
+            // `for i, block in enumerate(self.blocks)`: each child with its position; so too
+            // each element of a list whose slots are its elements, when the body indexes by
+            // the position (`xs[i] = torch.tanh(x)` replaces each in turn).
+            let children = self
+                .unrollable(&iter)
+                .or_else(|| self.elements_by_position(c, target, body, &iter));
+            if let Some(children) = children {
                 let each = children
                     .into_iter()
                     .zip(start..)
@@ -431,6 +436,44 @@ impl Interp<'_, '_> {
             }
         }
         out
+    }
+
+    /// The elements of an exact list of up to 16 single values, when the body of `for i, x in
+    /// enumerate(xs)` indexes with `i`.
+    fn elements_by_position(
+        &mut self,
+        c: Code<'_>,
+        target: ExprId,
+        body: Block,
+        iter: &Vals,
+    ) -> Option<Vec<ObjId>> {
+        let [one] = iter.as_slice() else { return None };
+        let Obj::Seq(items) = self.obj(*one) else {
+            return None;
+        };
+        if !self.exact_seqs.contains(one) || items.len() > 16 || items.iter().any(|i| i.len() != 1)
+        {
+            return None;
+        }
+        let items: Vec<ObjId> = items.iter().map(|i| i[0]).collect();
+        let Expr::Seq { items: t, .. } = *c.expr(target) else {
+            return None;
+        };
+        let Expr::Name { name: k, .. } = *c.expr(c.body.exprs_of(t).next()?) else {
+            return None;
+        };
+        // (Decided once per loop: keyed by its target.)
+        let key = c.span(target);
+        let indexes = match self.position_bodies.get(&key) {
+            Some(known) => *known,
+            None => {
+                let range = self.intern("range");
+                let found = uses_position(c, body, k, range);
+                self.position_bodies.insert(key, found);
+                found
+            }
+        };
+        indexes.then_some(items)
     }
 
     /// The integer a loop over known positions binds.
