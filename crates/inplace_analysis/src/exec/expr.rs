@@ -1310,6 +1310,12 @@ impl Interp<'_, '_> {
         if let Some(keys) = self.module_dict_key_list(*m) {
             return smallvec![keys];
         }
+        // (A dict with its keys all known: its keys, one by one.)
+        if self.dict_objs.contains(m) {
+            if let Some(keys) = self.dict_key_list(*m) {
+                return smallvec![keys];
+            }
+        }
         match at.and_then(|at| self.iterate_instance(*m, at)) {
             Some(v) => v,
             None => iter,

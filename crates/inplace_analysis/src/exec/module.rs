@@ -295,6 +295,29 @@ impl Interp<'_, '_> {
         Some(self.alloc(Obj::Seq(slots)))
     }
 
+    /// The keys of a dict whose entries are all known (`{"a": x, "b": y}`), as a list of
+    /// strings whose slots are its elements: `for k in d` then runs key by key.
+    pub(super) fn dict_key_list(&mut self, d: ObjId) -> Option<ObjId> {
+        let Obj::Seq(items) = self.obj(d) else {
+            return None;
+        };
+        let keys = self.dict_keys.get(&d)?;
+        if keys.len() != items.len() || keys.len() > 32 {
+            return None;
+        }
+        let names: Vec<Name> = keys
+            .iter()
+            .map(|k| k.map(|(n, _)| n))
+            .collect::<Option<_>>()?;
+        let slots = names
+            .into_iter()
+            .map(|k| smallvec![self.alloc(Obj::Str(k))])
+            .collect();
+        let list = self.alloc(Obj::Seq(slots));
+        self.exact_seqs.insert(list);
+        Some(list)
+    }
+
     /// The container a module is: a torch one, or a class of the file deriving from one.
     pub(super) fn container_of(&self, m: ObjId) -> Option<Container> {
         let Obj::Module(module) = self.obj(m) else {
@@ -1249,6 +1272,10 @@ impl Interp<'_, '_> {
                 }
                 entry
             }
+            "keys" => match self.dict_key_list(s) {
+                Some(keys) => smallvec![keys],
+                None => smallvec![OTHER],
+            },
             "copy" => smallvec![self.copy_seq(s, false)],
             "values" => smallvec![self.copy_seq(s, true)],
             "pop" | "get" => self.elements(&smallvec![s]),
