@@ -1355,6 +1355,8 @@ impl Interp<'_, '_> {
                     && (tuple
                         .iter()
                         .any(|v| matches!(self.obj(v[0]), Obj::Module(_) | Obj::Optimizer { .. }))
+                        // (A dict's `(key, value)` pairs: `for k, v in d.items()`.)
+                        || (tuple.len() == 2 && self.exact_str(tuple[0][0]).is_some())
                         || (tuple.iter().all(|v| constant(v[0]))
                             && tuple.iter().any(|v| self.exact_str(v[0]).is_some())))
             }

@@ -318,6 +318,23 @@ impl Interp<'_, '_> {
         Some(list)
     }
 
+    /// The `(key, value)` pairs of a dict whose keys are all known, as a list whose slots are
+    /// its elements (`for k, v in d.items()` then runs entry by entry).
+    fn dict_item_list(&mut self, d: ObjId) -> Option<ObjId> {
+        let keys = self.dict_key_list(d)?;
+        let (Obj::Seq(ks), Obj::Seq(vs)) = (self.obj(keys).clone(), self.obj(d).clone()) else {
+            return None;
+        };
+        let slots = ks
+            .into_iter()
+            .zip(vs)
+            .map(|(k, v)| smallvec![self.alloc(Obj::Seq(vec![k, v]))])
+            .collect();
+        let list = self.alloc(Obj::Seq(slots));
+        self.exact_seqs.insert(list);
+        Some(list)
+    }
+
     /// The container a module is: a torch one, or a class of the file deriving from one.
     pub(super) fn container_of(&self, m: ObjId) -> Option<Container> {
         let Obj::Module(module) = self.obj(m) else {
@@ -1280,6 +1297,10 @@ impl Interp<'_, '_> {
             "values" => smallvec![self.copy_seq(s, true)],
             "pop" | "get" => self.elements(&smallvec![s]),
             "items" => {
+                // A dict with its keys all known: its `(key, value)` pairs one by one.
+                if let Some(pairs) = self.dict_item_list(s) {
+                    return smallvec![pairs];
+                }
                 let e = self.elements(&smallvec![s]);
                 let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
                 smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
