@@ -263,15 +263,6 @@ impl Interp<'_, '_> {
                 let on = vals.as_slice() != [FALSE];
                 self.set_requires_grad(o, on);
             }
-            // `t.requires_grad = True` on what a call the analysis cannot see returned
-            // (`transform(image).unsqueeze(0)`): only a tensor takes that attribute, and it
-            // is now a leaf that requires grad. (Not `requires_grad_()`: a module has it too.)
-            Obj::Unknown
-                if attr == known::REQUIRES_GRAD && o != UNKNOWN && vals.as_slice() == [TRUE] =>
-            {
-                *self.obj_mut(o) = Obj::Tensor(TensorObj::fresh(o, Tri::No, true, c.span(target)));
-                self.set_requires_grad(o, true);
-            }
             Obj::Unknown | Obj::Path(_) => {
                 if let Some(s) = stmt {
                     self.check_replaced_in_opaque(c, o, &vals, target, s, attr);
@@ -459,8 +450,13 @@ impl Interp<'_, '_> {
             match *c.expr(target) {
                 Expr::Name { name, .. } => self.bind_name(c, name, None, result, None),
                 // `self.params += list(m.parameters())`: the attribute (or element) holds the
-                // result.
-                Expr::Attr { .. } | Expr::Subscript { .. } => {
+                // result; a module container extended so (`self.layers += [...]` of a
+                // `ModuleList`) is the same container, which it keeps.
+                Expr::Attr { .. } | Expr::Subscript { .. }
+                    if !current
+                        .iter()
+                        .any(|v| matches!(self.obj(*v), Obj::Module(_) | Obj::Unknown)) =>
+                {
                     self.bind_target(c, target, result, None)
                 }
                 _ => {}

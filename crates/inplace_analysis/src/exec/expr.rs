@@ -793,9 +793,15 @@ impl Interp<'_, '_> {
             return None;
         }
         let counted = self
-            .known_range(c, g.iter)
+            .range_bounds(c, g.iter)
             .filter(|(l, h)| l < h && h - l <= 16);
-        if let (Some((lo, hi)), true) = (counted, self.builds_module(c, e)) {
+        // (The element's callee is judged with the variable bound to the first position.)
+        let builds = counted.is_some_and(|(lo, _)| {
+            let at = self.position(lo);
+            self.bind_target(c, g.target, smallvec![at], None);
+            self.builds_module(c, e)
+        });
+        if let (Some((lo, hi)), true) = (counted, builds) {
             self.unrolling_comprehension = true;
             let mut slots = Vec::with_capacity((hi - lo) as usize);
             for k in lo..hi {
@@ -839,33 +845,13 @@ impl Interp<'_, '_> {
                 Obj::Path(p) => {
                     let p = self.name(*p);
                     let last = p.rsplit('.').next().unwrap_or(p);
+                    // (`nn.Parameter`, `nn.Buffer` make tensors.)
                     p.starts_with("torch.nn.")
                         && last.starts_with(|ch: char| ch.is_ascii_uppercase())
+                        && !matches!(last, "Parameter" | "Buffer")
                 }
                 _ => false,
             })
-    }
-
-    /// `range(n)` / `range(lo, hi)` with literal bounds: `(lo, hi)`.
-    fn known_range(&self, c: Code<'_>, iter: ExprId) -> Option<(i64, i64)> {
-        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
-            return None;
-        };
-        let a = c.body.args[args as usize];
-        if !self.is_name(c, func, "range") || a.keywords.len != 0 {
-            return None;
-        }
-        let ints: Vec<i64> = (c.body.exprs_of(a.positional))
-            .map(|b| match *c.expr(b) {
-                Expr::Int(n) => Some(n),
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
-        match ints[..] {
-            [hi] => Some((0, hi)),
-            [lo, hi] => Some((lo, hi)),
-            _ => None,
-        }
     }
 
     /// The part of a tensor the subscript `e` (`value[...]`) shows: all of it for `x[:]`,

@@ -60,8 +60,37 @@ impl Interp<'_, '_> {
         if !new.iter().any(|n| matches!(self.obj(*n), Obj::Module(_))) {
             return;
         }
+        // Not a replacement the optimizer misses: a module without parameters (a loss), one
+        // whose parameters it already holds (given in another group), or one wrapping the old
+        // layer (`nn.Sequential(nn.Dropout(0.5), net.fc)`).
+        let mut params = Vals::new();
+        for n in new {
+            self.module_params(*n, &mut params, &mut FxHashSet::default());
+        }
+        let held = |p: &ObjId| self.state.held.get(p) == Some(&opt);
+        let old = self.loose_attrs.get(&(parent, name)).copied();
+        if params.is_empty()
+            || params.iter().all(held)
+            || old.is_some_and(|o| new.iter().any(|n| self.holds_module(*n, o, 0)))
+        {
+            return;
+        }
         let e = self.rebind_event(c, s, target, name, self.optimizer_origin(opt), false);
         self.state.orphan(opt, e);
+    }
+
+    /// Whether module `m` is `old` or holds it (as a child or an attribute, a few levels down).
+    fn holds_module(&self, m: ObjId, old: ObjId, depth: usize) -> bool {
+        if m == old {
+            return true;
+        }
+        let Obj::Module(module) = self.obj(m) else {
+            return false;
+        };
+        depth < 8
+            && (module.children.iter().copied())
+                .chain(module.attrs.values().flatten().copied())
+                .any(|c| self.holds_module(c, old, depth + 1))
     }
 
     /// The event of `name` rebound by statement `s` through `target`.

@@ -555,22 +555,7 @@ impl Interp<'_, '_> {
         let Expr::Name { name: k, .. } = *c.expr(target) else {
             return None;
         };
-        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
-            return None;
-        };
-        if !self.is_name(c, func, "range") {
-            return None;
-        }
-        let a = c.body.args[args as usize];
-        if a.keywords.len != 0 {
-            return None;
-        }
-        let bounds: Vec<ExprId> = c.body.exprs_of(a.positional).collect();
-        let (lo, hi) = match bounds.as_slice() {
-            [hi] => (0, self.known_int(c, *hi)?),
-            [lo, hi] => (self.known_int(c, *lo)?, self.known_int(c, *hi)?),
-            _ => return None,
-        };
+        let (lo, hi) = self.range_bounds(c, iter)?;
         if hi - lo > 64 || hi <= lo {
             return None;
         }
@@ -585,6 +570,23 @@ impl Interp<'_, '_> {
             }
         };
         indexes_with_k.then(|| (lo..hi).collect())
+    }
+
+    /// `range(n)` / `range(lo, hi)` with bounds known before running: `(lo, hi)`.
+    pub(super) fn range_bounds(&mut self, c: Code<'_>, iter: ExprId) -> Option<(i64, i64)> {
+        let Expr::Call { func, args } = *c.expr(iter.get()?) else {
+            return None;
+        };
+        let a = c.body.args[args as usize];
+        if !self.is_name(c, func, "range") || a.keywords.len != 0 {
+            return None;
+        }
+        let bounds: Vec<ExprId> = c.body.exprs_of(a.positional).collect();
+        match bounds.as_slice() {
+            [hi] => Some((0, self.known_int(c, *hi)?)),
+            [lo, hi] => Some((self.known_int(c, *lo)?, self.known_int(c, *hi)?)),
+            _ => None,
+        }
     }
 
     /// An integer known before running: a literal, or `len(x)` of a module container.

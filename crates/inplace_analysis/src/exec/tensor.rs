@@ -789,11 +789,11 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(o) {
             t.grad = if on { Tri::Yes } else { Tri::No };
             t.leaf = on && t.node.is_none();
-            // (Only a tensor has the flag: a value a call the analysis cannot see returned
-            // is one for certain now.)
+            // (What a view op made of a value an unseen call returned, `transform(img)
+            // .unsqueeze(0)`, is taken for a tensor for certain once asked to require grad.)
             t.known |= on;
-            if t.leaf && t.view_of.is_some() {
-                t.view_of_leaf = true;
+            if t.view_of.is_some() && t.node.is_none() {
+                t.view_of_leaf = on;
             }
         }
     }

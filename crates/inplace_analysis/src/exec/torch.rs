@@ -63,6 +63,31 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `Variable(t, requires_grad=...)`, the old wrapper: a new leaf over the tensor's memory,
+    /// without its history (`t.detach()`), which requires grad when asked (measured with torch
+    /// 2.15).
+    fn variable(&mut self, first_arg: &Vals, args: &Args, call: Span) -> Vals {
+        let grad = args
+            .named_or_at(known::REQUIRES_GRAD, 1)
+            .is_some_and(|v| v.as_slice() == [TRUE]);
+        let mut out = Vals::new();
+        for &v in first_arg {
+            let d = match self.tensor(v) {
+                Some(_) => self.detach_of(v, call),
+                None if grad => self.new_leaf(true, call),
+                None => self.alloc(Obj::Unknown),
+            };
+            if grad {
+                self.set_requires_grad(d, true);
+            }
+            out.push(d);
+        }
+        if out.is_empty() {
+            out.push(self.alloc(Obj::Unknown));
+        }
+        out
+    }
+
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
         let call = c.span(e);
         let p = self.name(path).to_string();
@@ -175,32 +200,8 @@ impl Interp<'_, '_> {
             "torch.utils.checkpoint.checkpoint" if !args.positional.is_empty() => {
                 return self.call_checkpointed(c, e, args);
             }
-            // The old wrapper: a new leaf over the tensor's memory, without its history
-            // (`t.detach()`), which requires grad when asked (measured with torch 2.15).
             "torch.autograd.Variable" | "torch.autograd.variable.Variable" => {
-                let grad = args
-                    .named_or_at(known::REQUIRES_GRAD, 1)
-                    .is_some_and(|v| v.as_slice() == [TRUE]);
-                let mut out = Vals::new();
-                for v in first_arg.clone() {
-                    if self.tensor(v).is_none() {
-                        out.push(match grad {
-                            true => self.new_leaf(true, call),
-                            false => self.alloc(Obj::Unknown),
-                        });
-                        continue;
-                    }
-                    let d = self.detach_of(v, call);
-                    if let (true, Some(t)) = (grad, self.tensor_mut(d)) {
-                        t.grad = Tri::Yes;
-                        t.leaf = true;
-                    }
-                    out.push(d);
-                }
-                if out.is_empty() {
-                    out.push(self.alloc(Obj::Unknown));
-                }
-                return out;
+                return self.variable(&first_arg, args, call);
             }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
                 let grad =

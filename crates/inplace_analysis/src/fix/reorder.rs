@@ -39,6 +39,20 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     {
         return None;
     }
+    // Nor may it cross a call of the program's own functions or methods that may touch the
+    // optimizer or the gradients (`self.reset_grad()` zeroing them): judged on their text.
+    let paths = used_paths(ctx.slice(moved));
+    let touches = |def: &str| {
+        ["zero_grad", ".step(", "backward(", ".grad"]
+            .iter()
+            .any(|w| def.contains(w))
+            || paths
+                .iter()
+                .any(|p| mentions_path(def, p.rsplit('.').next().unwrap_or(p)))
+    };
+    if calls_own_code(text, between, touches) {
+        return None;
+    }
     // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
     // model(b)` (or `loss += model(b)`) cannot move after `loss.backward()`.
     let upto = text.get(to..target.end)?;
@@ -258,7 +272,6 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
     None
 }
 
-/// The plain names bound by the assignments and augmented assignments within `within`.
 /// The dotted paths a statement's text reads (`self.opt_g.step(closure)`: `self.opt_g`,
 /// `closure`), a called path without its last part (the method).
 fn used_paths(stmt: &str) -> Vec<&str> {
@@ -277,8 +290,15 @@ fn used_paths(stmt: &str) -> Vec<&str> {
             i += 1;
             continue;
         }
-        if !is_word(bytes[i]) || bytes[i - usize::from(i > 0)] == b'.' && i > 0 {
+        if !is_word(bytes[i]) {
             i += 1;
+            continue;
+        }
+        // (A name after a dot, `x['g'].step`, `f(a).b`: part of a path not read from a name.)
+        if i > 0 && bytes[i - 1] == b'.' {
+            while i < bytes.len() && is_word(bytes[i]) {
+                i += 1;
+            }
             continue;
         }
         // (A number, `1e-3`: no path.)
@@ -309,6 +329,61 @@ fn used_paths(stmt: &str) -> Vec<&str> {
     out
 }
 
+/// Whether `between` calls a function or method defined in `program` (`self.reset_grad()`,
+/// `update(opt)`, with a `def reset_grad(` / `def update(` in it) whose text `touches`.
+fn calls_own_code(program: &str, between: &str, touches: impl Fn(&str) -> bool) -> bool {
+    let bytes = between.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_word(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_word(bytes[i]) {
+            i += 1;
+        }
+        let name = &between[start..i];
+        let called = between[i..].trim_start().starts_with('(');
+        if called
+            && !name.as_bytes()[0].is_ascii_digit()
+            && definitions(program, name).any(&touches)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The texts of the definitions `def name(...)` (or `async def`) in `program`: from the
+/// `def` to the first later line indented no deeper.
+fn definitions<'a>(program: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    program.match_indices(name).filter_map(move |(i, _)| {
+        let before = program[..i].trim_end_matches([' ', '\t']);
+        let after = program[i + name.len()..].trim_start_matches([' ', '\t']);
+        let def = before.strip_suffix("def")?;
+        if def.ends_with(|c: char| c.is_alphanumeric() || c == '_') || !after.starts_with('(') {
+            return None;
+        }
+        let line_start = program[..i].rfind('\n').map_or(0, |n| n + 1);
+        let indent = program[line_start..].len() - program[line_start..].trim_start().len();
+        let mut end = program.len();
+        let mut at = program[i..].find('\n').map_or(program.len(), |n| i + n + 1);
+        while at < program.len() {
+            let line_end = program[at..].find('\n').map_or(program.len(), |n| at + n);
+            let line = &program[at..line_end];
+            let body = line.trim_start();
+            if !body.is_empty() && !body.starts_with('#') && line.len() - body.len() <= indent {
+                end = at;
+                break;
+            }
+            at = line_end + 1;
+        }
+        Some(&program[line_start..end])
+    })
+}
+
 /// Whether `text` reads dotted path `path` (or something under it: `opt.zero_grad()` reads
 /// `opt`), as a whole path, not a part of a longer name.
 fn mentions_path(text: &str, path: &str) -> bool {
@@ -320,6 +395,7 @@ fn mentions_path(text: &str, path: &str) -> bool {
     })
 }
 
+/// The plain names bound by the assignments and augmented assignments within `within`.
 fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
     let mut out = Vec::new();
     for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
@@ -398,7 +474,7 @@ fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str) -> &'a st
 
 #[cfg(test)]
 mod tests {
-    use super::{mentions_path, used_paths};
+    use super::{calls_own_code, mentions_path, used_paths};
 
     #[test]
     fn a_statement_uses_its_receivers_and_arguments_not_its_method_names() {
@@ -421,5 +497,37 @@ mod tests {
         assert!(!mentions_path("self.opt_g2.zero_grad()", "self.opt_g"));
         assert!(!mentions_path("trainer.self.opt_g", "self.opt_g"));
         assert!(!mentions_path("self.disc(fake)", "self.opt_g"));
+    }
+
+    #[test]
+    fn paths_start_at_names_not_after_a_subscript_or_call() {
+        assert_eq!(used_paths("opts['g'].step()"), ["opts"]);
+        assert_eq!(used_paths("opts[0].step()"), ["opts"]);
+    }
+
+    #[test]
+    fn a_call_of_the_programs_own_code_is_found_by_its_def() {
+        let program = "class T:\n    def reset_grad(self):\n        self.opt.zero_grad()\n\n    def cuda(self, t):\n        return t\n";
+        let touches = |d: &str| d.contains("zero_grad");
+        assert!(calls_own_code(
+            program,
+            "        self.reset_grad()\n",
+            touches
+        ));
+        assert!(!calls_own_code(
+            program,
+            "        x = self.cuda(x)\n",
+            touches
+        ));
+        assert!(!calls_own_code(
+            program,
+            "        loss = self.disc(fake)\n",
+            touches
+        ));
+        assert!(!calls_own_code(
+            "undef reset_grad(): zero_grad",
+            "reset_grad()",
+            touches
+        ));
     }
 }
