@@ -462,18 +462,21 @@ impl Interp<'_, '_> {
         let Expr::Name { name: k, .. } = *c.expr(c.body.exprs_of(t).next()?) else {
             return None;
         };
-        // (Decided once per loop: keyed by its target.)
-        let key = c.span(target);
-        let indexes = match self.position_bodies.get(&key) {
-            Some(known) => *known,
-            None => {
-                let range = self.intern("range");
-                let found = uses_position(c, body, k, range);
-                self.position_bodies.insert(key, found);
-                found
-            }
-        };
-        indexes.then_some(items)
+        // (Keyed by its target: the range loop keys by its iterable.)
+        self.indexes_by_position(c, c.span(target), body, k)
+            .then_some(items)
+    }
+
+    /// Whether a loop body indexes with its variable `k` (`xs[k]`, `range(k)`), decided once
+    /// per loop (`key`: a span of its header).
+    fn indexes_by_position(&mut self, c: Code<'_>, key: Span, body: Block, k: Name) -> bool {
+        if let Some(known) = self.position_bodies.get(&key) {
+            return *known;
+        }
+        let range = self.intern("range");
+        let found = uses_position(c, body, k, range);
+        self.position_bodies.insert(key, found);
+        found
     }
 
     /// The integer a loop over known positions binds.
@@ -560,16 +563,8 @@ impl Interp<'_, '_> {
             return None;
         }
         let key = c.span(iter.get()?);
-        let indexes_with_k = match self.position_bodies.get(&key) {
-            Some(known) => *known,
-            None => {
-                let range = self.intern("range");
-                let found = uses_position(c, body, k, range);
-                self.position_bodies.insert(key, found);
-                found
-            }
-        };
-        indexes_with_k.then(|| (lo..hi).collect())
+        self.indexes_by_position(c, key, body, k)
+            .then(|| (lo..hi).collect())
     }
 
     /// `range(n)` / `range(lo, hi)` with bounds known before running: `(lo, hi)`.
