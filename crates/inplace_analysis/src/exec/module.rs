@@ -298,20 +298,12 @@ impl Interp<'_, '_> {
     /// The keys of a dict whose entries are all known (`{"a": x, "b": y}`), as a list of
     /// strings whose slots are its elements: `for k in d` then runs key by key.
     pub(super) fn dict_key_list(&mut self, d: ObjId) -> Option<ObjId> {
-        let Obj::Seq(items) = self.obj(d) else {
-            return None;
-        };
-        let keys = self.dict_keys.get(&d)?;
-        if keys.len() != items.len() || keys.len() > 32 {
+        let entries = self.keyed_entries(&smallvec![d])?;
+        if entries.len() > 32 {
             return None;
         }
-        let names: Vec<Name> = keys
-            .iter()
-            .map(|k| k.map(|(n, _)| n))
-            .collect::<Option<_>>()?;
-        let slots = names
-            .into_iter()
-            .map(|k| smallvec![self.alloc(Obj::Str(k))])
+        let slots = (entries.into_iter())
+            .map(|(k, ..)| smallvec![self.alloc(Obj::Str(k))])
             .collect();
         let list = self.alloc(Obj::Seq(slots));
         self.exact_seqs.insert(list);

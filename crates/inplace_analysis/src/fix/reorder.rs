@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::events::Shape;
+use crate::syntax::outline::ItemKind;
 
 /// A one-line statement `s` moved to just after the statement around `after` (later in the
 /// same block: same indentation, and no line between them less indented; checked on the
@@ -50,7 +51,7 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
                 .iter()
                 .any(|p| mentions_path(def, p.rsplit('.').next().unwrap_or(p)))
     };
-    if calls_own_code(text, between, touches) {
+    if calls_own_code(between, |name| definitions(ctx, name).any(&touches)) {
         return None;
     }
     // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
@@ -329,9 +330,9 @@ fn used_paths(stmt: &str) -> Vec<&str> {
     out
 }
 
-/// Whether `between` calls a function or method defined in `program` (`self.reset_grad()`,
-/// `update(opt)`, with a `def reset_grad(` / `def update(` in it) whose text `touches`.
-fn calls_own_code(program: &str, between: &str, touches: impl Fn(&str) -> bool) -> bool {
+/// Whether `between` calls a name for which `own` holds (a function or method of the program
+/// that may touch the optimizer: `self.reset_grad()`).
+fn calls_own_code(between: &str, own: impl Fn(&str) -> bool) -> bool {
     let bytes = between.as_bytes();
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut i = 0;
@@ -346,42 +347,25 @@ fn calls_own_code(program: &str, between: &str, touches: impl Fn(&str) -> bool) 
         }
         let name = &between[start..i];
         let called = between[i..].trim_start().starts_with('(');
-        if called
-            && !name.as_bytes()[0].is_ascii_digit()
-            && definitions(program, name).any(&touches)
-        {
+        if called && !name.as_bytes()[0].is_ascii_digit() && own(name) {
             return true;
         }
     }
     false
 }
 
-/// The texts of the definitions `def name(...)` (or `async def`) in `program`: from the
-/// `def` to the first later line indented no deeper.
-fn definitions<'a>(program: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    program.match_indices(name).filter_map(move |(i, _)| {
-        let before = program[..i].trim_end_matches([' ', '\t']);
-        let after = program[i + name.len()..].trim_start_matches([' ', '\t']);
-        let def = before.strip_suffix("def")?;
-        if def.ends_with(|c: char| c.is_alphanumeric() || c == '_') || !after.starts_with('(') {
-            return None;
-        }
-        let line_start = program[..i].rfind('\n').map_or(0, |n| n + 1);
-        let indent = program[line_start..].len() - program[line_start..].trim_start().len();
-        let mut end = program.len();
-        let mut at = program[i..].find('\n').map_or(program.len(), |n| i + n + 1);
-        while at < program.len() {
-            let line_end = program[at..].find('\n').map_or(program.len(), |n| at + n);
-            let line = &program[at..line_end];
-            let body = line.trim_start();
-            if !body.is_empty() && !body.starts_with('#') && line.len() - body.len() <= indent {
-                end = at;
-                break;
-            }
-            at = line_end + 1;
-        }
-        Some(&program[line_start..end])
-    })
+/// The texts of the program's functions and methods named `name` (its items: a function
+/// nested in another is not one).
+fn definitions<'a>(ctx: &'a RenderCtx<'_>, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    (ctx.prog.items.iter())
+        .filter(move |it| {
+            it.kind() == ItemKind::Function && it.name.is_some_and(|n| ctx.name(n) == name)
+        })
+        .map(|it| {
+            ctx.text_all()
+                .get(it.outline.start as usize..it.outline.end as usize)
+                .unwrap_or("")
+        })
 }
 
 /// Whether `text` reads dotted path `path` (or something under it: `opt.zero_grad()` reads
@@ -506,28 +490,10 @@ mod tests {
     }
 
     #[test]
-    fn a_call_of_the_programs_own_code_is_found_by_its_def() {
-        let program = "class T:\n    def reset_grad(self):\n        self.opt.zero_grad()\n\n    def cuda(self, t):\n        return t\n";
-        let touches = |d: &str| d.contains("zero_grad");
-        assert!(calls_own_code(
-            program,
-            "        self.reset_grad()\n",
-            touches
-        ));
-        assert!(!calls_own_code(
-            program,
-            "        x = self.cuda(x)\n",
-            touches
-        ));
-        assert!(!calls_own_code(
-            program,
-            "        loss = self.disc(fake)\n",
-            touches
-        ));
-        assert!(!calls_own_code(
-            "undef reset_grad(): zero_grad",
-            "reset_grad()",
-            touches
-        ));
+    fn a_call_is_judged_by_what_its_name_defines() {
+        let own = |n: &str| n == "reset_grad";
+        assert!(calls_own_code("        self.reset_grad()\n", own));
+        assert!(!calls_own_code("        x = self.cuda(x)\n", own));
+        assert!(!calls_own_code("        reset_grad = 1\n", own));
     }
 }
