@@ -342,6 +342,11 @@ impl Interp<'_, '_> {
                 let right = strs(b).filter(|r| r.len() == 1)?[0];
                 decide(&|l| l == right).map(|t| t == (op == CmpOp::Eq))
             }
+            // `"bias" in name`: a substring of a known string.
+            CmpOp::In | CmpOp::NotIn if strs(b).is_some_and(|r| r.len() == 1) => {
+                let right = self.name(strs(b)?[0]);
+                decide(&|l| right.contains(self.name(l))).map(|t| t == (op == CmpOp::In))
+            }
             CmpOp::In | CmpOp::NotIn => {
                 let [seq] = b.as_slice() else { return None };
                 let Obj::Seq(items) = self.obj(*seq) else {
@@ -506,6 +511,9 @@ impl Interp<'_, '_> {
         if matches!(self.name(meth), "split" | "rsplit") && !text.contains(STR_HOLE) {
             return self.str_split(n, meth, args);
         }
+        if matches!(self.name(meth), "startswith" | "endswith") {
+            return self.str_affix(n, meth, args);
+        }
         let out = match self.name(meth) {
             "format" => with_holes(text, Placeholders::Braces),
             "lower" | "casefold" => text.to_lowercase(),
@@ -515,6 +523,35 @@ impl Interp<'_, '_> {
         };
         let out = self.intern(&out);
         smallvec![self.string(out)]
+    }
+
+    /// `name.startswith("fc")`, `name.endswith(("bias", "bn"))` of a known string with known
+    /// affixes (one or a tuple of them): `True` or `False`; else not known.
+    fn str_affix(&mut self, n: Name, meth: Name, args: &Args) -> Vals {
+        let text = self.name(n);
+        let affixes: Option<Vec<Name>> = match args.positional.as_slice() {
+            [(v, _)] if !text.contains(STR_HOLE) => match v.as_slice() {
+                [one] => match self.obj(*one) {
+                    Obj::Seq(items) => items.iter().map(|i| self.one_exact_str(i)).collect(),
+                    _ => self.exact_str(*one).map(|a| vec![a]),
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(affixes) = affixes else {
+            return smallvec![OTHER];
+        };
+        let starts = self.name(meth) == "startswith";
+        let hit = affixes.iter().any(|a| {
+            let a = self.name(*a);
+            if starts {
+                text.starts_with(a)
+            } else {
+                text.ends_with(a)
+            }
+        });
+        smallvec![if hit { TRUE } else { FALSE }]
     }
 
     /// `name.split(".")`, `name.rsplit(".", 1)` of a known string (a dotted module path): the

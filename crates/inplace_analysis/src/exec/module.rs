@@ -870,6 +870,44 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `model.named_parameters()`: each module of the tree, in the order `named_modules()` lists
+    /// them, gives the leaf tensors its attributes hold, in the order they were made, named by
+    /// its dotted path and the attribute (`fc1.weight`); a tensor two modules share comes once,
+    /// as torch lists it. Leaf tensors held otherwise (in a list attribute, or an attribute that
+    /// may hold several) come last, their names not known.
+    fn named_params(&self, m: ObjId) -> Vec<(Option<String>, ObjId)> {
+        let mut modules = Vec::new();
+        self.submodules(m, TreeWalk::PreOrder, &mut modules);
+        let mut seen = FxHashSet::default();
+        let mut out = Vec::new();
+        for (path, sub) in &modules {
+            let Obj::Module(module) = self.obj(*sub) else {
+                continue;
+            };
+            let mut own: Vec<(ObjId, Name)> = (module.attrs.iter())
+                .filter_map(|(n, vs)| match vs.as_slice() {
+                    [v] if matches!(self.obj(*v), Obj::Tensor(t) if t.leaf) => Some((*v, *n)),
+                    _ => None,
+                })
+                .collect();
+            own.sort_unstable();
+            for (p, n) in own {
+                if seen.insert(p) {
+                    let attr = self.name(n);
+                    let full = match path.is_empty() {
+                        true => attr.to_string(),
+                        false => format!("{path}.{attr}"),
+                    };
+                    out.push((Some(full), p));
+                }
+            }
+        }
+        let mut rest = Vals::new();
+        self.module_params(m, &mut rest, &mut FxHashSet::default());
+        out.extend((rest.into_iter().filter(|p| seen.insert(*p))).map(|p| (None, p)));
+        out
+    }
+
     /// The modules under `m` with their dotted names, each once, in `out`, as `walk` says: `m`
     /// and its whole tree, each module before its submodules as `named_modules()` lists them
     /// (`eval()` sets them all) or after them (the order `apply` calls in); or `m`'s direct
@@ -1050,10 +1088,16 @@ impl Interp<'_, '_> {
                 });
                 // `(name, parameter)` pairs, one per parameter, in order.
                 if name == "named_parameters" {
-                    let pairs = ps
-                        .iter()
-                        .map(|p| {
-                            smallvec![self.alloc(Obj::Seq(vec![smallvec![OTHER], smallvec![*p]]))]
+                    let pairs = (self.named_params(m).into_iter())
+                        .map(|(path, p)| {
+                            let path = match path {
+                                Some(path) => {
+                                    let n = self.intern(&path);
+                                    self.string(n)
+                                }
+                                None => OTHER,
+                            };
+                            smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![p]]))]
                         })
                         .collect();
                     return smallvec![self.alloc(Obj::Seq(pairs))];
