@@ -330,6 +330,31 @@ def resolve(name):
     return None
 
 
+def param_saved(new, shape, cls_name, param):
+    """Whether the layer's backward reads parameter `param` as it was: written in place (under
+    `no_grad`, as an optimizer's step does) between the call and `backward()`, it raises. With an
+    input that requires grad and with one that does not: "always", "input_grad" (only when the
+    input requires grad: the weight is read for the input's gradient) or "never"."""
+    def raises(input_grad):
+        torch.manual_seed(0)
+        m = new()
+        x = (torch.rand(shape) * 0.6 + 0.2).requires_grad_(input_grad)
+        out = m(x, loss_target(cls_name, shape)) if cls_name in LOSSES else m(x)
+        out = first_tensor(out)
+        if out is None or not out.requires_grad:
+            return False
+        with torch.no_grad():
+            dict(m.named_parameters())[param].add_(1.0)
+        try:
+            out.float().sum().backward()
+        except RuntimeError as e:
+            return INPLACE_ERR in str(e)
+        return False
+    if raises(False):
+        return "always"
+    return "input_grad" if raises(True) else "never"
+
+
 def measure_module(cls_name):
     cls = getattr(nn, cls_name)
     args = MODULE_ARGS.get(cls_name, ())
@@ -363,6 +388,8 @@ def measure_module(cls_name):
         flags[name] = bool(raised)
     params = [n for n, _ in new().named_parameters()]
     flags["params"] = params
+    if params and cls_name not in UNMEASURED_MODULES:
+        flags["saved_params"] = {n: param_saved(new, shape, cls_name, n) for n in params}
     flags["inplace_kw"] = "inplace" in inspect.signature(cls.__init__).parameters
     if flags["inplace_kw"]:
         # Built with `inplace=True`: the in-place kernel runs, and may save its result where the

@@ -47,6 +47,23 @@ pub struct ModuleSpec {
     /// `nn.ELU` do, though their out-of-place forms save the input).
     #[serde(default)]
     pub inplace_result: bool,
+    /// When its backward reads each parameter as it was (written in place between the call and
+    /// `backward()`, it raises), by parameter name; measured per layer.
+    #[serde(default)]
+    pub saved_params: FxHashMap<String, ParamSaved>,
+}
+
+/// When a layer's backward reads a parameter (see [`ModuleSpec::saved_params`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamSaved {
+    /// On every call (a convolution's or a norm's weight, a `LayerNorm`'s bias, every weight
+    /// of an `LSTM`).
+    Always,
+    /// When the input requires grad: read for the input's gradient (a `Linear`'s weight).
+    InputGrad,
+    /// Never (a bias added to the result; a cell's hidden weights when no state is given).
+    Never,
 }
 
 #[derive(Debug, Deserialize)]

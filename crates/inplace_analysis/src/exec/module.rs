@@ -22,6 +22,19 @@ pub(crate) enum Container {
 /// nothing); no Python name can be spelled so.
 const GLOBAL_POOL: &str = "<pools to size 1>";
 
+/// What a layer's call gives its backward to read parameters for (see
+/// [`Interp::params_saved`]).
+#[derive(Clone, Copy)]
+struct ParamsRead {
+    /// Its input requires grad.
+    input_grad: bool,
+    /// It was given a recurrent state that requires grad.
+    state_grad: bool,
+    /// Parameters the op table does not name are read (the input requires grad, or the layer
+    /// reads its weights on every call).
+    fallback: bool,
+}
+
 /// How [`Interp::submodules`] walks a module tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TreeWalk {
@@ -705,9 +718,9 @@ impl Interp<'_, '_> {
         }
         // The weights are saved for the inputs' gradients: when any input carries grad, and
         // always in a whole-sequence RNN, whose steps feed each other (measured with torch).
-        let input_grad = (self.arg_kind(&inputs) == ArgKind::Grad
-            && !ops::INDEX_INPUT.contains(&class.as_str()))
-            || ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str());
+        let inputs_grad =
+            self.arg_kind(&inputs) == ArgKind::Grad && !ops::INDEX_INPUT.contains(&class.as_str());
+        let input_grad = inputs_grad || ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str());
         let grad_params: Vals = if self.grad_enabled {
             params.clone()
         } else {
@@ -765,11 +778,17 @@ impl Interp<'_, '_> {
                 .unwrap_or_default();
             self.save_weighted_bag(&smallvec![out], &bag, &table, label, save_at);
         }
-        if input_grad {
-            for p in params {
-                if let Some(st) = self.tensor(p).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
-                }
+        let state_grad = (args.positional.get(1).map(|(v, _)| v))
+            .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
+            .is_some_and(|v| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad);
+        let read = ParamsRead {
+            input_grad: inputs_grad,
+            state_grad,
+            fallback: input_grad,
+        };
+        for p in self.params_saved(&module, &class, &params, read) {
+            if let Some(st) = self.tensor(p).map(|t| t.storage) {
+                new_saves.push(self.record_save(st, false, label, save_at, assumes));
             }
         }
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {
@@ -784,6 +803,48 @@ impl Interp<'_, '_> {
             self.save_with(&smallvec![out], operand, label, save_at);
         }
         self.layer_result(&class, out)
+    }
+
+    /// The parameters of a torch layer its backward reads, as the op table measured them per
+    /// parameter (`nn.Linear`'s weight when the input requires grad, never its bias; a
+    /// convolution's weight always; a cell's hidden weights when it is given a state that
+    /// requires grad); leaf tensors the table does not name, or a layer it does not measure: all
+    /// of them when the input requires grad.
+    fn params_saved(
+        &self,
+        module: &ModuleObj,
+        class: &str,
+        params: &Vals,
+        read: ParamsRead,
+    ) -> Vals {
+        let table = ops::table()
+            .module(class)
+            .map(|s| &s.saved_params)
+            .filter(|t| !t.is_empty());
+        let mut out = Vals::new();
+        let mut named = FxHashSet::default();
+        for (name, vals) in module.attrs.iter() {
+            let Some(when) = table.and_then(|t| t.get(self.name(*name))) else {
+                continue;
+            };
+            let saved = match when {
+                ops::ParamSaved::Always => true,
+                ops::ParamSaved::InputGrad => read.input_grad,
+                ops::ParamSaved::Never => {
+                    read.state_grad && self.name(*name).starts_with("weight_hh")
+                }
+            };
+            for v in vals.iter().filter(|v| params.contains(v)) {
+                named.insert(*v);
+                if saved {
+                    out.push(*v);
+                }
+            }
+        }
+        if read.fallback {
+            out.extend(params.iter().copied().filter(|p| !named.contains(p)));
+        }
+        out
     }
 
     /// A constructor option of a torch layer (kept by [`Self::new_module`]) that is not given, or

@@ -961,7 +961,11 @@ impl Interp<'_, '_> {
                 }
                 let (params, origin) = (params.clone(), *origin);
                 let key = self.intern("params");
-                let group = self.keyed_dict(vec![(Some((key, origin)), params)]);
+                // (A list of the parameters, one slot each: `for p in group["params"]` walks
+                // them, not the rows of one of them.)
+                let list = Obj::Seq(params.iter().map(|p| smallvec![*p]).collect());
+                let list = smallvec![self.alloc(list)];
+                let group = self.keyed_dict(vec![(Some((key, origin)), list)]);
                 let groups = self.alloc(Obj::Seq(vec![smallvec![group]]));
                 self.loose_attrs.insert((o, attr), groups);
                 smallvec![groups]
