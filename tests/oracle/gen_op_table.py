@@ -74,7 +74,8 @@ AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d Adaptive
 ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
 ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d CircularPad1d CircularPad2d
 Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle
-Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Softmax2d Unflatten""".split()
+Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Softmax2d Unflatten
+MultiheadAttention""".split()
 # Loss modules, called with an input and a target (`criterion(logits, labels)`).
 LOSSES = """MSELoss L1Loss SmoothL1Loss HuberLoss BCELoss BCEWithLogitsLoss KLDivLoss
 CrossEntropyLoss NLLLoss SoftMarginLoss MultiLabelSoftMarginLoss PoissonNLLLoss
@@ -96,7 +97,7 @@ MODULE_ARGS = {
     "Conv2d": (2, 2, 1), "BatchNorm1d": (3,), "BatchNorm2d": (2,), "LayerNorm": (3,),
     "GroupNorm": (1, 2), "Dropout": dict(p=0.5), "RReLU": dict(),
     "RNN": (3, 3), "LSTM": (3, 3), "GRU": (3, 3), "RNNCell": (3, 3), "LSTMCell": (3, 3),
-    "GRUCell": (3, 3), "Embedding": (10, 3), "Bilinear": (3, 3, 2),
+    "GRUCell": (3, 3), "Embedding": (10, 3), "Bilinear": (3, 3, 2), "MultiheadAttention": (4, 2),
     "Conv3d": (2, 2, 1), "ConvTranspose1d": (2, 2, 1), "ConvTranspose2d": (2, 2, 1),
     "ConvTranspose3d": (2, 2, 1), "BatchNorm3d": (2,), "InstanceNorm1d": (2,),
     "InstanceNorm2d": (2,), "InstanceNorm3d": (2,), "LocalResponseNorm": (2,),
@@ -130,7 +131,20 @@ MODULE_SHAPE = {
     # Recurrent layers on a batch, `(seq, batch, feature)` (the default `batch_first=False`):
     # an unbatched input's output is a view (squeezed back), which would hide what is saved.
     "RNN": (5, 2, 3), "LSTM": (5, 2, 3), "GRU": (5, 2, 3),
+    "MultiheadAttention": (5, 2, 4),
 }
+# Called as self-attention, `attn(x, x, x)`.
+ATTENTION = {"MultiheadAttention"}
+
+
+def call_module(m, cls_name, x, shape):
+    """A module called on input `x` as code calls it (a loss with a target; attention as
+    self-attention)."""
+    if cls_name in LOSSES:
+        return m(x, loss_target(cls_name, shape))
+    if cls_name in ATTENTION:
+        return m(x, x, x)
+    return m(x)
 EXTRA = {  # extra positional args some ops need
     "softmax": (-1,), "log_softmax": (-1,), "cumsum": (0,), "cumprod": (0,), "logsumexp": (0,),
     "glu": (), "threshold": (0.5, 0.0), "layer_norm": ((3,),), "cummax": (0,), "cummin": (0,),
@@ -339,7 +353,7 @@ def param_saved(new, shape, cls_name, param):
         torch.manual_seed(0)
         m = new()
         x = (torch.rand(shape) * 0.6 + 0.2).requires_grad_(input_grad)
-        out = m(x, loss_target(cls_name, shape)) if cls_name in LOSSES else m(x)
+        out = call_module(m, cls_name, x, shape)
         out = first_tensor(out)
         if out is None or not out.requires_grad:
             return False
@@ -367,9 +381,7 @@ def measure_module(cls_name):
         torch.manual_seed(0)
         m = new()
         _, x = leafs(shape)
-        if cls_name in LOSSES:
-            return m(x, loss_target(cls_name, shape)), {"self": x}
-        return m(x), {"self": x}
+        return call_module(m, cls_name, x, shape), {"self": x}
 
     if cls_name not in UNMEASURED_MODULES:
         # A call that fails (an input of the wrong shape) would read as "saves nothing".

@@ -187,15 +187,51 @@ impl Interp<'_, '_> {
         }
         let no_bias = off("bias");
         let no_affine = off("affine") || off("elementwise_affine");
+        // A dotted parameter belongs to a linear sublayer (`nn.MultiheadAttention`'s
+        // `out_proj.weight`): the sublayer is the attribute, its parameters are its own.
+        let mut sublayers: Vec<(String, FxHashMap<Name, Vals>)> = Vec::new();
         for p in params {
-            if (no_bias && p.starts_with("bias"))
-                || (no_affine && matches!(p.as_str(), "weight" | "bias"))
+            let (owner, leaf) = match p.rsplit_once('.') {
+                Some((owner, leaf)) => (Some(owner), leaf),
+                None => (None, p.as_str()),
+            };
+            if (no_bias && (leaf.starts_with("bias") || leaf.ends_with("_bias")))
+                || (no_affine && matches!(leaf, "weight" | "bias"))
             {
                 continue;
             }
             let t = self.new_leaf(true, origin);
-            let name = self.intern(&p);
-            attrs.insert(name, smallvec![t]);
+            let name = self.intern(leaf);
+            let Some(owner) = owner else {
+                attrs.insert(name, smallvec![t]);
+                continue;
+            };
+            match sublayers.iter_mut().find(|(o, _)| o == owner) {
+                Some((_, a)) => {
+                    a.insert(name, smallvec![t]);
+                }
+                None => {
+                    let a = [(name, smallvec![t])].into_iter().collect();
+                    sublayers.push((owner.to_string(), a));
+                }
+            }
+        }
+        for (owner, sub_attrs) in sublayers {
+            let class = self.intern("Linear");
+            let sub = self.alloc(Obj::Module(Box::new(ModuleObj {
+                class,
+                local: None,
+                inplace: None,
+                attrs: sub_attrs,
+                children: Vec::new(),
+                origin,
+                hooks: Vec::new(),
+                maybe_hooks: Vec::new(),
+                pre_hooks: Vec::new(),
+                backward_hook: None,
+            })));
+            let owner = self.intern(&owner);
+            attrs.insert(owner, smallvec![sub]);
         }
         attrs
     }
@@ -823,18 +859,13 @@ impl Interp<'_, '_> {
             .filter(|t| !t.is_empty());
         let mut out = Vals::new();
         let mut named = FxHashSet::default();
-        for (name, vals) in module.attrs.iter() {
-            let Some(when) = table.and_then(|t| t.get(self.name(*name))) else {
-                continue;
-            };
+        for (name, when) in table.into_iter().flatten() {
             let saved = match when {
                 ops::ParamSaved::Always => true,
                 ops::ParamSaved::InputGrad => read.input_grad,
-                ops::ParamSaved::Never => {
-                    read.state_grad && self.name(*name).starts_with("weight_hh")
-                }
+                ops::ParamSaved::Never => read.state_grad && name.starts_with("weight_hh"),
             };
-            for v in vals.iter().filter(|v| params.contains(v)) {
+            for v in (self.layer_param(module, name).iter()).filter(|v| params.contains(v)) {
                 named.insert(*v);
                 if saved {
                     out.push(*v);
@@ -845,6 +876,27 @@ impl Interp<'_, '_> {
             out.extend(params.iter().copied().filter(|p| !named.contains(p)));
         }
         out
+    }
+
+    /// A torch layer's parameter by its name in the op table, dotted for a sublayer's
+    /// (`out_proj.weight`).
+    fn layer_param(&self, module: &ModuleObj, path: &str) -> Vals {
+        let attr = |m: &ModuleObj, name: &str| -> Vals {
+            (m.attrs.iter())
+                .find(|(n, _)| self.name(**n) == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        match path.split_once('.') {
+            None => attr(module, path),
+            Some((owner, rest)) => (attr(module, owner).iter())
+                .filter_map(|m| match self.obj(*m) {
+                    Obj::Module(sub) => Some(self.layer_param(sub, rest)),
+                    _ => None,
+                })
+                .flatten()
+                .collect(),
+        }
     }
 
     /// A constructor option of a torch layer (kept by [`Self::new_module`]) that is not given, or
@@ -885,7 +937,8 @@ impl Interp<'_, '_> {
     fn layer_result(&mut self, class: &str, out: ObjId) -> Vals {
         let (with_output, states) = match class {
             "LSTM" => (true, 2),
-            "GRU" | "RNN" => (true, 1),
+            // `(attn_output, attn_weights)`.
+            "GRU" | "RNN" | "MultiheadAttention" => (true, 1),
             "LSTMCell" => (false, 1),
             _ => return smallvec![out],
         };

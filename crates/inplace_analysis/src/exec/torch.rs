@@ -952,8 +952,10 @@ impl Interp<'_, '_> {
                     self.remember_stored(&smallvec![t], attr, read);
                 }
             }
-            // (`as_tensor` of a list copies it: only `from_numpy` says its argument is an array.)
-            if f == "from_numpy" {
+            // (`as_tensor` and `asarray` without a dtype or device share an array's memory
+            // too; `share_with_array` takes only what an opaque call returned, never a list,
+            // which they copy.)
+            if shares && matches!(f, "from_numpy" | "as_tensor" | "asarray") {
                 self.share_with_array(c, args, t, call);
             }
             return smallvec![t];
