@@ -122,7 +122,12 @@ impl Interp<'_, '_> {
         let Some(&(attr, read)) = self.stored_reads.get(&storage) else {
             return;
         };
-        let name = self.intern(&format!("self.{}", self.name(attr)));
+        // (An attribute of the dataset's own class, or what a torch dataset keeps, named in
+        // full: `TensorDataset.tensors`.)
+        let name = match self.name(attr).contains('.') {
+            true => attr,
+            false => self.intern(&format!("self.{}", self.name(attr))),
+        };
         let bindings = self.writes[wid as usize]
             .through_bound
             .into_iter()

@@ -6,6 +6,12 @@
 
 use super::*;
 
+/// The class of [`Interp::tensor_dataset`]'s object, and the attribute that holds its tensors.
+const TENSOR_DATASET: &str = "TensorDataset";
+const TENSORS: &str = "tensors";
+/// How messages name what a `TensorDataset` keeps.
+const TENSOR_DATASET_TENSORS: &str = "TensorDataset.tensors";
+
 impl Interp<'_, '_> {
     /// A subclass of `torch.utils.data.Dataset` (or of another `...Dataset` base: project
     /// datasets derive from their own base classes).
@@ -13,11 +19,54 @@ impl Interp<'_, '_> {
         self.derives_from(class, &|p| p.ends_with("Dataset"), 0)
     }
 
-    /// `obj[index]` of an instance whose class defines `__getitem__`: that method's result.
-    pub(super) fn get_item(&mut self, obj: ObjId, index: Vals, call: Span) -> Option<Vals> {
-        let Obj::Module(m) = self.obj(obj) else {
+    /// `torch.utils.data.TensorDataset(X, Y)`: a dataset that stores its tensors
+    /// (`ds.tensors`) and whose sample `i` is `(X[i], Y[i])`, rows that are views of them.
+    pub(super) fn tensor_dataset(&mut self, args: &Args, call: Span) -> ObjId {
+        let tensors: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
+        let tensors = self.alloc(Obj::Seq(tensors));
+        let attrs = [(self.intern(TENSORS), smallvec![tensors])];
+        self.torch_object(TENSOR_DATASET, attrs.into_iter().collect(), call)
+    }
+
+    /// Whether an object is a [`Self::tensor_dataset`].
+    pub(super) fn is_tensor_dataset(&self, m: &ModuleObj) -> bool {
+        m.local.is_none() && self.name(m.class) == TENSOR_DATASET
+    }
+
+    /// Sample `(X[i], Y[i])` of a [`Self::tensor_dataset`], its rows remembered as stored.
+    fn tensor_dataset_sample(&mut self, m: &ModuleObj, call: Span) -> Option<Vals> {
+        if !self.is_tensor_dataset(m) {
+            return None;
+        }
+        let attr = self.intern(TENSORS);
+        let [stored] = m.attrs.get(&attr)?.as_slice() else {
             return None;
         };
+        let Obj::Seq(slots) = self.obj(*stored).clone() else {
+            return None;
+        };
+        let rows = (slots.iter())
+            .map(|slot| {
+                (slot.iter())
+                    .map(|t| self.view_of(*t, call, Part::Piece))
+                    .collect()
+            })
+            .collect();
+        let sample = smallvec![self.alloc(Obj::Seq(rows))];
+        let shown = self.intern(TENSOR_DATASET_TENSORS);
+        self.remember_stored(&sample, shown, call);
+        Some(sample)
+    }
+
+    /// `obj[index]` of an instance whose class defines `__getitem__`: that method's result (of
+    /// a `TensorDataset`, the rows of its tensors).
+    pub(super) fn get_item(&mut self, obj: ObjId, index: Vals, call: Span) -> Option<Vals> {
+        let Obj::Module(m) = self.obj(obj).clone() else {
+            return None;
+        };
+        if let Some(sample) = self.tensor_dataset_sample(&m, call) {
+            return Some(sample);
+        }
         let class = m.local.clone()?;
         let def = self.find_method(&class, known::GETITEM)?;
         let args = Args {
@@ -37,6 +86,17 @@ impl Interp<'_, '_> {
         let Obj::Module(m) = self.obj(obj) else {
             return None;
         };
+        let by_index = match &m.local {
+            Some(class) => self.find_method(class, known::ITER).is_none(),
+            None => self.is_tensor_dataset(m),
+        };
+        if by_index {
+            // Without `__iter__`, Python iterates by `__getitem__` at 0, 1, ... (a map-style
+            // dataset looped over directly: `for x, y in ds`).
+            let index = self.alloc(Obj::Other);
+            let sample = self.get_item(obj, smallvec![index], call)?;
+            return Some(smallvec![self.alloc(Obj::Seq(vec![sample]))]);
+        }
         let class = m.local.clone()?;
         let def = self.find_method(&class, known::ITER)?;
         let outer = self.getitem_self;

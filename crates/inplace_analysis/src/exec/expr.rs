@@ -1073,7 +1073,8 @@ impl Interp<'_, '_> {
                 // index shapes and specs the analysis cannot tell from tensors).
                 Obj::Module(m)
                     if m.children.is_empty()
-                        && m.local.as_ref().is_some_and(|k| self.is_dataset(k)) =>
+                        && (m.local.as_ref().is_some_and(|k| self.is_dataset(k))
+                            || self.is_tensor_dataset(m)) =>
                 {
                     // (The index was evaluated above; its value is not followed.)
                     match self.get_item(b, smallvec![OTHER], c.span(e)) {

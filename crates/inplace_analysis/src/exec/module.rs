@@ -110,6 +110,28 @@ impl Interp<'_, '_> {
         })))
     }
 
+    /// An object of a torch class made with these attributes (no children, no hooks).
+    pub(super) fn torch_object(
+        &mut self,
+        class: &str,
+        attrs: FxHashMap<Name, Vals>,
+        origin: Span,
+    ) -> ObjId {
+        let class = self.intern(class);
+        self.alloc(Obj::Module(Box::new(ModuleObj {
+            class,
+            local: None,
+            inplace: None,
+            attrs,
+            children: Vec::new(),
+            origin,
+            hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
+            pre_hooks: Vec::new(),
+            backward_hook: None,
+        })))
+    }
+
     /// The attributes a torch layer's constructor sets from its arguments: its parameters
     /// (`weight`, `bias`, an RNN's `weight_ih_l0`, ...; none that `bias=False`, `affine=False`
     /// or `elementwise_affine=False` turns off) and the options that decide what it saves.
@@ -217,19 +239,7 @@ impl Interp<'_, '_> {
             }
         }
         for (owner, sub_attrs) in sublayers {
-            let class = self.intern("Linear");
-            let sub = self.alloc(Obj::Module(Box::new(ModuleObj {
-                class,
-                local: None,
-                inplace: None,
-                attrs: sub_attrs,
-                children: Vec::new(),
-                origin,
-                hooks: Vec::new(),
-                maybe_hooks: Vec::new(),
-                pre_hooks: Vec::new(),
-                backward_hook: None,
-            })));
+            let sub = self.torch_object("Linear", sub_attrs, origin);
             let owner = self.intern(&owner);
             attrs.insert(owner, smallvec![sub]);
         }

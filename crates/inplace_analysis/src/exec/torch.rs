@@ -174,6 +174,14 @@ impl Interp<'_, '_> {
             if let Some(loader) = self.unbatched_loader(args, call) {
                 return smallvec![loader];
             }
+            // Batches are stacked from the samples: new tensors, not the dataset's.
+            return smallvec![self.alloc(Obj::Unknown)];
+        }
+        if matches!(
+            p.as_str(),
+            "torch.utils.data.TensorDataset" | "torch.utils.data.dataset.TensorDataset"
+        ) {
+            return smallvec![self.tensor_dataset(args, call)];
         }
         match p.as_str() {
             "torch.autograd.backward" => {
