@@ -811,6 +811,49 @@ impl Interp<'_, '_> {
         })
     }
 
+    /// The method resolution order of a class among the program's classes (C3, as Python
+    /// computes it: `class C(A, B)` is C, then A and its bases before B where they allow);
+    /// depth first when the bases admit no such order.
+    pub(super) fn mro(&self, class: &Arc<ClassObj>) -> Vec<Arc<ClassObj>> {
+        self.mro_depth(class, 0)
+            .unwrap_or_else(|| vec![class.clone()])
+    }
+
+    fn mro_depth(&self, class: &Arc<ClassObj>, depth: usize) -> Option<Vec<Arc<ClassObj>>> {
+        if depth > 16 {
+            return None;
+        }
+        let bases: Vec<Arc<ClassObj>> = (class.bases.iter())
+            .filter_map(|b| match self.obj(*b) {
+                Obj::Class(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut lists: Vec<Vec<Arc<ClassObj>>> = Vec::new();
+        for b in &bases {
+            lists.push(self.mro_depth(b, depth + 1)?);
+        }
+        lists.push(bases);
+        let mut out = vec![class.clone()];
+        loop {
+            lists.retain(|l| !l.is_empty());
+            if lists.is_empty() {
+                return Some(out);
+            }
+            // The first head that is in no other list's tail.
+            let head = lists
+                .iter()
+                .map(|l| l[0].clone())
+                .find(|h| !lists.iter().any(|l| l[1..].iter().any(|k| k.loc == h.loc)))?;
+            for l in &mut lists {
+                if l[0].loc == head.loc {
+                    l.remove(0);
+                }
+            }
+            out.push(head);
+        }
+    }
+
     /// Whether a class of the file derives (directly or through the file's classes) from
     /// `torch.nn.Module`.
     pub fn class_is_module(&self, class: &ClassObj) -> bool {
@@ -1168,16 +1211,40 @@ impl Interp<'_, '_> {
             }
             _ => return None,
         };
-        let method = class.bases.iter().find_map(|b| match self.obj(*b) {
-            Obj::Class(k) => self.find_method(k, attr),
+        // The classes after the method's class in the method resolution order of the
+        // instance's class (a mixin's `super().forward(x)` reaches the class beside it:
+        // `class Gate(RangeMixin, ConvGate)`); without one, the method's class's bases.
+        let instance = match self.obj(self_obj) {
+            Obj::Module(m) => m.local.clone(),
             _ => None,
+        };
+        let after = instance.as_ref().and_then(|k| {
+            let mro = self.mro(k);
+            let at = mro.iter().position(|m| m.loc == class.loc)?;
+            Some(mro[at + 1..].to_vec())
         });
+        let method = match &after {
+            Some(rest) => rest.iter().find_map(|k| k.methods.get(&attr).copied()),
+            None => class.bases.iter().find_map(|b| match self.obj(*b) {
+                Obj::Class(k) => self.find_method(k, attr),
+                _ => None,
+            }),
+        };
         if let Some(method) = method {
             return Some(self.inline(method, Some(self_obj), args, call));
         }
         // A torch base class: `nn.Module.__init__` sets nothing the analysis follows; a
         // container's (`nn.Sequential.__init__(*layers)`) takes its children; its `forward` runs
-        // them in order.
+        // them in order. (Of the instance's class when the method's is a mixin.)
+        let class = match (&after, instance) {
+            (Some(_), Some(k))
+                if self.torch_container_base(&class).is_none()
+                    && self.torch_layer_base(&class).is_none() =>
+            {
+                k
+            }
+            _ => class,
+        };
         let container = self.torch_container_base(&class);
         let layer = self.torch_layer_base(&class);
         if attr == known::INIT {
