@@ -110,6 +110,50 @@ impl Interp<'_, '_> {
         })))
     }
 
+    /// A recurrent layer's parameters for its `num_layers` and `bidirectional` (`weight_ih_l1`,
+    /// `bias_hh_l0_reverse`, ...: the table measures one layer, `_l0`), in the order torch
+    /// registers them; `_all_weights` (their names, by layer and direction) is kept too, as
+    /// initialisers walk it (`for names in lstm._all_weights: ...`).
+    fn recurrent_params(
+        &mut self,
+        class: &str,
+        args: &Args,
+        one_layer: &[String],
+        attrs: &mut FxHashMap<Name, Vals>,
+    ) -> Vec<String> {
+        let shift = usize::from(class == "RNN");
+        let layers_kw = self.intern("num_layers");
+        let bidi_kw = self.intern("bidirectional");
+        let layers = args
+            .named_or_at(layers_kw, 2)
+            .and_then(|v| self.one_int(v))
+            .map_or(1, |n| n.clamp(1, 8) as usize);
+        let bidi = args
+            .named_or_at(bidi_kw, 6 + shift)
+            .is_some_and(|v| v.as_slice() == [TRUE]);
+        let directions: &[&str] = if bidi { &["", "_reverse"] } else { &[""] };
+        let mut out = Vec::new();
+        let mut groups = Vec::new();
+        for k in 0..layers {
+            for d in directions {
+                let names: Vec<String> = (one_layer.iter())
+                    .map(|p| format!("{}_l{k}{d}", p.strip_suffix("_l0").unwrap_or(p)))
+                    .collect();
+                let slots = (names.iter())
+                    .map(|n| {
+                        let n = self.intern(n);
+                        smallvec![self.string(n)]
+                    })
+                    .collect();
+                groups.push(smallvec![self.alloc(Obj::Seq(slots))]);
+                out.extend(names);
+            }
+        }
+        let all = self.alloc(Obj::Seq(groups));
+        attrs.insert(self.intern("_all_weights"), smallvec![all]);
+        out
+    }
+
     /// An object of a torch class made with these attributes (no children, no hooks).
     pub(super) fn torch_object(
         &mut self,
@@ -142,11 +186,14 @@ impl Interp<'_, '_> {
         origin: Span,
     ) -> FxHashMap<Name, Vals> {
         let mut attrs = FxHashMap::default();
-        let params: Vec<String> = match ops::table().module(class) {
+        let mut params: Vec<String> = match ops::table().module(class) {
             Some(spec) => spec.params.clone(),
             None if ops::module_has_params(class) => vec!["weight".into(), "bias".into()],
             None => Vec::new(),
         };
+        if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
+            params = self.recurrent_params(class, args, &params, &mut attrs);
+        }
         // A recurrent layer's options that decide what it saves, by keyword or position
         // (`nn.LSTM(input_size, hidden_size, num_layers, bias, batch_first, dropout,
         // bidirectional, proj_size)`; `nn.RNN` has `nonlinearity` before `bias` and no
@@ -869,7 +916,26 @@ impl Interp<'_, '_> {
             .filter(|t| !t.is_empty());
         let mut out = Vals::new();
         let mut named = FxHashSet::default();
-        for (name, when) in table.into_iter().flatten() {
+        // (A recurrent layer's deeper layers and reverse direction read what its first layer
+        // does, their input being the layer below's output, which requires grad.)
+        let names: Vec<(String, ops::ParamSaved)> = match table {
+            Some(t) if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) => (module.attrs.keys())
+                .filter_map(|n| {
+                    let name = self.name(*n);
+                    let (stem, layer) = name.split_once("_l")?;
+                    let deeper = !layer.starts_with('0');
+                    let when = match *t.get(&format!("{stem}_l0"))? {
+                        ops::ParamSaved::InputGrad if deeper => ops::ParamSaved::Always,
+                        w => w,
+                    };
+                    Some((name.to_string(), when))
+                })
+                .collect(),
+            _ => (table.into_iter().flatten())
+                .map(|(n, w)| (n.clone(), *w))
+                .collect(),
+        };
+        for (name, when) in &names {
             let saved = match when {
                 ops::ParamSaved::Always => true,
                 ops::ParamSaved::InputGrad => read.input_grad,
