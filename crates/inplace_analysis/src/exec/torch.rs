@@ -231,7 +231,12 @@ impl Interp<'_, '_> {
             if !first_arg.is_empty() {
                 let tensors = self.as_tensors(&first_arg);
                 let name = self.intern(&last);
-                let spec = WriteSpec::new(WriteKind::Init(name), call, call).no_leaf_check();
+                // (Written through the name given: `nn.init.zeros_(p)` then `p[2:4]` reads
+                // what it wrote, no other name's.)
+                let (through, keep) = self.first_arg_names(c, args, call);
+                let spec = WriteSpec::new(WriteKind::Init(name), call, call)
+                    .no_leaf_check()
+                    .through(through, keep);
                 self.write(&tensors, spec);
             }
             return first_arg;
