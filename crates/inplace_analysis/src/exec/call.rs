@@ -812,17 +812,36 @@ impl Interp<'_, '_> {
     }
 
     /// The method resolution order of a class among the program's classes (C3, as Python
-    /// computes it: `class C(A, B)` is C, then A and its bases before B where they allow);
-    /// depth first when the bases admit no such order.
-    pub(super) fn mro(&self, class: &Arc<ClassObj>) -> Vec<Arc<ClassObj>> {
-        self.mro_depth(class, 0)
-            .unwrap_or_else(|| vec![class.clone()])
+    /// computes it: `class C(A, B)` is C, then A and its bases before B where they allow).
+    pub(super) fn mro(&self, class: &Arc<ClassObj>) -> Option<Vec<Arc<ClassObj>>> {
+        self.mro_depth(class, 0, &mut FxHashMap::default())
     }
 
-    fn mro_depth(&self, class: &Arc<ClassObj>, depth: usize) -> Option<Vec<Arc<ClassObj>>> {
+    /// [`Self::mro`], each class's order computed once (`memo`); `None` when the bases admit
+    /// no such order or are deeper than 16 (the caller then searches the bases depth first).
+    fn mro_depth(
+        &self,
+        class: &Arc<ClassObj>,
+        depth: usize,
+        memo: &mut FxHashMap<ClassLoc, Option<Vec<Arc<ClassObj>>>>,
+    ) -> Option<Vec<Arc<ClassObj>>> {
         if depth > 16 {
             return None;
         }
+        if let Some(known) = memo.get(&class.loc) {
+            return known.clone();
+        }
+        let out = self.mro_uncached(class, depth, memo);
+        memo.insert(class.loc, out.clone());
+        out
+    }
+
+    fn mro_uncached(
+        &self,
+        class: &Arc<ClassObj>,
+        depth: usize,
+        memo: &mut FxHashMap<ClassLoc, Option<Vec<Arc<ClassObj>>>>,
+    ) -> Option<Vec<Arc<ClassObj>>> {
         let bases: Vec<Arc<ClassObj>> = (class.bases.iter())
             .filter_map(|b| match self.obj(*b) {
                 Obj::Class(k) => Some(k.clone()),
@@ -831,7 +850,7 @@ impl Interp<'_, '_> {
             .collect();
         let mut lists: Vec<Vec<Arc<ClassObj>>> = Vec::new();
         for b in &bases {
-            lists.push(self.mro_depth(b, depth + 1)?);
+            lists.push(self.mro_depth(b, depth + 1, memo)?);
         }
         lists.push(bases);
         let mut out = vec![class.clone()];
@@ -960,7 +979,7 @@ impl Interp<'_, '_> {
     }
 
     /// Whether a class of the file derives from `dict` (or `OrderedDict`, `UserDict`).
-    fn dict_base(&self, class: &ClassObj) -> bool {
+    pub(super) fn dict_base(&self, class: &ClassObj) -> bool {
         self.derives_from_one_of(
             class,
             &[
@@ -1027,7 +1046,7 @@ impl Interp<'_, '_> {
     }
 
     /// Whether a class of the file derives from `list` (or `collections.UserList`).
-    fn list_base(&self, class: &ClassObj) -> bool {
+    pub(super) fn list_base(&self, class: &ClassObj) -> bool {
         self.derives_from_one_of(class, &["builtins.list", "collections.UserList"])
     }
 
@@ -1219,7 +1238,7 @@ impl Interp<'_, '_> {
             _ => None,
         };
         let after = instance.as_ref().and_then(|k| {
-            let mro = self.mro(k);
+            let mro = self.mro(k)?;
             let at = mro.iter().position(|m| m.loc == class.loc)?;
             Some(mro[at + 1..].to_vec())
         });

@@ -86,8 +86,15 @@ impl Interp<'_, '_> {
         let Obj::Module(m) = self.obj(obj) else {
             return None;
         };
+        // (Only a dataset's: a container, list or dict base has its own `__iter__`.)
         let by_index = match &m.local {
-            Some(class) => self.find_method(class, known::ITER).is_none(),
+            Some(class) => {
+                self.is_dataset(class)
+                    && self.find_method(class, known::ITER).is_none()
+                    && self.torch_container_base(class).is_none()
+                    && !self.list_base(class)
+                    && !self.dict_base(class)
+            }
             None => self.is_tensor_dataset(m),
         };
         if by_index {

@@ -192,6 +192,10 @@ impl Interp<'_, '_> {
             None => Vec::new(),
         };
         if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
+            let bias = self.intern("bias");
+            if self.keyword_false(args, bias) {
+                params.retain(|p| !p.starts_with("bias"));
+            }
             params = self.recurrent_params(class, args, &params, &mut attrs);
         }
         // A recurrent layer's options that decide what it saves, by keyword or position
@@ -451,8 +455,19 @@ impl Interp<'_, '_> {
             Obj::Module(module) => module.children.clone(),
             _ => return input,
         };
+        self.run_children(c, e, &children, input)
+    }
+
+    /// Layers (or functions) called one after the other on `input`.
+    pub(super) fn run_children(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        children: &[ObjId],
+        input: Vals,
+    ) -> Vals {
         let mut x = input;
-        for child in children {
+        for &child in children {
             let a = Args::one(x);
             x = match self.obj(child) {
                 // (A `Compose` holds functions too: `T.Lambda(f)` is `f`.)
@@ -874,8 +889,15 @@ impl Interp<'_, '_> {
         let state_grad = (args.positional.get(1).map(|(v, _)| v))
             .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
             .is_some_and(|v| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad);
+        // (A recurrent state is no input here: a cell reads its input weights only for the
+        // input's gradient, whatever the state requires.)
+        let operand_grad = match ops::SAVES_STATE.contains(&class.as_str()) {
+            true => (args.positional.first())
+                .is_some_and(|(v, _)| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad),
+            false => inputs_grad,
+        };
         let read = ParamsRead {
-            input_grad: inputs_grad,
+            input_grad: operand_grad,
             state_grad,
             fallback: input_grad,
         };

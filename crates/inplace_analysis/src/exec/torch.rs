@@ -174,8 +174,12 @@ impl Interp<'_, '_> {
             if let Some(loader) = self.unbatched_loader(args, call) {
                 return smallvec![loader];
             }
-            // Batches are stacked from the samples: new tensors, not the dataset's.
-            return smallvec![self.alloc(Obj::Unknown)];
+            // Batches are stacked from the samples: new tensors, not the dataset's (unless
+            // a `collate_fn` of the program's passes the samples through).
+            let collate = self.intern("collate_fn");
+            if args.keyword(collate).is_none() {
+                return smallvec![self.alloc(Obj::Unknown)];
+            }
         }
         if matches!(
             p.as_str(),
@@ -207,6 +211,11 @@ impl Interp<'_, '_> {
             | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
             "torch.utils.checkpoint.checkpoint" if !args.positional.is_empty() => {
                 return self.call_checkpointed(c, e, args);
+            }
+            "torch.utils.checkpoint.checkpoint_sequential" => {
+                if let Some(out) = self.checkpoint_sequential(c, e, args) {
+                    return out;
+                }
             }
             "torch.autograd.Variable" | "torch.autograd.variable.Variable" => {
                 return self.variable(&first_arg, args, call);
@@ -885,6 +894,11 @@ impl Interp<'_, '_> {
                 .collect(),
         };
         let block = args.positional[0].0.clone();
+        let inputs = self.flat_tensors(&inner.all_values().flatten().copied().collect());
+        let label = OpLabel::Torch(self.intern("utils.checkpoint.checkpoint"));
+        // Saved as the call starts: a write into an input inside the block (`x.mul_(0.5)`)
+        // changes what the recomputation at backward reads (measured: it raises).
+        let saves = self.save_inputs_now(&inputs, label, call);
         let outer = std::mem::replace(&mut self.grad_enabled, false);
         let out = self.call_one_of(c, e, &block, &inner);
         self.grad_enabled = outer;
@@ -894,14 +908,97 @@ impl Interp<'_, '_> {
         if !self.tensor(*one).is_some_and(|t| t.known) {
             return out;
         }
-        let inputs = self.flat_tensors(&inner.all_values().flatten().copied().collect());
-        let saves = Saves {
-            input: true,
-            other: false,
-            result: false,
+        // (A layer's parameters make the result require grad, as they did in the run that
+        // saved nothing.)
+        let mut params = Vals::new();
+        for b in &block {
+            self.module_params(*b, &mut params, &mut FxHashSet::default());
+        }
+        let result = self.derive(&[inputs, params], call, Saves::default(), Some(label), true);
+        if let Some(n) = self.tensor(result).and_then(|t| t.node) {
+            self.nodes.get_mut(n).saves.extend(saves);
+        }
+        smallvec![result]
+    }
+
+    /// `checkpoint_sequential(layers, segments, input)`: as torch runs it, the layers in
+    /// `segments` runs of `len // segments`, each but the last under a checkpoint of its own
+    /// (its input saved as it starts, the layers run without saving), the rest as usual. An
+    /// in-place layer at the start of a run writes the input its checkpoint saved (measured:
+    /// `nn.ReLU(inplace=True)` as a segment of its own raises). `None` when the layers or the
+    /// count are not known.
+    fn checkpoint_sequential(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Option<Vals> {
+        let call = c.span(e);
+        let [layers] = args.positional.first()?.0.as_slice() else {
+            return None;
         };
-        let label = OpLabel::Torch(self.intern("utils.checkpoint.checkpoint"));
-        smallvec![self.derive(&[inputs], call, saves, Some(label), true)]
+        let children = match self.obj(*layers) {
+            Obj::Module(m) if !m.children.is_empty() => m.children.clone(),
+            Obj::Seq(slots) if slots.iter().all(|s| s.len() == 1) => {
+                slots.iter().map(|s| s[0]).collect()
+            }
+            _ => return None,
+        };
+        let segments_kw = self.intern("segments");
+        let input_kw = self.intern("input");
+        let segments = args
+            .named_or_at(segments_kw, 1)
+            .and_then(|v| self.one_int(v))?;
+        let mut x = args.named_or_at(input_kw, 2)?.clone();
+        let size = usize::try_from(segments)
+            .ok()
+            .filter(|s| *s > 0)
+            .map(|s| children.len() / s)?;
+        let label = OpLabel::Torch(self.intern("utils.checkpoint.checkpoint_sequential"));
+        let mut next = 0;
+        if size > 0 {
+            for start in (0..size * (segments as usize - 1)).step_by(size) {
+                let inputs = self.flat_tensors(&x);
+                let saves = self.save_inputs_now(&inputs, label, call);
+                let outer = std::mem::replace(&mut self.grad_enabled, false);
+                let out = self.run_children(c, e, &children[start..start + size], x);
+                self.grad_enabled = outer;
+                next = start + size;
+                let [one] = out.as_slice() else {
+                    x = out;
+                    continue;
+                };
+                if !self.tensor(*one).is_some_and(|t| t.known) {
+                    x = out;
+                    continue;
+                }
+                // (The layers' parameters make the result require grad, as they did in the
+                // run that saved nothing.)
+                let mut params = Vals::new();
+                for child in &children[start..start + size] {
+                    self.module_params(*child, &mut params, &mut FxHashSet::default());
+                }
+                let result =
+                    self.derive(&[inputs, params], call, Saves::default(), Some(label), true);
+                if let Some(n) = self.tensor(result).and_then(|t| t.node) {
+                    self.nodes.get_mut(n).saves.extend(saves);
+                }
+                x = smallvec![result];
+            }
+        }
+        Some(self.run_children(c, e, &children[next..], x))
+    }
+
+    /// Saves of the tensors among `inputs` that may require grad, made now (before the code
+    /// that uses them runs), by `label` at `at`.
+    fn save_inputs_now(&mut self, inputs: &Vals, label: OpLabel, at: Span) -> Vec<SaveId> {
+        if !self.grad_enabled {
+            return Vec::new();
+        }
+        let assumes = self.assumption(std::slice::from_ref(inputs));
+        let storages: Vec<ObjId> = (inputs.iter())
+            .filter_map(|v| self.tensor(*v))
+            .filter(|t| t.grad.is_possible())
+            .map(|t| t.storage)
+            .collect();
+        (storages.into_iter())
+            .map(|st| self.record_save(st, false, label, at, assumes))
+            .collect()
     }
 
     /// `torch.f(...)`; `qualified` may name a submodule (`linalg.vector_norm`): the op table
