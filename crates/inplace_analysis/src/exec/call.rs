@@ -377,9 +377,10 @@ impl Interp<'_, '_> {
         let saved_bound = std::mem::take(&mut self.state.bound_at);
         let saved_stale = std::mem::take(&mut self.state.stale);
         self.outer_envs.push(saved_env);
-        let saved_mode = self.grad_enabled;
+        let saved_mode = (self.grad_enabled, self.implicit_no_grad);
         if !fd.lambda && self.runs_without_grad(c, fd) {
             self.grad_enabled = false;
+            self.implicit_no_grad = false;
         }
         let saved_site = self.call_site;
         let saved_args = self.call_site_args.clone();
@@ -408,7 +409,7 @@ impl Interp<'_, '_> {
         self.inlining.pop();
         self.call_site = saved_site;
         self.call_site_args = saved_args;
-        self.grad_enabled = saved_mode;
+        (self.grad_enabled, self.implicit_no_grad) = saved_mode;
         self.join_here(&frame.ret_state);
         self.state.lapse_orphans(&frame.local_rebinds);
         self.state.dead = false;

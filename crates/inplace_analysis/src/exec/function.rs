@@ -36,8 +36,10 @@ impl Interp<'_, '_> {
         let mut full = args.clone();
         full.positional.insert(0, (smallvec![ctx], None));
         let grad_was = std::mem::replace(&mut self.grad_enabled, false);
+        let implicit_was = std::mem::replace(&mut self.implicit_no_grad, true);
         let results = self.inline(forward, None, &full, call);
         self.grad_enabled = grad_was;
+        self.implicit_no_grad = implicit_was;
         let saved = match self.obj(ctx) {
             Obj::Module(m) => m.attrs.get(&known::SAVED_TENSORS).cloned(),
             _ => None,

@@ -299,6 +299,10 @@ pub(crate) struct Interp<'p, 't> {
     /// The module's final environment, for functions analysed on their own.
     pub globals: Arc<Env>,
     pub grad_enabled: bool,
+    /// Grad mode is off because torch runs the code so, not because the program asked: a
+    /// custom `Function`'s `forward`, a checkpointed block. A write there may be rewritten out
+    /// of place (the `Function` or the recomputation gives the result its history).
+    pub implicit_no_grad: bool,
     pub frames: Vec<Frame>,
     pub inlining: Vec<DefLoc>,
     /// The call that led to the code running now: the outermost one; in a file that imports
@@ -443,6 +447,7 @@ impl<'p, 't> Interp<'p, 't> {
             next_capture: None,
             globals: frozen.globals.clone(),
             grad_enabled: true,
+            implicit_no_grad: false,
             frames: vec![Frame::new(false)],
             inlining: Vec::new(),
             call_site: None,

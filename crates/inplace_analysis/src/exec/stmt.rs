@@ -673,17 +673,20 @@ impl Interp<'_, '_> {
     }
 
     fn exec_with(&mut self, c: Code<'_>, items: List, body: Block) {
-        let saved_mode = self.grad_enabled;
+        let saved_mode = (self.grad_enabled, self.implicit_no_grad);
         for i in c.body.list(items) {
             let item = c.body.with_items[*i as usize];
             let vals = self.eval(c, item.expr);
             for v in &vals {
-                match self.obj(*v) {
-                    Obj::GradCtx(GradCtx::NoGrad) => self.grad_enabled = false,
-                    Obj::GradCtx(GradCtx::EnableGrad) => self.grad_enabled = true,
-                    Obj::GradCtx(GradCtx::Set(on)) => self.grad_enabled = *on,
-                    _ => {}
-                }
+                let mode = match self.obj(*v) {
+                    Obj::GradCtx(GradCtx::NoGrad) => false,
+                    Obj::GradCtx(GradCtx::EnableGrad) => true,
+                    Obj::GradCtx(GradCtx::Set(on)) => *on,
+                    _ => continue,
+                };
+                // (The program asked for it: no longer only torch's own mode.)
+                self.grad_enabled = mode;
+                self.implicit_no_grad = false;
             }
             if let Some(alias) = item.alias.get() {
                 let o = self.alloc(Obj::Unknown);
@@ -691,7 +694,7 @@ impl Interp<'_, '_> {
             }
         }
         self.exec_block(c, body);
-        self.grad_enabled = saved_mode;
+        (self.grad_enabled, self.implicit_no_grad) = saved_mode;
     }
 }
 

@@ -900,8 +900,10 @@ impl Interp<'_, '_> {
         // changes what the recomputation at backward reads (measured: it raises).
         let saves = self.save_inputs_now(&inputs, label, call);
         let outer = std::mem::replace(&mut self.grad_enabled, false);
+        let implicit = std::mem::replace(&mut self.implicit_no_grad, true);
         let out = self.call_one_of(c, e, &block, &inner);
         self.grad_enabled = outer;
+        self.implicit_no_grad = implicit;
         let [one] = out.as_slice() else {
             return out;
         };
@@ -956,8 +958,10 @@ impl Interp<'_, '_> {
                 let inputs = self.flat_tensors(&x);
                 let saves = self.save_inputs_now(&inputs, label, call);
                 let outer = std::mem::replace(&mut self.grad_enabled, false);
+                let implicit = std::mem::replace(&mut self.implicit_no_grad, true);
                 let out = self.run_children(c, e, &children[start..start + size], x);
                 self.grad_enabled = outer;
+                self.implicit_no_grad = implicit;
                 next = start + size;
                 let [one] = out.as_slice() else {
                     x = out;

@@ -129,7 +129,7 @@ impl Interp<'_, '_> {
             call_site: self.call_site,
             numpy_share: tensors.iter().find_map(|t| t.numpy),
             through_bound,
-            under_no_grad: !self.grad_enabled,
+            under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
             into_leaf: all_leaf && !tensors.is_empty(),
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
