@@ -896,12 +896,29 @@ impl Interp<'_, '_> {
         let block = args.positional[0].0.clone();
         let inputs = self.flat_tensors(&inner.all_values().flatten().copied().collect());
         let label = OpLabel::Torch(self.intern("utils.checkpoint.checkpoint"));
-        // Saved as the call starts: a write into an input inside the block (`x.mul_(0.5)`)
-        // changes what the recomputation at backward reads (measured: it raises).
+        let layers = block.clone();
+        self.checkpointed(inputs, &layers, label, call, |it| {
+            it.call_one_of(c, e, &block, &inner)
+        })
+    }
+
+    /// A run under a checkpoint: `inputs` saved as it starts (a write into one inside the run,
+    /// `x.mul_(0.5)` or an in-place activation that starts it, changes what the recomputation
+    /// at backward reads: measured, it raises), `run` with grad off as torch runs it (nothing
+    /// inside is saved), and a result made by the checkpoint, requiring grad through `inputs`
+    /// and the parameters of `layers` as it did in the run.
+    fn checkpointed(
+        &mut self,
+        inputs: Vals,
+        layers: &[ObjId],
+        label: OpLabel,
+        call: Span,
+        run: impl FnOnce(&mut Self) -> Vals,
+    ) -> Vals {
         let saves = self.save_inputs_now(&inputs, label, call);
         let outer = std::mem::replace(&mut self.grad_enabled, false);
         let implicit = std::mem::replace(&mut self.implicit_no_grad, true);
-        let out = self.call_one_of(c, e, &block, &inner);
+        let out = run(self);
         self.grad_enabled = outer;
         self.implicit_no_grad = implicit;
         let [one] = out.as_slice() else {
@@ -910,11 +927,9 @@ impl Interp<'_, '_> {
         if !self.tensor(*one).is_some_and(|t| t.known) {
             return out;
         }
-        // (A layer's parameters make the result require grad, as they did in the run that
-        // saved nothing.)
         let mut params = Vals::new();
-        for b in &block {
-            self.module_params(*b, &mut params, &mut FxHashSet::default());
+        for l in layers {
+            self.module_params(*l, &mut params, &mut FxHashSet::default());
         }
         let result = self.derive(&[inputs, params], call, Saves::default(), Some(label), true);
         if let Some(n) = self.tensor(result).and_then(|t| t.node) {
@@ -955,34 +970,12 @@ impl Interp<'_, '_> {
         let mut next = 0;
         if size > 0 {
             for start in (0..size * (segments as usize - 1)).step_by(size) {
+                let segment = &children[start..start + size];
                 let inputs = self.flat_tensors(&x);
-                let saves = self.save_inputs_now(&inputs, label, call);
-                let outer = std::mem::replace(&mut self.grad_enabled, false);
-                let implicit = std::mem::replace(&mut self.implicit_no_grad, true);
-                let out = self.run_children(c, e, &children[start..start + size], x);
-                self.grad_enabled = outer;
-                self.implicit_no_grad = implicit;
+                x = self.checkpointed(inputs, segment, label, call, |it| {
+                    it.run_children(c, e, segment, x)
+                });
                 next = start + size;
-                let [one] = out.as_slice() else {
-                    x = out;
-                    continue;
-                };
-                if !self.tensor(*one).is_some_and(|t| t.known) {
-                    x = out;
-                    continue;
-                }
-                // (The layers' parameters make the result require grad, as they did in the
-                // run that saved nothing.)
-                let mut params = Vals::new();
-                for child in &children[start..start + size] {
-                    self.module_params(*child, &mut params, &mut FxHashSet::default());
-                }
-                let result =
-                    self.derive(&[inputs, params], call, Saves::default(), Some(label), true);
-                if let Some(n) = self.tensor(result).and_then(|t| t.node) {
-                    self.nodes.get_mut(n).saves.extend(saves);
-                }
-                x = smallvec![result];
             }
         }
         Some(self.run_children(c, e, &children[next..], x))
