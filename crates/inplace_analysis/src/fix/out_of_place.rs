@@ -257,8 +257,9 @@ pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) ->
 
 /// A fix that rebinds a forward hook's `output` argument, completed with `return output` at
 /// the end of the hook: a hook's result replaces the module's output, and without it the
-/// rebinding would silently drop what the hook did. `None` when the hook already returns
-/// (what it returns is not known to be the rebound name).
+/// rebinding would silently drop what the hook did. A hook that already ends with `return
+/// output` and returns nothing else keeps the fix as it is (the rebound name is what it
+/// returns); `None` when it returns anything else.
 pub(crate) fn return_from_hook(
     ctx: &RenderCtx<'_>,
     hook: DefLoc,
@@ -271,8 +272,13 @@ pub(crate) fn return_from_hook(
         None => body.root_def()?,
     };
     let def = body.func(f);
-    if def.lambda || returns(&body, def.body) {
+    if def.lambda {
         return None;
+    }
+    if returns(&body, def.body) {
+        let ends_returning =
+            (body.stmts_of(def.body).last()).is_some_and(|s| returns_name(&body, s, name));
+        return (ends_returning && only_returns(&body, def.body, name)).then_some(fix);
     }
     let stmt_range = |s: StmtId| ctx.range(Span::new(hook.item, body.stmt_span(s)));
     let first = stmt_range(body.stmts_of(def.body).next()?)?;
@@ -295,6 +301,21 @@ pub(crate) fn return_from_hook(
     Some(fix)
 }
 
+/// Whether statement `s` is `return name`.
+fn returns_name(body: &Body, s: StmtId, name: Name) -> bool {
+    matches!(body.stmt(s), Stmt::Return(e)
+        if matches!(e.get().map(|e| body.expr(e)), Some(Expr::Name { name: n, .. }) if *n == name))
+}
+
+/// Whether every `return` in a block (its branches and loops too, not nested definitions) is
+/// `return name`.
+fn only_returns(body: &Body, block: Block, name: Name) -> bool {
+    body.stmts_of(block).all(|s| match body.stmt(s) {
+        Stmt::Return(_) => returns_name(body, s, name),
+        _ => (body.inner_blocks(s).into_iter()).all(|b| only_returns(body, b, name)),
+    })
+}
+
 /// Whether a block has a `return` statement (in its branches and loops too, not in nested
 /// definitions).
 fn returns(body: &Body, block: Block) -> bool {
@@ -302,4 +323,43 @@ fn returns(body: &Body, block: Block) -> bool {
         matches!(body.stmt(s), Stmt::Return(_))
             || body.inner_blocks(s).into_iter().any(|b| returns(body, b))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fix offered for the one finding of a hook script whose hook body is `body`.
+    fn hook_fix(body: &str) -> Option<String> {
+        let text = format!(
+            "import torch\nimport torch.nn as nn\n\n\ndef hook(module, inputs, output):\n{body}\n\n\
+             net = nn.Sequential(nn.Linear(4, 4), nn.Tanh())\n\
+             net[1].register_forward_hook(hook)\n\
+             net(torch.randn(2, 4)).sum().backward()\n"
+        );
+        let findings = crate::analyze_source(&text);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        let fix = findings[0].fix.as_ref()?;
+        let fixed = crate::verify_fix(&text, &findings[0]).expect("the fix verifies");
+        assert!(fixed.contains("hook(module, inputs, output)"));
+        Some(fix.edits.iter().map(|e| e.content.clone()).collect())
+    }
+
+    #[test]
+    fn a_hook_that_ends_returning_the_written_name_keeps_the_copy() {
+        let fix = hook_fix("    output[0] = 0.0\n    return output").expect("a fix");
+        assert!(fix.contains("output = output.clone()"), "{fix}");
+        assert!(!fix.contains("return"), "{fix}");
+    }
+
+    #[test]
+    fn a_hook_without_return_gets_one() {
+        let fix = hook_fix("    output[0] = 0.0").expect("a fix");
+        assert!(fix.contains("return output"), "{fix}");
+    }
+
+    #[test]
+    fn a_hook_that_returns_something_else_somewhere_gets_no_fix() {
+        let body = "    output[0] = 0.0\n    if output.shape[0] > 8:\n        return output.detach()\n    return output";
+        assert_eq!(hook_fix(body), None);
+        assert_eq!(hook_fix("    output[0] = 0.0\n    return output * 1"), None);
+    }
 }
