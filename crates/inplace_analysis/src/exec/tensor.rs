@@ -257,11 +257,21 @@ impl Interp<'_, '_> {
         if ops::table().inplace_method_base(&m).is_some() {
             // Only tensors have `add_`-style methods: this value is one. (Not of a name that no
             // tensor method has: `td.clear_refs_for_compile_()` of a TensorDict.)
-            if let Obj::Unknown = self.obj(recv) {
-                let origin = c.span(recv_expr);
-                *self.obj_mut(recv) =
-                    Obj::Tensor(TensorObj::fresh(recv, Tri::Maybe, false, origin));
-            }
+            // (The shared "anything" object stays itself: a tensor of its own stands in for
+            // it, or every unknown value of the run would become this tensor.)
+            let origin = c.span(recv_expr);
+            let recv = match self.obj(recv) {
+                Obj::Unknown if recv == UNKNOWN => {
+                    let id = self.heap.len() as ObjId;
+                    self.alloc(Obj::Tensor(TensorObj::fresh(id, Tri::Maybe, false, origin)))
+                }
+                Obj::Unknown => {
+                    *self.obj_mut(recv) =
+                        Obj::Tensor(TensorObj::fresh(recv, Tri::Maybe, false, origin));
+                    recv
+                }
+                _ => recv,
+            };
             return self.tensor_method(c, e, &smallvec![recv], meth, args, recv_expr);
         }
         // The receiver's own history is not known; the arguments' is.
