@@ -381,6 +381,10 @@ def measure_module(cls_name):
         torch.manual_seed(0)
         m = new()
         _, x = leafs(shape)
+        if cls_name in LOSSES:
+            # The target too: a label tensor written in place between the loss and backward.
+            target = loss_target(cls_name, shape)
+            return m(x, target), {"self": x, "target": target}
         return call_module(m, cls_name, x, shape), {"self": x}
 
     if cls_name not in UNMEASURED_MODULES:
@@ -390,7 +394,10 @@ def measure_module(cls_name):
         except Exception as e:
             raise SystemExit(f"gen_op_table: {cls_name} could not be called: {e}")
     flags = {}
-    for name in ("result", "self"):
+    for name in ("result", "self", "target"):
+        if name == "target" and cls_name not in LOSSES:
+            continue
+
         def write(ts, out, name=name):
             (out if name == "result" else ts[name]).mul_(1)
         raised = raises_after(build, write)

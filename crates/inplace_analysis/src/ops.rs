@@ -41,6 +41,10 @@ pub struct ModuleSpec {
     pub result: bool,
     #[serde(rename = "self")]
     pub input: bool,
+    /// A loss whose backward reads its target (`criterion(output, label)`: a label written in
+    /// place before `backward()` makes it raise); measured per loss.
+    #[serde(default)]
+    pub target: bool,
     pub params: Vec<String>,
     pub inplace_kw: bool,
     /// Built with `inplace=True`, its in-place kernel saves its result (`nn.LeakyReLU`,

@@ -857,6 +857,18 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        if spec.is_some_and(|s| s.target) {
+            // A loss's target, second or by keyword (`criterion(out, target=label)`).
+            let target = (args.positional.get(1).map(|(v, _)| v))
+                .or_else(|| args.keyword(known::TARGET).map(|(v, ..)| v))
+                .map(|v| self.flat_tensors(v))
+                .unwrap_or_default();
+            for v in target {
+                if let Some(st) = self.tensor(v).map(|t| t.storage) {
+                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
+                }
+            }
+        }
         if ops::SAVES_STATE.contains(&class.as_str()) {
             let state = (args.positional.get(1).map(|(v, _)| v))
                 .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
