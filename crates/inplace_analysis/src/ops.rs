@@ -216,6 +216,11 @@ pub const SPLITS: &[&str] = &[
 /// besides those of [`INDEX_RESULT`]: their result has no gradient.
 pub const NO_GRAD_OUT: &[&str] = &["histc", "floor_divide", "isin", "randperm"];
 
+/// Methods that draw from a value no tensor is: a distribution's `sample()` (`sample_n`), which
+/// `torch.distributions` runs under `no_grad` (`rsample()` is the differentiable draw). The
+/// result never requires grad, whatever history the distribution has.
+pub const NO_GRAD_DRAWS: &[&str] = &["sample", "sample_n"];
+
 /// Ops whose result holds integers or booleans: it never requires grad, whatever the inputs.
 pub const INDEX_RESULT: &[&str] = &[
     "argmax",

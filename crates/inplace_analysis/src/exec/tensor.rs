@@ -194,7 +194,9 @@ impl Interp<'_, '_> {
         {
             let name = self.dim_variant(&m, args, 0);
             self.op_result(&name, OpLabel::Method(meth), &inputs, call, false)
-        } else if ops::INDEX_RESULT.contains(&m.as_str()) {
+        } else if ops::INDEX_RESULT.contains(&m.as_str())
+            || ops::NO_GRAD_DRAWS.contains(&m.as_str())
+        {
             return smallvec![self.new_leaf(false, call)];
         } else {
             smallvec![self.derive(&inputs, call, OpSaves::default(), None, false)]
