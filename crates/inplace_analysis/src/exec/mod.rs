@@ -23,6 +23,7 @@ mod module;
 pub(crate) use module::Container;
 mod class_body;
 mod dataset;
+mod deepcopy;
 mod optim;
 mod overlap;
 mod stmt;

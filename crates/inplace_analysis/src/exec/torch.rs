@@ -120,6 +120,11 @@ impl Interp<'_, '_> {
                 return self.tensor_method(c, e, &tensors, meth, &rest, recv_expr);
             }
         }
+        if p == "copy.deepcopy" {
+            if let Some(v) = self.deepcopy(args) {
+                return v;
+            }
+        }
         if p == "functools.partial" {
             let Some((func, rest)) = args.positional.split_first() else {
                 return smallvec![self.alloc(Obj::Unknown)];

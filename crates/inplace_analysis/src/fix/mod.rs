@@ -223,6 +223,39 @@ fn same_block(ctx: &RenderCtx<'_>, earlier: TextRange, later: TextRange, indent:
     })
 }
 
+/// Whether statement `later` is in a block nested (at any depth) in the block of statement
+/// `earlier` (indented `outer`), in the same scope: `later` is indented deeper, no line between
+/// them leaves `earlier`'s block, and no `def`, `class` or `lambda` header between them opens a
+/// scope (one whose block has ended already counts too: the answer errs on the side of no).
+pub(crate) fn nested_in_scope(
+    ctx: &RenderCtx<'_>,
+    earlier: TextRange,
+    later: TextRange,
+    outer: &str,
+) -> bool {
+    let next = ctx.lines.line_start(ctx.lines.line_of(earlier.end) + 1);
+    let Some((inner, _)) = indentation(ctx, later.start) else {
+        return false;
+    };
+    if later.start < next || inner.len() <= outer.len() || !inner.starts_with(outer) {
+        return false;
+    }
+    let Some(between) = ctx
+        .text_all()
+        .get(next..ctx.lines.line_start(ctx.lines.line_of(later.start)))
+    else {
+        return false;
+    };
+    between.lines().all(|l| {
+        let t = l.trim_start();
+        let depth = l.len() - t.len();
+        let opens_scope = ["def ", "async def ", "class ", "lambda"]
+            .iter()
+            .any(|k| t.starts_with(k));
+        t.is_empty() || t.starts_with('#') || (depth >= outer.len() && !opens_scope)
+    })
+}
+
 /// The indentation before `pos` (only blanks between its line's start and it) and the line
 /// ending of its line.
 fn indentation<'a>(ctx: &RenderCtx<'a>, pos: usize) -> Option<(&'a str, &'static str)> {

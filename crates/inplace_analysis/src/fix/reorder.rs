@@ -432,7 +432,15 @@ pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span
         return None;
     }
     let built = ctx.range(Span::new(optimizer.item, other.stmt_span(built)))?;
-    if line_layout(ctx, built)?.0 != indent || !same_block(ctx, built, rebind, indent) {
+    let outer = line_layout(ctx, built)?.0;
+    // In the same block, or in one the replacement is nested in (`model = copy.deepcopy(best)`
+    // inside the training loop, the optimizer built before it): the name is bound again in the
+    // same scope.
+    let placed = match outer == indent {
+        true => same_block(ctx, built, rebind, indent),
+        false => built.end <= ctx.prog.entry_end() && nested_in_scope(ctx, built, rebind, outer),
+    };
+    if !placed {
         return None;
     }
     let again = ctx.slice(built);
