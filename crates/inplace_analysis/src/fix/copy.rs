@@ -93,15 +93,16 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let stmt = ctx.range(Span::new(at.item, stmt))?;
     let (indent, eol) = indentation(ctx, stmt.start)?;
     let r = ctx.text(root);
-    if !rebindable(ctx, &body, at.stmt, r) || ctx.is_imported_module(r) {
+    if ctx.is_imported_module(r) {
         return None;
     }
-    Some(one(
+    let fix = one(
         format!("Write into a copy: `{r} = {r}.clone()` first"),
         Applicability::Unsafe,
         TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
         format!("{indent}{r} = {r}.clone(){eol}"),
-    ))
+    );
+    with_declaration(ctx, &body, at, r, fix)
 }
 
 /// `b[:, 1] = f(b[:, 0])`: the value reads the tensor the statement writes, so a copy made

@@ -152,6 +152,74 @@ fn rebindable(ctx: &RenderCtx<'_>, body: &crate::ir::Body, s: StmtId, target: &s
     !plain || body.binds_locally(s, |n| ctx.name(n) == target)
 }
 
+/// For a plain name that statement `s` may not rebind (see [`rebindable`]): the declaration
+/// that lets it, `global name` (or `nonlocal name` where an enclosing function binds it),
+/// inserted as the first statement of the function `s` is in, after its docstring. The name
+/// then keeps pointing at what the function binds, for the code that reads it afterwards
+/// (`def rescale(k): feats.mul_(k)` -> `global feats` and `feats = feats.mul(k)`).
+fn declare_outer(
+    ctx: &RenderCtx<'_>,
+    body: &crate::ir::Body,
+    s: StmtRef,
+    target: &str,
+) -> Option<(Edit, String)> {
+    if target.is_empty() || !target.chars().all(|c| c == '_' || c.is_alphanumeric()) {
+        return None;
+    }
+    let at = body.stmt_span(s.stmt);
+    let mut funcs: Vec<&crate::ir::FuncDef> = (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(at))
+        .collect();
+    funcs.sort_by_key(|f| f.span.end - f.span.start);
+    let (f, outer) = funcs.split_first()?;
+    let binds = |g: &crate::ir::FuncDef| {
+        (body.list(g.params).iter()).any(|p| ctx.name(body.params[*p as usize].name) == target)
+            || body
+                .bound_in(g.body)
+                .into_iter()
+                .any(|n| ctx.name(n) == target)
+    };
+    let keyword = match outer.iter().any(|g| binds(g)) {
+        true => "nonlocal",
+        false => "global",
+    };
+    let mut stmts = body.stmts_of(f.body);
+    let mut first = stmts.next()?;
+    if matches!(*body.stmt(first), Stmt::Expr(e) if matches!(body.expr(e), Expr::Str(_))) {
+        first = stmts.next()?;
+    }
+    let first = ctx.range(Span::new(s.item, body.stmt_span(first)))?;
+    let (indent, eol) = indentation(ctx, first.start)?;
+    let line = ctx.lines.line_start(ctx.lines.line_of(first.start));
+    let declaration = format!("{keyword} {target}");
+    Some((
+        Edit {
+            range: TextRange::new(line, line),
+            content: format!("{indent}{declaration}{eol}"),
+        },
+        declaration,
+    ))
+}
+
+/// `fix` completed, where the name it binds is not the function's own, by the declaration that
+/// makes it so (see [`declare_outer`]); `None` when no declaration can.
+fn with_declaration(
+    ctx: &RenderCtx<'_>,
+    body: &crate::ir::Body,
+    s: StmtRef,
+    target: &str,
+    mut fix: Fix,
+) -> Option<Fix> {
+    if rebindable(ctx, body, s.stmt, target) {
+        return Some(fix);
+    }
+    let (edit, declaration) = declare_outer(ctx, body, s, target)?;
+    fix.edits.insert(0, edit);
+    fix.title = format!("{} (with `{declaration}`)", fix.title);
+    fix.applicability = Applicability::Unsafe;
+    Some(fix)
+}
+
 /// A single edit as a fix.
 fn one(title: String, applicability: Applicability, range: TextRange, content: String) -> Fix {
     Fix {

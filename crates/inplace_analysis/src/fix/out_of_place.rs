@@ -100,13 +100,11 @@ pub(crate) fn call_out_of_place(
                 return None;
             }
             let t = ctx.text(span(target));
-            if !rebindable(ctx, &body, s.stmt, t) {
-                return None;
-            }
             let prefix = ctx.slice(TextRange::new(func_range.start, attr.start));
             let arg_text = ctx.text(Span::new(s.item, a.span));
             let new = assignment(t, &format!("{prefix}{base}{arg_text}"), record_field);
-            rewrite_statement(ctx, s, &body, new, applicability)
+            let fix = rewrite_statement(ctx, s, &body, new, applicability)?;
+            with_declaration(ctx, &body, s, t, fix)
         }
         // (Or the element a comprehension builds: `[h[i].squeeze_(0) for i in ...]`.)
         Stmt::Assign { value: v, .. } | Stmt::Return(v)
@@ -341,6 +339,42 @@ mod tests {
         let fixed = crate::verify_fix(&text, &findings[0]).expect("the fix verifies");
         assert!(fixed.contains("hook(module, inputs, output)"));
         Some(fix.edits.iter().map(|e| e.content.clone()).collect())
+    }
+
+    /// The fixed text of a script with one finding.
+    fn fixed(text: &str) -> Option<String> {
+        let findings = crate::analyze_source(text);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        findings[0].fix.as_ref()?;
+        Some(crate::verify_fix(text, &findings[0]).expect("the fix verifies"))
+    }
+
+    #[test]
+    fn a_global_rebound_in_a_function_is_declared_after_the_docstring() {
+        let text = "import torch\n\nx = torch.randn(3, requires_grad=True)\nfeats = torch.sigmoid(x)\n\n\n\
+                    def rescale(k):\n    \"\"\"Scale the features.\"\"\"\n    feats.mul_(k)\n\n\n\
+                    loss = feats.sum()\nrescale(2.0)\nloss.backward()\n";
+        let out = fixed(text).expect("a fix");
+        assert!(
+            out.contains(
+                "\"\"\"Scale the features.\"\"\"\n    global feats\n    feats = feats.mul(k)\n"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_closure_rebinding_its_definers_name_declares_it_nonlocal() {
+        let text = "import torch\n\n\ndef step(x):\n    feats = torch.tanh(x)\n\n    \
+                    def rescale(k):\n        feats.mul_(k)\n\n    loss = feats.sum()\n    \
+                    rescale(2.0)\n    loss.backward()\n\n\nstep(torch.randn(3, requires_grad=True))\n";
+        let out = fixed(text).expect("a fix");
+        assert!(
+            out.contains(
+                "    def rescale(k):\n        nonlocal feats\n        feats = feats.mul(k)\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]
