@@ -179,6 +179,9 @@ pub(crate) enum Event {
         /// The write is an in-place call nested in the statement that reads the name again
         /// (`lin(torch.relu_(z)) + res(z)`): the name itself was written, not an alias.
         nested: bool,
+        /// An optimizer step wrote parameters that `name` holds snapshots of, and this is the
+        /// expression that made them (`model.state_dict()`, `p.detach()`, `p.data`).
+        snapshot: Option<Span>,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

@@ -80,7 +80,14 @@ impl Interp<'_, '_> {
         }
     }
 
-    pub fn report_stale_read(&mut self, name: Name, writes: &[WriteId], read: Span) {
+    /// `container`: the read is of a slot of it (`d["w"]`, `load_state_dict(d)`).
+    pub fn report_stale_read(
+        &mut self,
+        name: Name,
+        writes: &[WriteId],
+        read: Span,
+        container: Option<ObjId>,
+    ) {
         for w in writes {
             let written = self.write_targets[*w as usize];
             // (A piece of a `chunk` or a loop's row is not copied where it is made: that is
@@ -96,6 +103,12 @@ impl Interp<'_, '_> {
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
+            let snapshot = (write.kind == WriteKind::Step)
+                .then(|| match container.and_then(|o| self.state_dicts.get(&o)) {
+                    Some(at) => Some(*at),
+                    None => self.snapshot_origin(name),
+                })
+                .flatten();
             self.report(Event::StaleRead {
                 write: *w,
                 name,
@@ -105,8 +118,22 @@ impl Interp<'_, '_> {
                 view,
                 view_copyable,
                 nested,
+                snapshot,
             });
         }
+    }
+
+    /// Where what `name` holds was made, when it is a snapshot of parameters sharing their
+    /// memory: the `state_dict()` call of a dict of them, or the `.detach()` / `.data` of one.
+    fn snapshot_origin(&self, name: Name) -> Option<Span> {
+        (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
+            if let Some(at) = self.state_dicts.get(v) {
+                return Some(*at);
+            }
+            self.tensor(*v)
+                .filter(|t| t.detached_from.is_some())
+                .map(|t| t.origin)
+        })
     }
 
     /// A write in a dataset's `__getitem__` that changes a tensor it read out of `self` from its
@@ -141,6 +168,7 @@ impl Interp<'_, '_> {
             view: None,
             view_copyable: false,
             nested: false,
+            snapshot: None,
         });
     }
 

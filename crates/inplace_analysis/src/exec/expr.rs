@@ -924,7 +924,7 @@ impl Interp<'_, '_> {
     fn lookup(&mut self, c: Code<'_>, e: ExprId, name: Name, reads: bool) -> Vals {
         if reads && self.state.stale.contains_key(&name) {
             let writes = self.state.stale.remove(&name).unwrap_or_default();
-            self.report_stale_read(name, &writes, c.span(e));
+            self.report_stale_read(name, &writes, c.span(e), None);
         }
         if let Some(v) = self.state.env.get(&name) {
             let v = v.clone();

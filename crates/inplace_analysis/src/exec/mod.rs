@@ -361,6 +361,8 @@ pub(crate) struct Interp<'p, 't> {
     pub metadata_read: bool,
     /// Dicts (made by a literal or `dict(...)`; their slots are their values).
     pub dict_objs: FxHashSet<ObjId>,
+    /// Dicts a module's `state_dict()` made (its parameters' memory), by that call.
+    pub state_dicts: FxHashMap<ObjId, Span>,
     /// Lists and tuples whose slots are their elements one by one (a literal without `*`, the
     /// sum of two such): their `len()` is known until one is changed.
     pub exact_seqs: FxHashSet<ObjId>,
@@ -477,6 +479,7 @@ impl<'p, 't> Interp<'p, 't> {
             metadata_read: false,
             exact_seqs: FxHashSet::default(),
             dict_objs: FxHashSet::default(),
+            state_dicts: FxHashMap::default(),
             uncertain_receiver: false,
             storing_maybe: false,
             maybe_slots: FxHashSet::default(),

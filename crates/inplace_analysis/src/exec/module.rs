@@ -1436,7 +1436,31 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            "state_dict" | "load_state_dict" => smallvec![OTHER],
+            // A dict of `.detach()` of each parameter: the same memory, which later steps
+            // write (a "best" state kept this way is not a copy).
+            "state_dict" => {
+                let mut params = Vals::new();
+                self.module_params(m, &mut params, &mut FxHashSet::default());
+                let slots: Vec<Vals> = (params.into_iter().take(MAX_SLOTS))
+                    .map(|p| smallvec![self.detach_of(p, call)])
+                    .collect();
+                let d = self.alloc(Obj::Seq(slots));
+                self.dict_objs.insert(d);
+                self.state_dicts.insert(d, call);
+                smallvec![d]
+            }
+            // (It reads every entry of the state given: a stale snapshot is read here.)
+            "load_state_dict" => {
+                if let Some((v, Some(arg))) = args.positional.first() {
+                    let at = c.span(*arg);
+                    for o in v.clone() {
+                        if matches!(self.obj(o), Obj::Seq(_)) {
+                            self.read_any_slot(o, at);
+                        }
+                    }
+                }
+                smallvec![OTHER]
+            }
             _ => self.opaque_call(args, call),
         }
     }

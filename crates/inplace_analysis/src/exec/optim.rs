@@ -163,7 +163,8 @@ impl Interp<'_, '_> {
                     .collect();
                 if !written.is_empty() {
                     let spec = WriteSpec::new(WriteKind::Step, call, call).no_leaf_check();
-                    self.write(&written, spec);
+                    let wid = self.write(&written, spec);
+                    self.mark_stale_snapshots(&written, wid);
                 }
                 smallvec![OTHER]
             }

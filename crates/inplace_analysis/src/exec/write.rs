@@ -477,18 +477,41 @@ impl Interp<'_, '_> {
         false
     }
 
+    /// After optimizer step `wid` wrote `params`: the snapshots of them that share their
+    /// memory, a name or a container slot holding `p.detach()` (what `state_dict()` holds), are
+    /// stale: `best = model.state_dict()` kept for later reads the weights of every step
+    /// after it, not those of its own time. (The parameters themselves are meant to be seen
+    /// updated, through any name.)
+    pub(super) fn mark_stale_snapshots(&mut self, params: &Vals, wid: WriteId) {
+        let params: FxHashSet<ObjId> = params.iter().copied().collect();
+        // (`p.data` too: the same memory, without the counter.)
+        let snapshot = |it: &Self, x: ObjId| {
+            (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
+        };
+        self.mark_stale_where(wid, None, snapshot);
+        self.mark_stale_slots_where(wid, false, snapshot);
+    }
+
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
     /// `.detach()` of), is stale after write `wid`.
     fn mark_stale(&mut self, t: ObjId, wid: WriteId, keep: Option<Name>) {
+        self.mark_stale_where(wid, keep, |it, x| {
+            it.same_or_detached(x, t) || it.array_of(x, t)
+        });
+    }
+
+    /// Every name (but `keep`) that may hold an object `hit` accepts is stale after write `wid`.
+    fn mark_stale_where(
+        &mut self,
+        wid: WriteId,
+        keep: Option<Name>,
+        hit: impl Fn(&Self, ObjId) -> bool,
+    ) {
         let stale: SmallVec<[Name; 4]> = self
             .state
             .env
             .iter()
-            .filter(|(n, vs)| {
-                vs.iter()
-                    .any(|x| self.same_or_detached(*x, t) || self.array_of(*x, t))
-                    && Some(**n) != keep
-            })
+            .filter(|(n, vs)| vs.iter().any(|x| hit(self, *x)) && Some(**n) != keep)
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
@@ -555,6 +578,16 @@ impl Interp<'_, '_> {
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
     pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, even_taken: bool) {
+        self.mark_stale_slots_where(wid, even_taken, |it, x| it.same_or_detached(x, t));
+    }
+
+    /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts.
+    fn mark_stale_slots_where(
+        &mut self,
+        wid: WriteId,
+        even_taken: bool,
+        hit: impl Fn(&Self, ObjId) -> bool,
+    ) {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
@@ -587,7 +620,8 @@ impl Interp<'_, '_> {
             };
             for (slot, vs) in slots {
                 let key = (o, slot);
-                if matches!(vs.as_slice(), [x] if self.same_or_detached(*x, t)) {
+                // (Every alternative the slot may hold: a slot of certain ones.)
+                if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
                     let taken = !even_taken && self.taken_slots.contains(&key);
                     if !taken && !self.maybe_slots.contains(&key) {
@@ -658,7 +692,7 @@ impl Interp<'_, '_> {
         if let Some(writes) = self.state.stale_slots.remove(&(o, slot)) {
             let name = self.prog.text_of(at).to_string();
             let name = self.intern(&name);
-            self.report_stale_read(name, &writes, at);
+            self.report_stale_read(name, &writes, at, Some(o));
         }
     }
 

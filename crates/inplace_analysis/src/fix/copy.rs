@@ -12,6 +12,24 @@ pub(crate) fn insert_clone(
     append_clone(ctx, alias_of, "Copy instead of aliasing", applicability)
 }
 
+/// A snapshot of parameters made a copy: `model.state_dict()` -> `{k: v.clone() for k, v in
+/// model.state_dict().items()}` (what `copy.deepcopy` of it holds), `p.detach()` and `p.data`
+/// -> `.clone()` after them (unsafe: the name no longer follows the training).
+pub(crate) fn copy_snapshot(ctx: &RenderCtx<'_>, made: Span) -> Option<Fix> {
+    let r = ctx.range(made)?;
+    let text = ctx.slice(r);
+    if !text.ends_with("state_dict()") {
+        return insert_clone(ctx, made, Applicability::Unsafe);
+    }
+    let copy = format!("{{k: v.clone() for k, v in {text}.items()}}");
+    Some(one(
+        format!("Keep a copy: `{copy}`"),
+        Applicability::Unsafe,
+        r,
+        copy,
+    ))
+}
+
 /// `a -= a[:, :1]` -> `a -= a[:, :1].clone()`: the operand is read before anything is
 /// written, as the out-of-place op would (safe: the values are those the op was meant to
 /// compute).

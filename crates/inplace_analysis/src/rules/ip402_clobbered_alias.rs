@@ -88,10 +88,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         view,
         view_copyable,
         nested,
+        snapshot,
     } = ev
     else {
         return None;
     };
+    if let Some(at) = snapshot {
+        return render_snapshot(ctx, ev, *at);
+    }
     let w = ctx.write(*write);
     // (Rewriting a tensor that cannot require grad out of place loses nothing under `no_grad`.)
     let gradless = (w.under_no_grad && w.gradless).then(|| crate::events::Write {
@@ -211,6 +215,57 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         severity: Severity::Warning,
         range: ctx.range(range)?,
         message,
+        related,
+        fix,
+    })
+}
+
+/// An optimizer step updating the parameters a snapshot (`best = model.state_dict()`,
+/// `w0 = p.detach()`) still holds: the snapshot is no copy, and a later read of it sees the
+/// weights of every step since.
+fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Finding> {
+    let Event::StaleRead {
+        write, name, read, ..
+    } = ev
+    else {
+        return None;
+    };
+    let w = ctx.write(*write);
+    let name = ctx.name(*name);
+    let mut related = Vec::new();
+    for (range, message) in [
+        (
+            ctx.range(made),
+            format!("`{name}` is made here: it shares the parameters' memory"),
+        ),
+        (
+            ctx.range(*read),
+            format!("`{name}` is read here and sees the updated values"),
+        ),
+    ] {
+        if let Some(range) = range {
+            related.push(Related {
+                source: None,
+                range,
+                message,
+            });
+        }
+    }
+    write_related(ctx, w, &mut related);
+    let fix = (!crate::project::is_module_item(made.item))
+        .then(|| fix::copy_snapshot(ctx, made))
+        .flatten();
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` updates in place the parameters `{name}` holds (`{}` ({}) shares their memory: it is no copy); `{name}` is read later ({}) and silently sees the weights of every step since",
+            ctx.snippet(w.site),
+            ctx.snippet(made),
+            ctx.line(made),
+            ctx.line(*read)
+        ),
         related,
         fix,
     })
