@@ -23,7 +23,7 @@ mod module;
 pub(crate) use module::Container;
 mod class_body;
 mod dataset;
-mod deepcopy;
+mod new_params;
 mod optim;
 mod overlap;
 mod stmt;

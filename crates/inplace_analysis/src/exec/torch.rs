@@ -120,6 +120,14 @@ impl Interp<'_, '_> {
                 return self.tensor_method(c, e, &tensors, meth, &rest, recv_expr);
             }
         }
+        if matches!(
+            p.as_str(),
+            "torch.nn.utils.weight_norm" | "torch.nn.utils.parametrizations.weight_norm"
+        ) {
+            if let Some(v) = self.weight_norm(args, call) {
+                return v;
+            }
+        }
         if p == "copy.deepcopy" {
             if let Some(v) = self.deepcopy(args) {
                 return v;

@@ -1,4 +1,6 @@
-//! `copy.deepcopy` of a module: a new module tree with parameters and buffers of its own.
+//! Calls that give a module new parameter objects, so that what an optimizer built before holds
+//! is no longer what the module trains: `copy.deepcopy` of a module (a new module tree with
+//! parameters and buffers of its own) and `weight_norm` (new parameters in place of its weight).
 //! (Left to [`Interp::opaque_call`], a module passed to an unseen function stays itself, so
 //! `best = copy.deepcopy(model)` would be `model`, and `model = copy.deepcopy(best)` after an
 //! optimizer was built would not be seen to replace the parameters it holds: IP403.)
@@ -19,6 +21,43 @@ impl Interp<'_, '_> {
         }
         let mut memo = FxHashMap::default();
         Some(first.iter().map(|v| self.copy_obj(*v, &mut memo)).collect())
+    }
+
+    /// `weight_norm(module, name="weight")` (`torch.nn.utils` and its `parametrizations`): the
+    /// weight is computed from two new parameters (`weight_g`/`weight_v`, or `original0`/
+    /// `original1`), so the parameter an optimizer built before holds is no longer used. The
+    /// module comes back as a new object holding a new leaf as its weight (torch changes it in
+    /// place; a new object lets `model.head = weight_norm(model.head)` after the optimizer was
+    /// built be seen replacing what it holds: IP403). (`spectral_norm` keeps the parameter
+    /// object, as `weight_orig` or `original`: not modelled, nothing to report.)
+    pub(super) fn weight_norm(&mut self, args: &Args, call: Span) -> Option<Vals> {
+        let (first, _) = args.positional.first()?;
+        let name = (args.positional.get(1).map(|(v, _)| v))
+            .or_else(|| args.keyword(self.intern("name")).map(|(v, ..)| v))
+            .and_then(|v| match v.as_slice() {
+                [s] => match self.obj(*s) {
+                    Obj::Str(n) => Some(*n),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .unwrap_or(known::WEIGHT);
+        let mut out = Vals::new();
+        for m in first.clone() {
+            let Obj::Module(module) = self.obj(m).clone() else {
+                out.push(m);
+                continue;
+            };
+            if !module.attrs.contains_key(&name) {
+                out.push(m);
+                continue;
+            }
+            let mut copy = (*module).clone();
+            let weight = self.new_leaf(true, call);
+            copy.attrs.insert(name, smallvec![weight]);
+            out.push(self.alloc(Obj::Module(Box::new(copy))));
+        }
+        Some(out)
     }
 
     /// The deep copy of one object: modules, tensors and containers are new; everything else
