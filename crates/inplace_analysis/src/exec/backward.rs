@@ -104,8 +104,8 @@ impl Interp<'_, '_> {
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
             let snapshot = (write.kind == WriteKind::Step)
-                .then(|| match container.and_then(|o| self.state_dicts.get(&o)) {
-                    Some(at) => Some(*at),
+                .then(|| match container {
+                    Some(o) => self.snapshot_in(o),
                     None => self.snapshot_origin(name),
                 })
                 .flatten();
@@ -130,6 +130,22 @@ impl Interp<'_, '_> {
             if let Some(at) = self.state_dicts.get(v) {
                 return Some(*at);
             }
+            self.tensor(*v)
+                .filter(|t| t.detached_from.is_some())
+                .map(|t| t.origin)
+        })
+    }
+
+    /// Where the snapshots container `o` holds were made: the `state_dict()` call that made
+    /// it, or the `.detach()` / `.data` of its elements (`[p.data for p in ...]`).
+    fn snapshot_in(&self, o: ObjId) -> Option<Span> {
+        if let Some(at) = self.state_dicts.get(&o) {
+            return Some(*at);
+        }
+        let Obj::Seq(items) = self.obj(o) else {
+            return None;
+        };
+        (items.iter().flatten()).find_map(|v| {
             self.tensor(*v)
                 .filter(|t| t.detached_from.is_some())
                 .map(|t| t.origin)

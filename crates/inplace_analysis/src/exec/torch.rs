@@ -384,6 +384,20 @@ impl Interp<'_, '_> {
     fn call_builtin(&mut self, c: Code<'_>, e: ExprId, name: &str, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
+        if name == "zip" {
+            // Zipping lists reads their elements: a stale one is read here.
+            for (v, arg) in &args.positional {
+                let (Some(arg), lists) = (arg, v.iter().copied()) else {
+                    continue;
+                };
+                let lists: Vals = lists
+                    .filter(|o| matches!(self.obj(*o), Obj::Seq(_)))
+                    .collect();
+                for o in lists {
+                    self.read_any_slot(o, c.span(*arg));
+                }
+            }
+        }
         match name {
             "isinstance" => self.eval_isinstance(args),
             // Over numbers these give numbers; over tensors, a tensor with their history.
