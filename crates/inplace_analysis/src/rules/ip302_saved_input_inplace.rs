@@ -5,7 +5,10 @@
 //! through that op. Ops that save inputs (measured on torch 2.15): `abs`, `log`, `sin`, `cos`,
 //! `gelu`, `silu`, `elu`, `leaky_relu`, `t ** 2`, `clamp`, `prod`, `max`, and every product of
 //! two tensors that need grad (`a * b`, `a / b`, `a @ b`, `matmul`, `linear`, `conv*`); a layer
-//! (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`) saves its input and its weight.
+//! (`nn.Linear`, `nn.Conv2d`, `nn.LayerNorm`) saves its input and its weight; most losses
+//! (`nn.BCELoss`, `nn.MSELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`, ...; not `nn.L1Loss`) save
+//! their *target* too, so a label tensor refilled between two losses summed before one
+//! `backward()` (DCGAN's `label.fill_(fake_label)`) is this hazard.
 //! `t * 2`, `t + 1`, `sum`, `mean`, `cat` save nothing. Writes are every in-place op, and two
 //! that do not look like one: a call of an `nn.Embedding(..., max_norm=...)`, which
 //! renormalises in its weight the rows it looks up, and a custom `torch.autograd.Function`'s

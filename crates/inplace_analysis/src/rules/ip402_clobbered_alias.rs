@@ -18,6 +18,14 @@
 //! access, the next epoch, reads the changed sample. Stores (`self.cache[i] = x`, `copy_`,
 //! `fill_`) give the same result on every access and are not reported.
 //!
+//! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
+//! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
+//! detached, not a copy), `w0 = p.detach()`, `old = [p.data for p in model.parameters()]`,
+//! read after later steps (`model.load_state_dict(best)` restores the last weights, not the
+//! best; Reptile's meta step reads `p - old == 0`). The finding is at the step; the snapshot and
+//! the read are related locations. (Names bound to the parameters themselves are meant to see
+//! the update and are not reported.)
+//!
 //! An in-place op whose other operand is a view of elements it writes (`traj -= traj[:, :1]`,
 //! `x[:, 1:] -= x[:, :-1]`, `x.div_(x[:, 0:1])`, `a += a.t()`) is the same hazard within one
 //! op: torch updates the elements in an order of its own and reads the operand as it goes, so
@@ -40,7 +48,8 @@
 //! aux = head(feat)        # reads the ReLU'd values
 //! ```
 //!
-//! **Fix.** Copy where the alias or view is made (`y = x.clone()`, `x1 = x[..., :d].clone()`),
+//! **Fix.** Copy where the alias or view is made (`y = x.clone()`, `x1 = x[..., :d].clone()`,
+//! `best = {k: v.clone() for k, v in model.state_dict().items()}`, `p.detach().clone()`),
 //! or write out of place
 //! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper).
 //!

@@ -3,7 +3,9 @@
 //! **What it finds.** A name or attribute that holds a parameter is rebound to a *new* object:
 //! `w = w - lr * w.grad` (out-of-place update of a leaf that requires grad), `v = v - 0.1 * v.grad`
 //! after `opt = torch.optim.SGD([v])`, `self.w = nn.Parameter(...)`, `setattr(model, "head",
-//! nn.Linear(...))` or `model = Net()` after the optimizer was built from the old parameters.
+//! nn.Linear(...))`, `model = Net()` or `model = copy.deepcopy(best_model)` after the optimizer
+//! was built from the old parameters, or `model.head = weight_norm(model.head)` then (the
+//! weight becomes a function of two new parameters; `spectral_norm` keeps the old one).
 //!
 //! **Why it breaks.** An optimizer holds tensor *objects*. The new object is not what it
 //! updates, and `w - lr * w.grad` is no leaf: its `.grad` stays `None`. Training silently stops
@@ -22,7 +24,9 @@
 //! **Fix.** Update in place under `with torch.no_grad():` (`v -= 0.1 * v.grad`), or let the
 //! optimizer do it (`opt.step()`). A replaced model, submodule or parameter: build the
 //! optimizer again right after the replacement (the fix repeats the statement that built it,
-//! when that is one line earlier in the same block), or build it after the model is final.
+//! when that is earlier in the same block or in a block the replacement is nested in, in the
+//! same scope), or build it after the model is final (or restore weights with
+//! `model.load_state_dict(...)`, which keeps the parameter objects).
 //!
 //! **Fix safety.** *Unsafe*: it changes which object the name refers to afterwards; a rebuilt
 //! optimizer starts with fresh state (momentum, Adam's moments).
