@@ -7,6 +7,25 @@ use crate::events::{Event, Trigger, WriteId, WriteKind};
 
 impl Interp<'_, '_> {
     pub fn check_graph(&mut self, roots: &Vals, trigger: Span, retain: bool, backward: bool) {
+        self.check_graph_until(roots, &Vals::new(), trigger, retain, backward);
+    }
+
+    /// [`Interp::check_graph`] for a backward that stops at the tensors `inputs`
+    /// (`torch.autograd.grad(loss, inputs)` differentiates with respect to them: the ops that
+    /// made them do not run).
+    pub fn check_graph_until(
+        &mut self,
+        roots: &Vals,
+        inputs: &Vals,
+        trigger: Span,
+        retain: bool,
+        backward: bool,
+    ) {
+        let mut stop = Vals::new();
+        self.flatten(inputs, &mut stop, &mut FxHashSet::default());
+        let stop: FxHashSet<NodeId> = (stop.iter())
+            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
+            .collect();
         let mut flat = Vals::new();
         self.flatten(roots, &mut flat, &mut FxHashSet::default());
         let mut stack: Vec<NodeId> = flat
@@ -16,7 +35,7 @@ impl Interp<'_, '_> {
         let mut visited = FxHashSet::default();
         let mut reached = Vec::new();
         while let Some(n) = stack.pop() {
-            if !visited.insert(n) {
+            if !visited.insert(n) || stop.contains(&n) {
                 continue;
             }
             self.steps += 1;

@@ -213,7 +213,21 @@ impl Interp<'_, '_> {
                     .unwrap_or(first_arg);
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH)
                     || args.keyword(known::CREATE_GRAPH).is_some();
-                self.check_graph(&outputs, call, retain, true);
+                let inputs = (args.positional.get(1).map(|(v, _)| v.clone()))
+                    .or_else(|| args.keyword(self.intern("inputs")).map(|(v, ..)| v.clone()))
+                    .unwrap_or_default();
+                self.check_graph_until(&outputs, &inputs, call, retain, true);
+                // With `create_graph=True` the gradients are computed by ops autograd records:
+                // they carry the graph they were taken through, and a later backward through
+                // them (MAML's inner step `w -= lr * gw`, a gradient penalty) reaches what its
+                // ops saved.
+                if self.keyword_on(args, known::CREATE_GRAPH) {
+                    let tensors = self.flat_tensors(&outputs);
+                    if !tensors.is_empty() {
+                        let out = self.derive(&[tensors], call, Default::default(), None, false);
+                        return smallvec![out];
+                    }
+                }
                 return smallvec![self.alloc(Obj::Unknown)];
             }
             "torch.autograd.functional.jacobian"
