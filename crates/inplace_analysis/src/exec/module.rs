@@ -1028,9 +1028,12 @@ impl Interp<'_, '_> {
     }
 
     /// `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
+    /// A dropout layer that returns its input itself: with `p=0`, or in eval mode
+    /// (`model.eval()`, `train(False)` on it or a module above it; measured with torch 2.15).
     fn dropout_passes(&self, module: &ModuleObj, class: &str) -> bool {
+        let eval = module.attrs.get(&known::TRAINING).map(|v| v.as_slice()) == Some(&[FALSE]);
         ops::MODULE_DROPOUTS.contains(&class)
-            && module.attrs.get(&known::P).and_then(|p| self.one_int(p)) == Some(0)
+            && (eval || module.attrs.get(&known::P).and_then(|p| self.one_int(p)) == Some(0))
     }
 
     fn layer_option_off(&mut self, module: &ModuleObj, option: &str) -> bool {
