@@ -371,6 +371,13 @@ impl Interp<'_, '_> {
         // Writing all of a view writes its part of the tensor it shows.
         if let (Part::Whole, Some((base, part))) = (w.part, tt.view_of) {
             self.mark_stale_views(base, part, wid);
+            // A view taken in the write itself through a name (`returns[t] += g * returns[t +
+            // 1]`) writes the tensor the name holds: its other names see it, as after
+            // `returns[t] = v`. (Not through a chain of view calls, `out.narrow(0, 0, 1).zero_()`,
+            // whose name is not known here: that is meant to fill `out`.)
+            if w.keep.is_some() && self.view_made_in(tt, w.site) {
+                self.mark_stale(base, wid, w.keep);
+            }
         }
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
@@ -475,6 +482,12 @@ impl Interp<'_, '_> {
             }
         }
         false
+    }
+
+    /// Whether `t` is a view taken in the statement `site` writes it in (`x[0] += 1`).
+    fn view_made_in(&self, t: &TensorObj, site: Span) -> bool {
+        t.view_of.is_some()
+            && (t.view_origin).is_some_and(|o| o.item == site.item && site.rel.contains(o.rel))
     }
 
     /// After optimizer step `wid` wrote `params`: the snapshots of them that share their
