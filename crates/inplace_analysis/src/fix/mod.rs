@@ -275,20 +275,27 @@ fn same_indent(ctx: &RenderCtx<'_>, a: TextRange, b: TextRange) -> bool {
 /// later line with the same indentation `indent`, and every line between them is blank, a
 /// comment, or at least as indented (checked on the text).
 fn same_block(ctx: &RenderCtx<'_>, earlier: TextRange, later: TextRange, indent: &str) -> bool {
-    let next = ctx.lines.line_start(ctx.lines.line_of(earlier.end) + 1);
-    if later.start < next || indentation(ctx, later.start).map(|i| i.0) != Some(indent) {
+    if indentation(ctx, later.start).map(|i| i.0) != Some(indent) {
         return false;
     }
-    let Some(between) = ctx
-        .text_all()
-        .get(next..ctx.lines.line_start(ctx.lines.line_of(later.start)))
-    else {
+    let Some(between) = lines_between(ctx, earlier, later) else {
         return false;
     };
     between.lines().all(|l| {
         let t = l.trim_start();
         t.is_empty() || t.starts_with('#') || l.len() - t.len() >= indent.len()
     })
+}
+
+/// The lines strictly between statement `earlier` and statement `later` (which starts on a
+/// line after it); `None` when it does not.
+fn lines_between<'a>(ctx: &RenderCtx<'a>, earlier: TextRange, later: TextRange) -> Option<&'a str> {
+    let next = ctx.lines.line_start(ctx.lines.line_of(earlier.end) + 1);
+    if later.start < next {
+        return None;
+    }
+    ctx.text_all()
+        .get(next..ctx.lines.line_start(ctx.lines.line_of(later.start)))
 }
 
 /// Whether statement `later` is in a block nested (at any depth) in the block of statement
@@ -301,17 +308,13 @@ pub(crate) fn nested_in_scope(
     later: TextRange,
     outer: &str,
 ) -> bool {
-    let next = ctx.lines.line_start(ctx.lines.line_of(earlier.end) + 1);
     let Some((inner, _)) = indentation(ctx, later.start) else {
         return false;
     };
-    if later.start < next || inner.len() <= outer.len() || !inner.starts_with(outer) {
+    if inner.len() <= outer.len() || !inner.starts_with(outer) {
         return false;
     }
-    let Some(between) = ctx
-        .text_all()
-        .get(next..ctx.lines.line_start(ctx.lines.line_of(later.start)))
-    else {
+    let Some(between) = lines_between(ctx, earlier, later) else {
         return false;
     };
     between.lines().all(|l| {
