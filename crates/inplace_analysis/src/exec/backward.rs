@@ -128,6 +128,12 @@ impl Interp<'_, '_> {
                     None => self.snapshot_origin(name),
                 })
                 .flatten();
+            // A snapshot written through after the step (`W = layer.weight.data` re-masked
+            // with `W.mul_(mask)` after each step) is a live handle on the parameter, kept so
+            // on purpose.
+            if snapshot.is_some() && self.written_at(read) {
+                continue;
+            }
             self.report(Event::StaleRead {
                 write: *w,
                 name,
@@ -153,6 +159,96 @@ impl Interp<'_, '_> {
                 .filter(|t| t.detached_from.is_some())
                 .map(|t| t.origin)
         })
+    }
+
+    /// The gradients `torch.autograd.grad(outputs, inputs, create_graph=True)` gives: a tensor
+    /// whose history is the part of the graph between `outputs` and `inputs` (the backward ops
+    /// read what those ops saved), not what made the inputs. `None` when no output has history.
+    pub(super) fn gradient_graph(
+        &mut self,
+        outputs: &Vals,
+        inputs: &Vals,
+        call: Span,
+    ) -> Option<ObjId> {
+        let mut stop = Vals::new();
+        self.flatten(inputs, &mut stop, &mut FxHashSet::default());
+        let stop: FxHashSet<NodeId> = (stop.iter())
+            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
+            .collect();
+        let mut stack: Vec<NodeId> = (self.flat_tensors(outputs).iter())
+            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
+            .collect();
+        if stack.is_empty() {
+            return None;
+        }
+        let mut visited = FxHashSet::default();
+        let (mut saves, mut leaves) = (FxHashSet::default(), FxHashSet::default());
+        while let Some(n) = stack.pop() {
+            if stop.contains(&n) || !visited.insert(n) {
+                continue;
+            }
+            self.steps += 1;
+            let node = self.nodes.get(n);
+            saves.extend(node.saves.iter().copied());
+            leaves.extend(node.leaves.iter().copied());
+            stack.extend(node.parents.iter().copied());
+        }
+        let mut saves: Saves = saves.into_iter().collect();
+        saves.sort_unstable();
+        let mut leaves: SmallVec<[u32; 2]> = leaves.into_iter().collect();
+        leaves.sort_unstable();
+        let node = self.nodes.push(GraphNode {
+            saves,
+            parents: SmallVec::new(),
+            leaves,
+        });
+        let id = self.heap.len() as ObjId;
+        let mut t = TensorObj::fresh(id, Tri::Maybe, true, call);
+        t.node = Some(node);
+        Some(self.alloc(Obj::Tensor(t)))
+    }
+
+    /// Whether the expression read at `read` is written there: the receiver of an in-place
+    /// method (`w.mul_(m)`), or the target of an assignment into it (`w[i] = v`, `w += v`).
+    fn written_at(&self, read: Span) -> bool {
+        let Some(r) = self.prog.range(read) else {
+            return false;
+        };
+        let mut rest = self.prog.text.get(r.end..).unwrap_or("").trim_start();
+        if let Some(after) = rest.strip_prefix('.') {
+            let name: String = (after.trim_start().chars())
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let call = after.trim_start()[name.len()..]
+                .trim_start()
+                .starts_with('(');
+            return name.ends_with('_') && !name.starts_with('_') && call;
+        }
+        // (A subscript first: `w[mask] = 0`, `w[i] += v`.)
+        if rest.starts_with('[') {
+            let mut depth = 0usize;
+            let mut end = None;
+            for (i, ch) in rest.char_indices() {
+                match ch {
+                    '[' | '(' | '{' => depth += 1,
+                    ']' | ')' | '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    '\n' if depth == 0 => break,
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { return false };
+            rest = rest[end..].trim_start();
+        }
+        const ASSIGN: [&str; 14] = [
+            "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", "<<=", ">>=", "**=", "=",
+        ];
+        ASSIGN.iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==")
     }
 
     /// Where the snapshots container `o` holds were made: the `state_dict()` call that made

@@ -830,7 +830,10 @@ impl<'p, 't> Interp<'p, 't> {
                 .and_then(|d| self.resolve_def(d))
                 .map_or(0, |(b, f)| b.func(f).lines as usize);
             self.budget = self.steps + budget_for(init_lines);
-            self.instance_for(&class);
+            let instance = self.instance_for(&class);
+            // A method analysed on its own may be called in either mode, whatever the
+            // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
+            self.forget_training_mode(instance);
         }
         let out = self.output();
         (self.freeze(frozen.globals.clone()), out)

@@ -1028,6 +1028,17 @@ impl Interp<'_, '_> {
     }
 
     /// `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
+    /// The training mode of module `m`'s tree is not known any more.
+    pub(super) fn forget_training_mode(&mut self, m: ObjId) {
+        let mut tree = Vec::new();
+        self.submodules(m, TreeWalk::PreOrder, &mut tree);
+        for (_, sub) in tree {
+            if let Obj::Module(module) = self.obj_mut(sub) {
+                module.attrs.remove(&known::TRAINING);
+            }
+        }
+    }
+
     /// A dropout layer that returns its input itself: with `p=0`, or in eval mode
     /// (`model.eval()`, `train(False)` on it or a module above it; measured with torch 2.15).
     fn dropout_passes(&self, module: &ModuleObj, class: &str) -> bool {

@@ -222,9 +222,7 @@ impl Interp<'_, '_> {
                 // them (MAML's inner step `w -= lr * gw`, a gradient penalty) reaches what its
                 // ops saved.
                 if self.keyword_on(args, known::CREATE_GRAPH) {
-                    let tensors = self.flat_tensors(&outputs);
-                    if !tensors.is_empty() {
-                        let out = self.derive(&[tensors], call, Default::default(), None, false);
+                    if let Some(out) = self.gradient_graph(&outputs, &inputs, call) {
                         return smallvec![out];
                     }
                 }

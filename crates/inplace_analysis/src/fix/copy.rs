@@ -17,10 +17,14 @@ pub(crate) fn insert_clone(
 /// -> `.clone()` after them (unsafe: the name no longer follows the training).
 pub(crate) fn copy_snapshot(ctx: &RenderCtx<'_>, made: Span) -> Option<Fix> {
     let r = ctx.range(made)?;
-    let text = ctx.slice(r);
-    if !text.ends_with("state_dict()") {
+    let body = ctx.body(made.item)?;
+    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == made.rel)?;
+    let state_dict = matches!(*body.expr(ExprId(e as u32)), Expr::Call { func, .. }
+        if matches!(*body.expr(func), Expr::Attr { attr, .. } if ctx.name(attr) == "state_dict"));
+    if !state_dict {
         return insert_clone(ctx, made, Applicability::Unsafe);
     }
+    let text = ctx.slice(r);
     let copy = format!("{{k: v.clone() for k, v in {text}.items()}}");
     Some(one(
         format!("Keep a copy: `{copy}`"),
