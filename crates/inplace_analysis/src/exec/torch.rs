@@ -201,6 +201,19 @@ impl Interp<'_, '_> {
             return smallvec![self.tensor_dataset(args, call)];
         }
         match p.as_str() {
+            // `torch.save(best_state, path)` writes out every entry of the state given: a stale
+            // snapshot is read here (what it saves are the values of now).
+            "torch.save" => {
+                if let Some((v, Some(arg))) = args.positional.first() {
+                    let at = c.span(*arg);
+                    for o in v.clone() {
+                        if matches!(self.obj(o), Obj::Seq(_)) {
+                            self.read_any_slot(o, at);
+                        }
+                    }
+                }
+                return smallvec![OTHER];
+            }
             "torch.autograd.backward" => {
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH);
                 self.check_graph(&first_arg, call, retain, true);
