@@ -21,11 +21,7 @@ impl Interp<'_, '_> {
         retain: bool,
         backward: bool,
     ) {
-        let mut stop = Vals::new();
-        self.flatten(inputs, &mut stop, &mut FxHashSet::default());
-        let stop: FxHashSet<NodeId> = (stop.iter())
-            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
-            .collect();
+        let stop = self.nodes_of(inputs);
         let mut flat = Vals::new();
         self.flatten(roots, &mut flat, &mut FxHashSet::default());
         let mut stack: Vec<NodeId> = flat
@@ -151,14 +147,27 @@ impl Interp<'_, '_> {
     /// Where what `name` holds was made, when it is a snapshot of parameters sharing their
     /// memory: the `state_dict()` call of a dict of them, or the `.detach()` / `.data` of one.
     fn snapshot_origin(&self, name: Name) -> Option<Span> {
-        (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
-            if let Some(at) = self.state_dicts.get(v) {
-                return Some(*at);
-            }
-            self.tensor(*v)
-                .filter(|t| t.detached_from.is_some())
-                .map(|t| t.origin)
-        })
+        (self.state.env.get(&name).into_iter().flatten()).find_map(|v| self.snapshot_made(*v))
+    }
+
+    /// Where object `v` was made when it is a snapshot of parameters: a `state_dict()` dict, or
+    /// a tensor that is `.detach()` / `.data` of another.
+    fn snapshot_made(&self, v: ObjId) -> Option<Span> {
+        if let Some(at) = self.state_dicts.get(&v) {
+            return Some(*at);
+        }
+        self.tensor(v)
+            .filter(|t| t.detached_from.is_some())
+            .map(|t| t.origin)
+    }
+
+    /// The history nodes of the tensors in `vals` (inside tuples and lists too).
+    fn nodes_of(&self, vals: &Vals) -> FxHashSet<NodeId> {
+        let mut flat = Vals::new();
+        self.flatten(vals, &mut flat, &mut FxHashSet::default());
+        (flat.iter())
+            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
+            .collect()
     }
 
     /// The gradients `torch.autograd.grad(outputs, inputs, create_graph=True)` gives: a tensor
@@ -170,14 +179,8 @@ impl Interp<'_, '_> {
         inputs: &Vals,
         call: Span,
     ) -> Option<ObjId> {
-        let mut stop = Vals::new();
-        self.flatten(inputs, &mut stop, &mut FxHashSet::default());
-        let stop: FxHashSet<NodeId> = (stop.iter())
-            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
-            .collect();
-        let mut stack: Vec<NodeId> = (self.flat_tensors(outputs).iter())
-            .filter_map(|v| self.tensor(*v).and_then(|t| t.node))
-            .collect();
+        let stop = self.nodes_of(inputs);
+        let mut stack: Vec<NodeId> = self.nodes_of(outputs).into_iter().collect();
         if stack.is_empty() {
             return None;
         }
@@ -209,62 +212,47 @@ impl Interp<'_, '_> {
     }
 
     /// Whether the expression read at `read` is written there: the receiver of an in-place
-    /// method (`w.mul_(m)`), or the target of an assignment into it (`w[i] = v`, `w += v`).
-    fn written_at(&self, read: Span) -> bool {
-        let Some(r) = self.prog.range(read) else {
+    /// method (`w.mul_(m)`), or the target of an augmented assignment or of a store into it
+    /// (`w += v`, `w[i] = v`, `w[i] += v`). Decided on the lowered code of the item.
+    fn written_at(&mut self, read: Span) -> bool {
+        use crate::ir::{Expr, ExprId, Stmt};
+        let Some(body) = self.body_of(read.item) else {
             return false;
         };
-        let mut rest = self.prog.text.get(r.end..).unwrap_or("").trim_start();
-        if let Some(after) = rest.strip_prefix('.') {
-            let name: String = (after.trim_start().chars())
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            let call = after.trim_start()[name.len()..]
-                .trim_start()
-                .starts_with('(');
-            return name.ends_with('_') && !name.starts_with('_') && call;
-        }
-        // (A subscript first: `w[mask] = 0`, `w[i] += v`.)
-        if rest.starts_with('[') {
-            let mut depth = 0usize;
-            let mut end = None;
-            for (i, ch) in rest.char_indices() {
-                match ch {
-                    '[' | '(' | '{' => depth += 1,
-                    ']' | ')' | '}' => {
-                        depth = depth.saturating_sub(1);
-                        if depth == 0 {
-                            end = Some(i + 1);
-                            break;
-                        }
-                    }
-                    '\n' if depth == 0 => break,
-                    _ => {}
-                }
-            }
-            let Some(end) = end else { return false };
-            rest = rest[end..].trim_start();
-        }
-        const ASSIGN: [&str; 14] = [
-            "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", "<<=", ">>=", "**=", "=",
-        ];
-        ASSIGN.iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==")
+        let read_ids: SmallVec<[ExprId; 2]> = (0..body.exprs.len())
+            .filter(|&i| body.expr_spans[i] == read.rel)
+            .map(|i| ExprId(i as u32))
+            .collect();
+        let is_read = |e: ExprId| read_ids.contains(&e);
+        // `w[...]` or `w` itself.
+        let place = |e: ExprId| {
+            is_read(e) || matches!(*body.expr(e), Expr::Subscript { value, .. } if is_read(value))
+        };
+        let inplace_call = (body.exprs.iter()).any(|x| {
+            matches!(*x, Expr::Call { func, .. } if matches!(*body.expr(func),
+            Expr::Attr { value, attr, .. } if is_read(value) && {
+                let m = self.name(attr);
+                m.ends_with('_') && !m.starts_with('_')
+            }))
+        });
+        inplace_call
+            || (body.stmts.iter()).any(|st| match *st {
+                Stmt::AugAssign { target, .. } => place(target),
+                Stmt::Assign { targets, .. } => body.exprs_of(targets).any(
+                    |t| matches!(*body.expr(t), Expr::Subscript { value, .. } if is_read(value)),
+                ),
+                _ => false,
+            })
     }
 
     /// Where the snapshots container `o` holds were made: the `state_dict()` call that made
     /// it, or the `.detach()` / `.data` of its elements (`[p.data for p in ...]`).
     fn snapshot_in(&self, o: ObjId) -> Option<Span> {
-        if let Some(at) = self.state_dicts.get(&o) {
-            return Some(*at);
+        match self.obj(o) {
+            _ if self.state_dicts.contains_key(&o) => self.snapshot_made(o),
+            Obj::Seq(items) => (items.iter().flatten()).find_map(|v| self.snapshot_made(*v)),
+            _ => None,
         }
-        let Obj::Seq(items) = self.obj(o) else {
-            return None;
-        };
-        (items.iter().flatten()).find_map(|v| {
-            self.tensor(*v)
-                .filter(|t| t.detached_from.is_some())
-                .map(|t| t.origin)
-        })
     }
 
     /// A write in a dataset's `__getitem__` that changes a tensor it read out of `self` from its

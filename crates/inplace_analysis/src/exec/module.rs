@@ -859,8 +859,7 @@ impl Interp<'_, '_> {
         }
         if spec.is_some_and(|s| s.target) {
             // A loss's target, second or by keyword (`criterion(out, target=label)`).
-            let target = (args.positional.get(1).map(|(v, _)| v))
-                .or_else(|| args.keyword(known::TARGET).map(|(v, ..)| v))
+            let target = (args.named_or_at(known::TARGET, 1))
                 .map(|v| self.flat_tensors(v))
                 .unwrap_or_default();
             for v in target {
@@ -1027,7 +1026,6 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// `nn.Dropout(0.0)(x) is x`, and writes nothing with `inplace=True` either.
     /// The training mode of module `m`'s tree is not known any more.
     pub(super) fn forget_training_mode(&mut self, m: ObjId) {
         let mut tree = Vec::new();
@@ -1039,8 +1037,9 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// A dropout layer that returns its input itself: with `p=0`, or in eval mode
-    /// (`model.eval()`, `train(False)` on it or a module above it; measured with torch 2.15).
+    /// A dropout layer that returns its input itself (`nn.Dropout(0.0)(x) is x`, and it writes
+    /// nothing with `inplace=True` either): with `p=0`, or in eval mode (`model.eval()`,
+    /// `train(False)` on it or a module above it; measured with torch 2.15).
     fn dropout_passes(&self, module: &ModuleObj, class: &str) -> bool {
         let eval = module.attrs.get(&known::TRAINING).map(|v| v.as_slice()) == Some(&[FALSE]);
         ops::MODULE_DROPOUTS.contains(&class)
@@ -1466,12 +1465,7 @@ impl Interp<'_, '_> {
             // (It reads every entry of the state given: a stale snapshot is read here.)
             "load_state_dict" => {
                 if let Some((v, Some(arg))) = args.positional.first() {
-                    let at = c.span(*arg);
-                    for o in v.clone() {
-                        if matches!(self.obj(o), Obj::Seq(_)) {
-                            self.read_any_slot(o, at);
-                        }
-                    }
+                    self.read_entries(v, c.span(*arg));
                 }
                 smallvec![OTHER]
             }

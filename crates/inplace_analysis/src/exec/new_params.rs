@@ -32,8 +32,7 @@ impl Interp<'_, '_> {
     /// object, as `weight_orig` or `original`: not modelled, nothing to report.)
     pub(super) fn weight_norm(&mut self, args: &Args, call: Span) -> Option<Vals> {
         let (first, _) = args.positional.first()?;
-        let name = (args.positional.get(1).map(|(v, _)| v))
-            .or_else(|| args.keyword(self.intern("name")).map(|(v, ..)| v))
+        let name = (args.named_or_at(self.intern("name"), 1))
             .and_then(|v| match v.as_slice() {
                 [s] => match self.obj(*s) {
                     Obj::Str(n) => Some(*n),

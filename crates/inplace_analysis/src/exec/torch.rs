@@ -205,12 +205,7 @@ impl Interp<'_, '_> {
             // snapshot is read here (what it saves are the values of now).
             "torch.save" => {
                 if let Some((v, Some(arg))) = args.positional.first() {
-                    let at = c.span(*arg);
-                    for o in v.clone() {
-                        if matches!(self.obj(o), Obj::Seq(_)) {
-                            self.read_any_slot(o, at);
-                        }
-                    }
+                    self.read_entries(v, c.span(*arg));
                 }
                 return smallvec![OTHER];
             }
@@ -226,9 +221,8 @@ impl Interp<'_, '_> {
                     .unwrap_or(first_arg);
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH)
                     || args.keyword(known::CREATE_GRAPH).is_some();
-                let inputs = (args.positional.get(1).map(|(v, _)| v.clone()))
-                    .or_else(|| args.keyword(self.intern("inputs")).map(|(v, ..)| v.clone()))
-                    .unwrap_or_default();
+                let inputs =
+                    (args.named_or_at(self.intern("inputs"), 1).cloned()).unwrap_or_default();
                 self.check_graph_until(&outputs, &inputs, call, retain, true);
                 // With `create_graph=True` the gradients are computed by ops autograd records:
                 // they carry the graph they were taken through, and a later backward through
@@ -412,14 +406,8 @@ impl Interp<'_, '_> {
         if name == "zip" {
             // Zipping lists reads their elements: a stale one is read here.
             for (v, arg) in &args.positional {
-                let (Some(arg), lists) = (arg, v.iter().copied()) else {
-                    continue;
-                };
-                let lists: Vals = lists
-                    .filter(|o| matches!(self.obj(*o), Obj::Seq(_)))
-                    .collect();
-                for o in lists {
-                    self.read_any_slot(o, c.span(*arg));
+                if let Some(arg) = arg {
+                    self.read_entries(v, c.span(*arg));
                 }
             }
         }

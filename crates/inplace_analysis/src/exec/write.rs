@@ -721,6 +721,16 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Every entry of the lists and dicts among `vals` is read by expression `at` (a state
+    /// given to `load_state_dict` or `torch.save`, lists zipped): a stale one is reported.
+    pub(super) fn read_entries(&mut self, vals: &Vals, at: Span) {
+        for o in vals.clone() {
+            if matches!(self.obj(o), Obj::Seq(_)) {
+                self.read_any_slot(o, at);
+            }
+        }
+    }
+
     /// The stale slots of container `o`, with the writes that made them so.
     fn stale_slots_of(&self, o: ObjId) -> SmallVec<[(Slot, SmallVec<[WriteId; 1]>); 2]> {
         (self.state.stale_slots.iter())
