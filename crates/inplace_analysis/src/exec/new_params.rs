@@ -25,13 +25,14 @@ impl Interp<'_, '_> {
 
     /// `weight_norm(module, name="weight")` (`torch.nn.utils` and its `parametrizations`): the
     /// weight is computed from two new parameters (`weight_g`/`weight_v`, or `original0`/
-    /// `original1`), so the parameter an optimizer built before holds is no longer used. The
-    /// module comes back as a new object holding a new leaf as its weight (torch changes it in
-    /// place; a new object lets `model.head = weight_norm(model.head)` after the optimizer was
-    /// built be seen replacing what it holds: IP403). (`spectral_norm` keeps the parameter
-    /// object, as `weight_orig` or `original`: not modelled, nothing to report.)
-    pub(super) fn weight_norm(&mut self, args: &Args, call: Span) -> Option<Vals> {
-        let (first, _) = args.positional.first()?;
+    /// `original1`), so the parameter an optimizer built before holds is no longer used. Torch
+    /// changes the module in place and returns it: the module's weight becomes a new leaf here,
+    /// as if assigned (`model.fc.weight = nn.Parameter(...)`), so `weight_norm(model.fc)` after
+    /// the optimizer was built is seen replacing what it holds (IP403), with or without
+    /// `model.fc = ...` around it. (`spectral_norm` keeps the parameter object, as
+    /// `weight_orig` or `original`: not modelled, nothing to report.)
+    pub(super) fn weight_norm(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Option<Vals> {
+        let (first, arg) = args.positional.first()?.clone();
         let name = (args.named_or_at(self.intern("name"), 1))
             .and_then(|v| match v.as_slice() {
                 [s] => match self.obj(*s) {
@@ -41,22 +42,36 @@ impl Interp<'_, '_> {
                 _ => None,
             })
             .unwrap_or(known::WEIGHT);
-        let mut out = Vals::new();
-        for m in first.clone() {
-            let Obj::Module(module) = self.obj(m).clone() else {
-                out.push(m);
+        let stmt = (self.stmt).and_then(|s| (s.item == c.item).then_some(s.stmt));
+        for &m in &first {
+            let Obj::Module(module) = self.obj(m) else {
                 continue;
             };
-            if !module.attrs.contains_key(&name) {
-                out.push(m);
+            let Some(old) = module.attrs.get(&name).cloned() else {
                 continue;
+            };
+            let weight = smallvec![self.new_leaf(true, c.span(e))];
+            if let Some(s) = stmt {
+                let target = arg.filter(|a| *a != ExprId::NONE).unwrap_or(e);
+                // Named as the user reaches it (`net.fc.weight`) where the argument spells it.
+                let full = (self.spelled(c, target)).map_or(name, |m| self.path_join(m, name));
+                let _ = self.check_rebind_objs(c, &old, &weight, target, s, full);
             }
-            let mut copy = (*module).clone();
-            let weight = self.new_leaf(true, call);
-            copy.attrs.insert(name, smallvec![weight]);
-            out.push(self.alloc(Obj::Module(Box::new(copy))));
+            self.set_attribute(c, e, m, name, weight, None);
         }
-        Some(out)
+        Some(first)
+    }
+
+    /// The dotted name expression `e` spells (`net.fc`), when it is one.
+    fn spelled(&mut self, c: Code<'_>, e: ExprId) -> Option<Name> {
+        match *c.expr(e) {
+            Expr::Name { name, .. } => Some(name),
+            Expr::Attr { value, attr, .. } => {
+                let base = self.spelled(c, value)?;
+                Some(self.path_join(base, attr))
+            }
+            _ => None,
+        }
     }
 
     /// The deep copy of one object: modules, tensors and containers are new; everything else

@@ -124,7 +124,7 @@ impl Interp<'_, '_> {
             p.as_str(),
             "torch.nn.utils.weight_norm" | "torch.nn.utils.parametrizations.weight_norm"
         ) {
-            if let Some(v) = self.weight_norm(args, call) {
+            if let Some(v) = self.weight_norm(c, e, args) {
                 return v;
             }
         }
