@@ -55,6 +55,10 @@ impl Interp<'_, '_> {
                 if *entry != shape {
                     *entry = Shape::Other;
                 }
+                let graph = vals.iter().any(|v| *v != NONE)
+                    && (vals.iter().filter(|v| **v != NONE))
+                        .all(|v| self.tensor(*v).is_some_and(|t| t.node.is_some()));
+                *self.graphs.entry(at).or_insert(graph) &= graph;
             }
             Expr::Seq { items, .. } => {
                 for t in c.body.exprs_of(items) {

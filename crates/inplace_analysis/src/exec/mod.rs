@@ -255,6 +255,9 @@ pub(crate) struct UnitOutput {
     pub sites: Vec<(Span, Vec<Name>)>,
     /// What the names bound from a call's result held (by the name's span in the target).
     pub shapes: FxHashMap<Span, Shape>,
+    /// Whether the names bound from a call's result held tensors carrying an autograd graph,
+    /// on every path through the statement (by the name's span in the target).
+    pub graphs: FxHashMap<Span, bool>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
@@ -332,6 +335,7 @@ pub(crate) struct Interp<'p, 't> {
     raised_in: Option<u64>,
     pub sites: FxHashMap<Span, Vec<Name>>,
     pub shapes: FxHashMap<Span, Shape>,
+    pub graphs: FxHashMap<Span, bool>,
     pub data_reads: FxHashMap<Span, DataRead>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
@@ -466,6 +470,7 @@ impl<'p, 't> Interp<'p, 't> {
             raised_in: None,
             sites: FxHashMap::default(),
             shapes: FxHashMap::default(),
+            graphs: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             elements_at: FxHashMap::default(),
@@ -881,6 +886,7 @@ impl<'p, 't> Interp<'p, 't> {
             saves,
             sites,
             shapes: std::mem::take(&mut self.shapes),
+            graphs: std::mem::take(&mut self.graphs),
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {

@@ -21,8 +21,8 @@ pub(crate) use out_of_place::{
     rebind_read_again, return_from_hook, straight_through,
 };
 pub(crate) use reorder::{
-    detach_carried_state, move_after, parameter_write_after, parameter_write_before,
-    rebuild_optimizer,
+    detach_carried_state, detach_loop_input, move_after, parameter_write_after,
+    parameter_write_before, rebuild_optimizer,
 };
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.

@@ -205,11 +205,7 @@ pub(crate) fn parameter_write_before(
 pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> {
     let body = ctx.body(s.item)?;
     let step = body.stmt_span(s.stmt);
-    // The innermost loop around the step.
-    let lp = (0..body.stmts.len())
-        .filter(|&i| matches!(body.stmts[i], Stmt::For { .. } | Stmt::While { .. }))
-        .filter(|&i| body.stmt_spans[i].contains(step))
-        .min_by_key(|&i| body.stmt_spans[i].end - body.stmt_spans[i].start)?;
+    let lp = loop_around(&body, step)?;
     let (Stmt::For { body: block, .. } | Stmt::While { body: block, .. }) = body.stmts[lp] else {
         return None;
     };
@@ -376,6 +372,149 @@ fn mentions_path(text: &str, path: &str) -> bool {
         let before = text.as_bytes()[..i].last().copied();
         let after = text.as_bytes().get(i + path.len()).copied();
         !before.is_some_and(|b| is_word(b) || b == b'.') && !after.is_some_and(is_word)
+    })
+}
+
+/// The innermost loop around `span`.
+fn loop_around(body: &Body, span: Rel) -> Option<usize> {
+    (0..body.stmts.len())
+        .filter(|&i| matches!(body.stmts[i], Stmt::For { .. } | Stmt::While { .. }))
+        .filter(|&i| body.stmt_spans[i].contains(span))
+        .min_by_key(|&i| body.stmt_spans[i].end - body.stmt_spans[i].start)
+}
+
+/// A `step()` in a loop whose `backward()` reaches the saves it clobbers through a tensor
+/// computed once before the loop and read in it (PPO's `old_log_probs` kept with its graph,
+/// features embedded once and reused each epoch): each such tensor detached right after it is
+/// computed (`old_log_probs = old_log_probs.detach()`), so the loop's backward no longer goes
+/// through the graph the first step made stale. Only tensors the analysis saw carrying a
+/// graph there are detached, and only where the assignment is one line in the loop's block.
+pub(crate) fn detach_loop_input(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> {
+    let body = ctx.body(s.item)?;
+    let lp = loop_around(&body, body.stmt_span(s.stmt))?;
+    let loop_range = ctx.range(Span::new(s.item, body.stmt_spans[lp]))?;
+    // What runs on each iteration: the loop's body (its header's iterable is read once).
+    let (Stmt::For { body: block, .. } | Stmt::While { body: block, .. }) = body.stmts[lp] else {
+        return None;
+    };
+    let stmts: Vec<StmtId> = body.stmts_of(block).collect();
+    let within = Rel {
+        start: body.stmt_span(*stmts.first()?).start,
+        end: body.stmt_span(*stmts.last()?).end,
+    };
+    let (loop_indent, _) = indentation(ctx, loop_range.start)?;
+    let bound = names_bound_in(&body, within);
+    let target_names: Vec<Name> = match body.stmts[lp] {
+        Stmt::For { target, .. } => {
+            let mut t = Vec::new();
+            names_in(&body, target, &mut t);
+            t.into_iter().map(|(n, _)| n).collect()
+        }
+        _ => Vec::new(),
+    };
+    // (A loss the loop differentiates itself is not detached: `loss.backward()` needs its
+    // graph.)
+    let backward = ctx.names.get("backward");
+    let differentiated: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
+        .filter_map(|(e, span)| match *e {
+            Expr::Attr { value, attr, .. } if within.contains(*span) && Some(attr) == backward => {
+                match *body.expr(value) {
+                    Expr::Name { name, .. } => Some(name),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    let mut read: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
+        .filter_map(|(e, span)| match *e {
+            Expr::Name { name, reads: true } if within.contains(*span) => Some(name),
+            _ => None,
+        })
+        .filter(|n| !bound.contains(n) && !target_names.contains(n) && !differentiated.contains(n))
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    // Where the tensors read may be computed: earlier in the loop's own body, and for a loop
+    // at module level, in the module's earlier statements (items of their own).
+    let mut bodies = vec![(s.item, body.clone())];
+    if let Some(pos) = ctx.prog.position(s.item) {
+        let it = &ctx.prog.items[pos];
+        if it.kind() == ItemKind::Statement && it.parent().is_none() {
+            let segment = ctx.prog.segment_of_position(pos);
+            for other in ctx.prog.items[..pos].iter().rev() {
+                let same = ctx
+                    .prog
+                    .position(other.id)
+                    .map(|p| ctx.prog.segment_of_position(p));
+                if other.kind() == ItemKind::Statement
+                    && other.parent().is_none()
+                    && same == Some(segment)
+                {
+                    if let Some(b) = ctx.body(other.id) {
+                        bodies.push((other.id, b));
+                    }
+                }
+            }
+        }
+    }
+    let mut edits = Vec::new();
+    let mut detached = Vec::new();
+    for n in read {
+        // The last one-line `n = <call>` before the loop, in the loop's block.
+        let last = (bodies.iter())
+            .flat_map(|(item, b)| {
+                (0..b.stmts.len()).filter_map(move |k| match b.stmts[k] {
+                    Stmt::Assign { targets, .. } if targets.len == 1 => {
+                        let t = b.exprs_of(targets).next()?;
+                        matches!(*b.expr(t), Expr::Name { name, .. } if name == n).then(|| {
+                            (
+                                Span::new(*item, b.stmt_spans[k]),
+                                Span::new(*item, b.expr_span(t)),
+                            )
+                        })
+                    }
+                    _ => None,
+                })
+            })
+            .filter_map(|(st, t)| Some((ctx.range(st)?, t)))
+            .filter(|(r, _)| r.end <= loop_range.start)
+            .max_by_key(|(r, _)| r.start);
+        let Some((at, target)) = last else {
+            continue;
+        };
+        if ctx.unit.graphs.get(&target) != Some(&true) {
+            continue;
+        }
+        let Some((indent, eol)) = line_layout(ctx, at) else {
+            continue;
+        };
+        if indent != loop_indent || !same_block(ctx, at, loop_range, indent) {
+            continue;
+        }
+        let insert = ctx.lines.line_start(ctx.lines.line_of(at.end) + 1);
+        if insert < at.end {
+            continue;
+        }
+        let name = ctx.name(n);
+        let stmt = format!("{name} = {name}.detach()");
+        let sep = line_break_before(ctx, insert, eol);
+        edits.push(Edit {
+            range: TextRange::new(insert, insert),
+            content: format!("{sep}{indent}{stmt}{eol}"),
+        });
+        detached.push(stmt);
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    Some(Fix {
+        title: format!(
+            "Detach what the loop reuses from before it: `{}`",
+            detached.join("`, `")
+        ),
+        applicability: Applicability::Unsafe,
+        edits,
     })
 }
 

@@ -32,11 +32,15 @@
 //! the same block. Or recompute the forward pass after the step; for a GAN, detach the
 //! generator's output in the discriminator's loss (`D(fake.detach())`). When a training loop
 //! carries a recurrent state from one step into the next (`out, hidden = model(x, hidden)`),
-//! the fix detaches it right after that call (`hidden = hidden.detach()`).
+//! the fix detaches it right after that call (`hidden = hidden.detach()`). When the loop's
+//! `backward()` goes through a tensor computed once before the loop (PPO's `old_log_probs`
+//! kept with its graph), the fix detaches that tensor where it is computed.
 //!
 //! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
-//! reach the discriminator), so what is trained changes.
+//! reach the discriminator), so what is trained changes. A detached tensor no longer passes
+//! gradients to what computed it: right for PPO's old log-probabilities (constants of the
+//! update); where that computation should train, move it into the loop instead.
 
 use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -76,6 +80,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
             crate::fix::move_after(ctx, s, t.range)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
+                .or_else(|| crate::fix::detach_loop_input(ctx, s))
         }),
     })
 }
