@@ -49,4 +49,6 @@ pub(crate) struct Save {
     pub range: Span,
     /// The save is made only if this argument requires grad.
     pub assumes: Option<GradIf>,
+    /// The statement of the unit's own code that made it (the call that reached the op).
+    pub stmt: Option<crate::ir::StmtRef>,
 }

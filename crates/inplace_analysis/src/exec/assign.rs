@@ -36,11 +36,25 @@ impl Interp<'_, '_> {
         for t in targets.iter().rev() {
             self.bind_target(c, *t, vals.clone(), Some(s));
         }
-        if matches!(c.expr(value), Expr::Call { .. }) {
-            for t in &targets {
+        let call = matches!(c.expr(value), Expr::Call { .. });
+        for t in &targets {
+            if let Expr::Name { name, .. } = *c.expr(*t) {
+                self.note_graph(c, *t, name);
+            }
+            if call {
                 self.note_shapes(c, *t);
             }
         }
+    }
+
+    /// Whether the name a target binds holds tensors carrying an autograd graph, joined with
+    /// what it held on other paths through the same statement.
+    fn note_graph(&mut self, c: Code<'_>, target: ExprId, name: Name) {
+        let vals = self.state.env.get(&name).cloned().unwrap_or_default();
+        let mut held = vals.iter().filter(|v| **v != NONE).peekable();
+        let graph = held.peek().is_some()
+            && held.all(|v| self.tensor(*v).is_some_and(|t| t.node.is_some()));
+        *self.graphs.entry(c.span(target)).or_insert(graph) &= graph;
     }
 
     /// What each name of a target now holds (see [`Shape`]), joined with what it held on
@@ -55,10 +69,6 @@ impl Interp<'_, '_> {
                 if *entry != shape {
                     *entry = Shape::Other;
                 }
-                let graph = vals.iter().any(|v| *v != NONE)
-                    && (vals.iter().filter(|v| **v != NONE))
-                        .all(|v| self.tensor(*v).is_some_and(|t| t.node.is_some()));
-                *self.graphs.entry(at).or_insert(graph) &= graph;
             }
             Expr::Seq { items, .. } => {
                 for t in c.body.exprs_of(items) {

@@ -255,7 +255,7 @@ pub(crate) struct UnitOutput {
     pub sites: Vec<(Span, Vec<Name>)>,
     /// What the names bound from a call's result held (by the name's span in the target).
     pub shapes: FxHashMap<Span, Shape>,
-    /// Whether the names bound from a call's result held tensors carrying an autograd graph,
+    /// Whether the names bound by a plain assignment held tensors carrying an autograd graph,
     /// on every path through the statement (by the name's span in the target).
     pub graphs: FxHashMap<Span, bool>,
     pub steps: u64,
@@ -321,6 +321,9 @@ pub(crate) struct Interp<'p, 't> {
     pub depth: usize,
     /// The statement being executed.
     pub stmt: Option<StmtRef>,
+    /// The simple statement of the unit's own code being executed (the caller's statement
+    /// while a call is inlined): where a save is made, for a fix that computes it again.
+    unit_stmt: Option<StmtRef>,
     /// The span of the simple statement being executed (an expression, an assignment, a
     /// `return`), and the names an in-place call nested in it made stale for the rest of it
     /// (see [`Interp::mark_stale_in_statement`]).
@@ -463,6 +466,7 @@ impl<'p, 't> Interp<'p, 't> {
             budget: 0,
             depth: 0,
             stmt: None,
+            unit_stmt: None,
             stmt_span: None,
             stmt_stale: SmallVec::new(),
             stmt_run: 0,

@@ -31,6 +31,10 @@ impl Interp<'_, '_> {
             Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } | Stmt::Return(_)
         );
         let saved_span = std::mem::replace(&mut self.stmt_span, simple.then(|| c.stmt_span(s)));
+        let saved_unit = self.unit_stmt;
+        if simple && self.inlining.is_empty() {
+            self.unit_stmt = self.stmt;
+        }
         let saved_stale = std::mem::take(&mut self.stmt_stale);
         match *c.body.stmt(s) {
             Stmt::Expr(e) => {
@@ -125,6 +129,7 @@ impl Interp<'_, '_> {
         self.stmt_stale = saved_stale;
         self.stmt_span = saved_span;
         self.stmt = saved;
+        self.unit_stmt = saved_unit;
         self.stmt_run = saved_run;
     }
 

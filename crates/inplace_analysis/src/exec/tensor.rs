@@ -655,6 +655,7 @@ impl Interp<'_, '_> {
             op,
             range,
             assumes,
+            stmt: self.unit_stmt,
         });
         self.state.live.entry(storage).or_default().push(id);
         id

@@ -9,6 +9,7 @@ use crate::render::RenderCtx;
 mod copy;
 mod no_grad;
 mod out_of_place;
+mod recompute;
 mod reorder;
 
 pub(crate) use copy::{
@@ -20,6 +21,7 @@ pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, inplace_false, nested_call_out_of_place,
     rebind_read_again, return_from_hook, straight_through,
 };
+pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{
     detach_carried_state, detach_loop_input, move_after, parameter_write_after,
     parameter_write_before, rebuild_optimizer,
@@ -325,6 +327,104 @@ pub(crate) fn nested_in_scope(
             .any(|k| t.starts_with(k));
         t.is_empty() || t.starts_with('#') || (depth >= outer.len() && !opens_scope)
     })
+}
+
+/// Whether the block of statement `earlier` holds statement `later` (in it or in a block
+/// nested in it, in the same scope).
+fn holds(ctx: &RenderCtx<'_>, earlier: TextRange, later: TextRange) -> bool {
+    let Some((indent, _)) = indentation(ctx, earlier.start) else {
+        return false;
+    };
+    same_block(ctx, earlier, later, indent) || nested_in_scope(ctx, earlier, later, indent)
+}
+
+/// An assignment to plain names (`d_fake = netD(fake)`, `out, h = rnn(x, h)`).
+struct Assignment {
+    range: TextRange,
+    /// The names bound, in order.
+    names: Vec<Name>,
+    /// The target's span when it is one name (the key of what the unit recorded of the name:
+    /// shape, graph).
+    target: Option<Span>,
+    /// The names the value reads.
+    reads: Vec<Name>,
+}
+
+/// The items whose statements share a scope with those of `item`: itself, and for a
+/// module-level statement (an item of its own), the module's other statements.
+fn scope_items(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<ItemId> {
+    use crate::syntax::outline::ItemKind;
+    let Some(pos) = ctx.prog.position(item) else {
+        return vec![item];
+    };
+    let it = &ctx.prog.items[pos];
+    if it.kind() != ItemKind::Statement || it.parent().is_some() {
+        return vec![item];
+    }
+    let segment = ctx.prog.segment_of_position(pos);
+    (ctx.prog.items.iter().enumerate())
+        .filter(|(p, o)| {
+            o.kind() == ItemKind::Statement
+                && o.parent().is_none()
+                && ctx.prog.segment_of_position(*p) == segment
+        })
+        .map(|(_, o)| o.id)
+        .collect()
+}
+
+/// The plain one-name assignments a statement of `item` may see (see [`scope_items`]), in
+/// text order.
+fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
+    let mut out = Vec::new();
+    for item in scope_items(ctx, item) {
+        let Some(body) = ctx.body(item) else {
+            continue;
+        };
+        for (st, span) in body.stmts.iter().zip(&body.stmt_spans) {
+            let Stmt::Assign { targets, value } = *st else {
+                continue;
+            };
+            let mut ts = body.exprs_of(targets);
+            let (Some(t), None) = (ts.next(), ts.next()) else {
+                continue;
+            };
+            let mut bound = Vec::new();
+            reorder::names_in(&body, t, &mut bound);
+            let single = matches!(*body.expr(t), Expr::Name { .. });
+            let all_names = match *body.expr(t) {
+                Expr::Seq { items, .. } => body.exprs_of(items).count() == bound.len(),
+                _ => single,
+            };
+            if !all_names {
+                continue;
+            }
+            let Some(range) = ctx.range(Span::new(item, *span)) else {
+                continue;
+            };
+            let within = body.expr_span(value);
+            let mut reads: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
+                .filter_map(|(e, sp)| match *e {
+                    Expr::Name { name, reads: true } if within.contains(*sp) => Some(name),
+                    _ => None,
+                })
+                .collect();
+            reads.sort_unstable();
+            reads.dedup();
+            out.push(Assignment {
+                range,
+                names: bound.into_iter().map(|(n, _)| n).collect(),
+                target: single.then(|| Span::new(item, body.expr_span(t))),
+                reads,
+            });
+        }
+    }
+    out.sort_by_key(|a| a.range.start);
+    out
+}
+
+/// The last assignment of `name` that ends before `before` (in text order).
+fn last_assignment(assigned: &[Assignment], name: Name, before: usize) -> Option<&Assignment> {
+    (assigned.iter()).rfind(|a| a.names.contains(&name) && a.range.end <= before)
 }
 
 /// The indentation before `pos` (only blanks between its line's start and it) and the line

@@ -436,51 +436,16 @@ pub(crate) fn detach_loop_input(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> 
     read.sort_unstable();
     read.dedup();
     // Where the tensors read may be computed: earlier in the loop's own body, and for a loop
-    // at module level, in the module's earlier statements (items of their own).
-    let mut bodies = vec![(s.item, body.clone())];
-    if let Some(pos) = ctx.prog.position(s.item) {
-        let it = &ctx.prog.items[pos];
-        if it.kind() == ItemKind::Statement && it.parent().is_none() {
-            let segment = ctx.prog.segment_of_position(pos);
-            for other in ctx.prog.items[..pos].iter().rev() {
-                let same = ctx
-                    .prog
-                    .position(other.id)
-                    .map(|p| ctx.prog.segment_of_position(p));
-                if other.kind() == ItemKind::Statement
-                    && other.parent().is_none()
-                    && same == Some(segment)
-                {
-                    if let Some(b) = ctx.body(other.id) {
-                        bodies.push((other.id, b));
-                    }
-                }
-            }
-        }
-    }
+    // at module level, in the module's earlier statements.
+    let assigned = assignments(ctx, s.item);
     let mut edits = Vec::new();
     let mut detached = Vec::new();
     for n in read {
         // The last one-line `n = <call>` before the loop, in the loop's block.
-        let last = (bodies.iter())
-            .flat_map(|(item, b)| {
-                (0..b.stmts.len()).filter_map(move |k| match b.stmts[k] {
-                    Stmt::Assign { targets, .. } if targets.len == 1 => {
-                        let t = b.exprs_of(targets).next()?;
-                        matches!(*b.expr(t), Expr::Name { name, .. } if name == n).then(|| {
-                            (
-                                Span::new(*item, b.stmt_spans[k]),
-                                Span::new(*item, b.expr_span(t)),
-                            )
-                        })
-                    }
-                    _ => None,
-                })
-            })
-            .filter_map(|(st, t)| Some((ctx.range(st)?, t)))
-            .filter(|(r, _)| r.end <= loop_range.start)
-            .max_by_key(|(r, _)| r.start);
-        let Some((at, target)) = last else {
+        let Some(a) = last_assignment(&assigned, n, loop_range.start) else {
+            continue;
+        };
+        let (Some(target), at) = (a.target, a.range) else {
             continue;
         };
         if ctx.unit.graphs.get(&target) != Some(&true) {
@@ -546,7 +511,7 @@ fn reads_any(body: &Body, within: Rel, names: &[Name]) -> bool {
 }
 
 /// The plain names in an expression that is a name or a tuple/list of them.
-fn names_in(body: &Body, e: ExprId, out: &mut Vec<(Name, ExprId)>) {
+pub(super) fn names_in(body: &Body, e: ExprId, out: &mut Vec<(Name, ExprId)>) {
     match *body.expr(e) {
         Expr::Name { name, .. } => out.push((name, e)),
         Expr::Seq { items, .. } => {
@@ -595,7 +560,7 @@ pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span
 
 /// What an insertion at `at` (the start of a line, or the end of a text without a final line
 /// break) needs first: a line break when the text before does not end with one.
-fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str) -> &'a str {
+pub(super) fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str) -> &'a str {
     if ctx.text_all()[..at].ends_with('\n') {
         ""
     } else {

@@ -81,6 +81,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             crate::fix::move_after(ctx, s, t.range)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s))
+                .or_else(|| crate::fix::recompute_after_step(ctx, s, save.stmt, t.range))
         }),
     })
 }
