@@ -21,6 +21,9 @@ impl Interp<'_, '_> {
         retain: bool,
         backward: bool,
     ) {
+        if let (true, Some(site)) = (backward, self.call_site) {
+            self.training_calls.insert(site);
+        }
         let stop = self.nodes_of(inputs);
         let mut flat = Vals::new();
         self.flatten(roots, &mut flat, &mut FxHashSet::default());

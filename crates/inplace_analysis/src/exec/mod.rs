@@ -258,6 +258,9 @@ pub(crate) struct UnitOutput {
     /// Whether the names bound by a plain assignment held tensors carrying an autograd graph,
     /// on every path through the statement (by the name's span in the target).
     pub graphs: FxHashMap<Span, bool>,
+    /// The calls of project code (by call site) under which a `backward()` or
+    /// `autograd.grad` ran: they train, and cannot run under `no_grad`.
+    pub training_calls: FxHashSet<Span>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
@@ -339,6 +342,7 @@ pub(crate) struct Interp<'p, 't> {
     pub sites: FxHashMap<Span, Vec<Name>>,
     pub shapes: FxHashMap<Span, Shape>,
     pub graphs: FxHashMap<Span, bool>,
+    pub training_calls: FxHashSet<Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
@@ -475,6 +479,7 @@ impl<'p, 't> Interp<'p, 't> {
             sites: FxHashMap::default(),
             shapes: FxHashMap::default(),
             graphs: FxHashMap::default(),
+            training_calls: FxHashSet::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             elements_at: FxHashMap::default(),
@@ -891,6 +896,7 @@ impl<'p, 't> Interp<'p, 't> {
             sites,
             shapes: std::mem::take(&mut self.shapes),
             graphs: std::mem::take(&mut self.graphs),
+            training_calls: std::mem::take(&mut self.training_calls),
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {

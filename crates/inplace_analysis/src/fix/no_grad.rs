@@ -57,6 +57,11 @@ pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write)
     // A write in an imported module's code: this file's statement that calls it.
     if crate::project::is_module_item(s.item) {
         let site = w.call_site?;
+        // (A call that trains, `fit(model)`, needs grad: the write is to be mended where it is,
+        // in the other file.)
+        if ctx.unit.training_calls.contains(&site) {
+            return None;
+        }
         let call = super::simple_statement_at(&*ctx.body(site.item)?, site.rel)?;
         let stmt = simple_statement(
             ctx,
