@@ -277,18 +277,24 @@ impl Interp<'_, '_> {
             true => attr,
             false => self.intern(&format!("self.{}", self.name(attr))),
         };
-        let bindings = self.writes[wid as usize]
+        let bindings: SmallVec<[Binding; 2]> = self.writes[wid as usize]
             .through_bound
             .into_iter()
             .collect();
+        // The view of the stored tensor a write inside `__getitem__` went through, when no
+        // name there holds it (`self.x[i]` handed to a transform): a copy taken there leaves
+        // the stored data as it was.
+        let view = (self.tensor(self.write_targets[wid as usize]))
+            .filter(|t| t.view_of.is_some() && bindings.is_empty() && self.getitem_self.is_some())
+            .and_then(|t| Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece))))));
         self.report(Event::StaleRead {
             write: wid,
             name,
             read,
             bindings,
             next_call: true,
-            view: None,
-            view_copyable: false,
+            view: view.map(|v| v.0),
+            view_copyable: view.is_some_and(|v| v.1),
             nested: false,
             snapshot: None,
         });

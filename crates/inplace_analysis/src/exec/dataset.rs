@@ -117,15 +117,13 @@ impl Interp<'_, '_> {
 
     /// `DataLoader(dataset, batch_size=None, ...)`: a list of the one sample `__getitem__`
     /// gives (at an unknown index), which a loop over the loader binds. `None` when the loader
-    /// batches (the default), or the dataset is not one the analysis sees.
+    /// batches (the default; `__getitem__` is run for what it does), or the dataset is not one
+    /// the analysis sees.
     pub(super) fn unbatched_loader(&mut self, args: &Args, call: Span) -> Option<ObjId> {
         let batch_size = self.intern("batch_size");
         let unbatched = args
             .keyword(batch_size)
             .is_some_and(|(v, ..)| v.as_slice() == [NONE]);
-        if !unbatched {
-            return None;
-        }
         let dataset = self.intern("dataset");
         let ds = args
             .positional
@@ -136,6 +134,13 @@ impl Interp<'_, '_> {
             return None;
         };
         let index = self.alloc(Obj::Other);
+        if !unbatched {
+            // A batching loader still calls `__getitem__` for each sample it stacks: what it
+            // writes into the dataset's stored tensors (a transform normalising the stored
+            // sample in place, given to the dataset's constructor) happens on every epoch.
+            let _ = self.get_item(*ds, smallvec![index], call);
+            return None;
+        }
         match self.get_item(*ds, smallvec![index], call) {
             Some(sample) => Some(self.alloc(Obj::Seq(vec![sample]))),
             // An `IterableDataset`: the loader yields what its `__iter__` does.

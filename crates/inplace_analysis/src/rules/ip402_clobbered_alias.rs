@@ -139,7 +139,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             message: "the alias is made here: both names share one tensor".into(),
         });
     }
-    if let Some(range) = view.and_then(|v| ctx.range(v)) {
+    // (For a dataset's sample, the write's own view is named below.)
+    if let Some(range) = view.filter(|_| !*next_call).and_then(|v| ctx.range(v)) {
         related.push(Related {
             source: None,
             range,
