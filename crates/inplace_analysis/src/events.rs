@@ -156,6 +156,9 @@ pub(crate) enum Event {
         live: bool,
         leaf: bool,
     },
+    /// A write through `.data` of a value that carries the graph of a gradient taken with
+    /// `create_graph=True` (at `grad`): `.data` drops that graph (MAML's `p.data -= lr * g`).
+    DataDropsGraph { write: WriteId, grad: Span },
     /// A read of `.data` never written through; `kept`: the alias is bound to a name.
     DataRead {
         attr: Span,

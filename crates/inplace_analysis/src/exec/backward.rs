@@ -208,10 +208,32 @@ impl Interp<'_, '_> {
             parents: SmallVec::new(),
             leaves,
         });
+        self.second_order.insert(node, call);
         let id = self.heap.len() as ObjId;
         let mut t = TensorObj::fresh(id, Tri::Maybe, true, call);
         t.node = Some(node);
         Some(self.alloc(Obj::Tensor(t)))
+    }
+
+    /// Where the gradient taken with `create_graph=True` that the history of `vals` goes
+    /// through was taken, if any (the walk charged to the step budget).
+    pub(super) fn second_order_in(&mut self, vals: &Vals) -> Option<Span> {
+        if self.second_order.is_empty() {
+            return None;
+        }
+        let mut stack: Vec<NodeId> = self.nodes_of(vals).into_iter().collect();
+        let mut visited = FxHashSet::default();
+        while let Some(n) = stack.pop() {
+            if !visited.insert(n) || self.out_of_budget() {
+                continue;
+            }
+            if let Some(at) = self.second_order.get(&n) {
+                return Some(*at);
+            }
+            self.steps += 1;
+            stack.extend(self.nodes.get(n).parents.iter().copied());
+        }
+        None
     }
 
     /// Whether the expression read at `read` is written there: the receiver of an in-place

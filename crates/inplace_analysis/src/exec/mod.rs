@@ -343,6 +343,8 @@ pub(crate) struct Interp<'p, 't> {
     pub shapes: FxHashMap<Span, Shape>,
     pub graphs: FxHashMap<Span, bool>,
     pub training_calls: FxHashSet<Span>,
+    /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
+    pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
@@ -480,6 +482,7 @@ impl<'p, 't> Interp<'p, 't> {
             shapes: FxHashMap::default(),
             graphs: FxHashMap::default(),
             training_calls: FxHashSet::default(),
+            second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             elements_at: FxHashMap::default(),

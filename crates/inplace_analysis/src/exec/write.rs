@@ -187,6 +187,9 @@ impl Interp<'_, '_> {
             }
             if !tt.counter {
                 self.write_through_data(wid, &tt, w.kind, w.masking);
+                if let Some(grad) = w.value.and_then(|v| self.second_order_in(v)) {
+                    self.report(Event::DataDropsGraph { write: wid, grad });
+                }
                 continue;
             }
             // A step writes every parameter for certain (they are not alternatives), and so

@@ -10,6 +10,12 @@
 //! value of `fill_`/`index_fill_` or a subscript assignment): the softmax or exponential after
 //! it has zero gradient at those places, as the out-of-place fill gives (measured with torch;
 //! a row masked whole with a finite value is the exception: its softmax is uniform).
+//! It also finds a differentiable update written through `.data`: MAML's inner step
+//! `p.data -= lr * g` with `g` from `torch.autograd.grad(..., create_graph=True)` (the gradient
+//! is taken with its graph so that the outer backward differentiates through the update, and
+//! `.data` drops that graph: the meta-gradient silently misses the second-order terms). No fix:
+//! the update must produce new tensors the next forward uses (`fast = p - lr * g` with
+//! `torch.func.functional_call`).
 //! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
 //! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
 //! before that backward.
@@ -43,7 +49,7 @@
 use super::{write_of, write_related, RuleImpl};
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
-use crate::finding::{Applicability, Edit, Finding, Fix, Severity, TextRange};
+use crate::finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
 use crate::fix;
 use crate::ir::{Rel, Span};
 use crate::registry::Rule;
@@ -60,7 +66,8 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     match ev {
         Event::DataWrite {
             write, live: true, ..
-        } => Some(write_of(u, *write)?.range),
+        }
+        | Event::DataDropsGraph { write, .. } => Some(write_of(u, *write)?.range),
         _ => None,
     }
 }
@@ -70,6 +77,7 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     match ev {
         Event::DataWrite { write, live, leaf } => write_finding(ctx, *write, *live, *leaf),
+        Event::DataDropsGraph { write, grad } => drops_graph_finding(ctx, *write, *grad),
         Event::DataRead {
             attr,
             name_at,
@@ -131,6 +139,35 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
         ),
         related,
         fix,
+    })
+}
+
+/// A differentiable update written through `.data` (MAML's inner step `p.data -= lr * g`
+/// with `g` from `autograd.grad(..., create_graph=True)`): the update's graph is dropped, so
+/// the outer backward gets no gradient through it. No fix: the update must go to new tensors
+/// the next forward uses (`fast = p - lr * g`, `torch.func.functional_call`).
+fn drops_graph_finding(ctx: &RenderCtx<'_>, write: u32, grad: Span) -> Option<Finding> {
+    let w = ctx.write(write);
+    let mut related = Vec::new();
+    write_related(ctx, w, &mut related);
+    if let Some(range) = ctx.range(grad) {
+        related.push(Related {
+            source: None,
+            range,
+            message: "the gradient is taken here with `create_graph=True`: its graph is meant to be differentiated".into(),
+        });
+    }
+    Some(Finding {
+        rule: Rule::DataBypass,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes through `.data` a value that carries the graph of a gradient taken with `create_graph=True` ({}): `.data` drops that graph, so the backward through the updated weights silently gets no gradient through this update (the second-order, meta-learning terms are lost)",
+            ctx.snippet(w.site),
+            ctx.line(grad)
+        ),
+        related,
+        fix: None,
     })
 }
 
