@@ -10,15 +10,16 @@
 //! value of `fill_`/`index_fill_` or a subscript assignment): the softmax or exponential after
 //! it has zero gradient at those places, as the out-of-place fill gives (measured with torch;
 //! a row masked whole with a finite value is the exception: its softmax is uniform).
+//! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
+//! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
+//! before that backward.
+//!
 //! It also finds a differentiable update written through `.data`: MAML's inner step
 //! `p.data -= lr * g` with `g` from `torch.autograd.grad(..., create_graph=True)` (the gradient
 //! is taken with its graph so that the outer backward differentiates through the update, and
 //! `.data` drops that graph: the meta-gradient silently misses the second-order terms). No fix:
 //! the update must produce new tensors the next forward uses (`fast = p - lr * g` with
 //! `torch.func.functional_call`).
-//! The same holds for a NumPy array that shares a tensor's memory: `a = t.detach().numpy()`
-//! (on the CPU), or the array `a` given to `torch.from_numpy(a)`; `a *= 255` or `a[:] = batch`
-//! before that backward.
 //!
 //! **Why it breaks.** `.data` shares the memory but *not* the version counter. A write through
 //! it changes values autograd saved without bumping the version, so backward runs on the new
