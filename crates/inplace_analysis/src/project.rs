@@ -133,11 +133,12 @@ impl Imports {
 /// an optimizer built with `optim.` or zeroed with `zero_grad(`), makes a leaf that requires
 /// grad (`requires_grad=True`), or is a script with a `__main__` guard (which runs what it
 /// imports: `fit(model)` of the project's training loop; 109 more corpus files, 3% more time).
-/// A script with none of these is analysed alone (following the imports of every file that
-/// calls an imported name at its top level cost 8% more on the corpus). Library code that does
-/// none of this is analysed alone: following the imports of every library file costs far more than what it could find (on the
-/// bench corpus: 14x the time of the whole check; with `inplace`, `.data` and anomaly mode as
-/// triggers too, still 6x). A bare `.step(` is no sign of training: on the corpus it is a
+/// So is a script that defines nothing and calls what it imports (see
+/// [`is_script_of_imports`]; following the imports of every file that calls an imported name
+/// at its top level cost 8% more on the corpus). Library code that does none of this is
+/// analysed alone: following the imports of every library file costs far more than what it
+/// could find (on the bench corpus: 14x the time of the whole check; with `inplace`, `.data`
+/// and anomaly mode as triggers too, still 6x). A bare `.step(` is no sign of training: on the corpus it is a
 /// diffusion scheduler's or an environment's step in 286 of the 695 files it would add, and
 /// following their imports cost 40% of the import-following time.
 pub fn reads_imports(text: &str) -> bool {
@@ -161,7 +162,7 @@ pub fn reads_imports(text: &str) -> bool {
 /// files pass this test, adding 0.1 s to the check.)
 fn is_script_of_imports(text: &str) -> bool {
     let top = || {
-        text.lines()
+        (text.lines())
             .filter(|l| l.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '@'))
     };
     if top().any(|l| {
@@ -172,28 +173,50 @@ fn is_script_of_imports(text: &str) -> bool {
     }) {
         return false;
     }
-    let imported: Vec<&str> = top()
-        .filter_map(|l| l.strip_prefix("from "))
-        .filter(|l| !l.starts_with('.'))
-        .filter_map(|l| l.split_once(" import ").map(|(_, names)| names))
-        .flat_map(|names| names.split(','))
-        .filter_map(|n| {
+    // The names bound by absolute `from` imports (a parenthesised list may span lines).
+    let mut imported: Vec<&str> = Vec::new();
+    fn add<'t>(part: &'t str, imported: &mut Vec<&'t str>) {
+        let part = part.split('#').next().unwrap_or("");
+        for n in part.split(',') {
             let n = n
                 .trim()
                 .trim_matches(|c| c == '(' || c == ')' || c == '\\')
                 .trim();
-            n.rsplit(" as ").next().map(str::trim)
-        })
-        .filter(|n| !n.is_empty() && *n != "*")
-        .collect();
+            let bound = n.rsplit(" as ").next().unwrap_or("").trim();
+            if !bound.is_empty() && bound != "*" {
+                imported.push(bound);
+            }
+        }
+    }
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(names) = (line.strip_prefix("from "))
+            .filter(|l| !l.starts_with('.'))
+            .and_then(|l| l.split_once(" import ").map(|(_, names)| names))
+        else {
+            continue;
+        };
+        add(names, &mut imported);
+        if names.contains('(') && !names.contains(')') {
+            for more in lines.by_ref() {
+                add(more, &mut imported);
+                if more.contains(')') {
+                    break;
+                }
+            }
+        }
+    }
     if imported.is_empty() {
         return false;
     }
-    // A call of an imported name at the top level, alone or as an assignment's value.
+    // A call of an imported name at the top level, alone or as an assignment's value
+    // (`fit(net, steps=3)`: an `=` after the call's `(` is a keyword's).
     top()
         .filter(|l| !l.starts_with("from ") && !l.starts_with("import "))
         .any(|l| {
-            let value = l.split_once('=').map_or(l, |(_, v)| v).trim_start();
+            let paren = l.find('(').unwrap_or(l.len());
+            let start = l[..paren].find('=').map_or(0, |eq| eq + 1);
+            let value = l[start..].trim_start();
             let path = value
                 .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
                 .map_or(value, |end| &value[..end]);
@@ -512,6 +535,16 @@ mod tests {
 
     #[test]
     fn scripts_that_run_what_they_import_follow_their_imports() {
+        // Keyword arguments, an assignment with keywords, a parenthesised import list.
+        assert!(reads_imports(
+            "from loop import fit\nimport torch.nn as nn\nfit(nn.Linear(2, 2), steps=3)\n"
+        ));
+        assert!(reads_imports(
+            "from trainer import Trainer\nt = Trainer(model, lr=0.1)\n"
+        ));
+        assert!(reads_imports(
+            "from training import (\n    fit,\n    evaluate,\n)\nevaluate(fit(m))\n"
+        ));
         // Training markers, a `__main__` guard, a script that defines nothing and calls what
         // it imports.
         assert!(reads_imports("loss.backward()\n"));

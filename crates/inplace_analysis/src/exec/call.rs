@@ -1101,6 +1101,7 @@ impl Interp<'_, '_> {
         self.budget = budget_for(fd.lines as usize);
         self.frames = vec![Frame::new(true)];
         self.inlining = vec![Self::normalized(def, f)];
+        self.unit_depth = 1;
         self.grad_enabled = !self.runs_without_grad(c, &fd);
         let class = self.enclosing_class(c, &fd);
         if let Some(k) = &class {

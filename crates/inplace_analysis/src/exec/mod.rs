@@ -258,8 +258,8 @@ pub(crate) struct UnitOutput {
     /// Whether the names bound by a plain assignment held tensors carrying an autograd graph,
     /// on every path through the statement (by the name's span in the target).
     pub graphs: FxHashMap<Span, bool>,
-    /// The calls of project code (by call site) under which a `backward()` or
-    /// `autograd.grad` ran: they train, and cannot run under `no_grad`.
+    /// The calls from the unit's own code (by call site, see [`Interp::call_site`]) under which
+    /// a `backward()` or `autograd.grad` ran: they train, and cannot run under `no_grad`.
     pub training_calls: FxHashSet<Span>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
@@ -327,6 +327,9 @@ pub(crate) struct Interp<'p, 't> {
     /// The simple statement of the unit's own code being executed (the caller's statement
     /// while a call is inlined): where a save is made, for a fix that computes it again.
     unit_stmt: Option<StmtRef>,
+    /// How many calls are being inlined when the unit's own code runs (a function unit runs
+    /// its function as one).
+    unit_depth: usize,
     /// The span of the simple statement being executed (an expression, an assignment, a
     /// `return`), and the names an in-place call nested in it made stale for the rest of it
     /// (see [`Interp::mark_stale_in_statement`]).
@@ -473,6 +476,7 @@ impl<'p, 't> Interp<'p, 't> {
             depth: 0,
             stmt: None,
             unit_stmt: None,
+            unit_depth: 0,
             stmt_span: None,
             stmt_stale: SmallVec::new(),
             stmt_run: 0,

@@ -32,7 +32,7 @@ impl Interp<'_, '_> {
         );
         let saved_span = std::mem::replace(&mut self.stmt_span, simple.then(|| c.stmt_span(s)));
         let saved_unit = self.unit_stmt;
-        if simple && self.inlining.is_empty() {
+        if simple && self.inlining.len() <= self.unit_depth {
             self.unit_stmt = self.stmt;
         }
         let saved_stale = std::mem::take(&mut self.stmt_stale);

@@ -177,6 +177,11 @@ impl Interp<'_, '_> {
                 .is_some_and(|s| !s.is_empty())
         });
         let all_refused = !tensors.is_empty() && tensors.iter().all(|t| t.refused_view.is_some());
+        // (A value carrying a `create_graph=True` gradient, written through `.data`.)
+        let mut second_order = match tensors.iter().any(|t| !t.counter) {
+            true => w.value.and_then(|v| self.second_order_in(v)),
+            false => None,
+        };
         for t in targets {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
@@ -187,7 +192,7 @@ impl Interp<'_, '_> {
             }
             if !tt.counter {
                 self.write_through_data(wid, &tt, w.kind, w.masking);
-                if let Some(grad) = w.value.and_then(|v| self.second_order_in(v)) {
+                if let Some(grad) = second_order.take() {
                     self.report(Event::DataDropsGraph { write: wid, grad });
                 }
                 continue;

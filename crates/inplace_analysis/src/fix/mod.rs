@@ -338,7 +338,8 @@ fn holds(ctx: &RenderCtx<'_>, earlier: TextRange, later: TextRange) -> bool {
     same_block(ctx, earlier, later, indent) || nested_in_scope(ctx, earlier, later, indent)
 }
 
-/// An assignment to plain names (`d_fake = netD(fake)`, `out, h = rnn(x, h)`).
+/// An assignment to plain names (`d_fake = netD(fake)`, `out, h = rnn(x, h)`): what the
+/// fixes that repeat or detach what an earlier statement computed look up.
 struct Assignment {
     range: TextRange,
     /// The names bound, in order.
@@ -372,6 +373,41 @@ fn scope_items(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<ItemId> {
         .collect()
 }
 
+/// The names an item's code reads, by position: the names read within a span are found in
+/// time logarithmic in the body's size (many spans are looked up per body).
+struct Reads(Vec<(u32, u32, Name)>);
+
+impl Reads {
+    fn of(body: &Body) -> Reads {
+        let mut v: Vec<(u32, u32, Name)> = (body.exprs.iter().zip(&body.expr_spans))
+            .filter_map(|(e, sp)| match *e {
+                Expr::Name { name, reads: true } => Some((sp.start, sp.end, name)),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable_by_key(|r| (r.0, r.1));
+        Reads(v)
+    }
+
+    /// The names read within `span`, each once.
+    fn within(&self, span: Rel) -> Vec<Name> {
+        let from = self.0.partition_point(|r| r.0 < span.start);
+        let mut out: Vec<Name> = (self.0[from..].iter())
+            .take_while(|r| r.0 < span.end)
+            .filter(|r| r.1 <= span.end)
+            .map(|r| r.2)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// The names read within `span` of `body`.
+fn names_read(body: &Body, span: Rel) -> Vec<Name> {
+    Reads::of(body).within(span)
+}
+
 /// The plain one-name assignments a statement of `item` may see (see [`scope_items`]), in
 /// text order.
 fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
@@ -380,6 +416,7 @@ fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
         let Some(body) = ctx.body(item) else {
             continue;
         };
+        let reads = Reads::of(&body);
         for (st, span) in body.stmts.iter().zip(&body.stmt_spans) {
             let Stmt::Assign { targets, value } = *st else {
                 continue;
@@ -401,20 +438,11 @@ fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
             let Some(range) = ctx.range(Span::new(item, *span)) else {
                 continue;
             };
-            let within = body.expr_span(value);
-            let mut reads: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
-                .filter_map(|(e, sp)| match *e {
-                    Expr::Name { name, reads: true } if within.contains(*sp) => Some(name),
-                    _ => None,
-                })
-                .collect();
-            reads.sort_unstable();
-            reads.dedup();
             out.push(Assignment {
                 range,
                 names: bound.into_iter().map(|(n, _)| n).collect(),
                 target: single.then(|| Span::new(item, body.expr_span(t))),
-                reads,
+                reads: reads.within(body.expr_span(value)),
             });
         }
     }

@@ -5,6 +5,9 @@
 use super::reorder::line_break_before;
 use super::*;
 
+/// Statements between the one that made the save and the step, at most.
+const MAX_BETWEEN: usize = 256;
+
 /// A `step()` (statement `s`) clobbering a save made by statement `origin` that the
 /// `backward()` at `backward` reads: `origin`, and the statements between it and the step that
 /// carry its result to what the backward differentiates, are repeated after the step (after
@@ -13,8 +16,9 @@ use super::*;
 /// What the backward needs is followed from its statement back through the assignments made
 /// after the step (`g_loss = F.softplus(-d_fake).mean()`, not repeated) to those made before
 /// it (`d_fake = netD(fake)`, repeated). Each repeated statement is a one-line assignment to
-/// plain names, in `origin`'s block, that reads none of the names it binds and
-/// nothing another statement binds again before the step.
+/// plain names, in `origin`'s block, that reads none of the names it binds and nothing
+/// another statement binds again before the repeat; none of what the backward needs may be
+/// computed between the step and the repeat.
 pub(crate) fn recompute_after_step(
     ctx: &RenderCtx<'_>,
     s: StmtRef,
@@ -55,6 +59,11 @@ pub(crate) fn recompute_after_step(
     let assigned = assignments(ctx, s.item);
     let k0 = assigned.iter().position(|a| a.range == first)?;
     let before_step = |k: &usize| assigned[*k].range.end <= step.start;
+    // (Each statement between is judged on the text between it and the step: a bound keeps
+    // that linear in the item's size.)
+    if (k0 + 1..assigned.len()).take_while(before_step).count() > MAX_BETWEEN {
+        return None;
+    }
     // The statements from `origin` to the step that compute from its result.
     let mut chain = vec![k0];
     let mut carried: Vec<Name> = assigned[k0].names.clone();
@@ -68,16 +77,16 @@ pub(crate) fn recompute_after_step(
         }
     }
     // What the backward differentiates, through the assignments after the step.
-    let mut needed: Vec<Name> = (other.exprs.iter().zip(&other.expr_spans))
-        .filter_map(|(e, sp)| match *e {
-            Expr::Name { name, reads: true } if bspan.contains(*sp) => Some(name),
-            _ => None,
-        })
-        .collect();
+    let mut needed: Vec<Name> = names_read(&other, bspan);
     for a in
         (assigned.iter().rev()).filter(|a| a.range.start > step.end && a.range.end <= brange.start)
     {
         if a.names.iter().any(|n| needed.contains(n)) {
+            // (One computed before the repeat, inside the step's block, would still read the
+            // old result.)
+            if a.range.start < anchor.end {
+                return None;
+            }
             needed.extend(a.reads.iter().copied());
         }
     }
@@ -100,7 +109,7 @@ pub(crate) fn recompute_after_step(
                 !repeated.contains(&j)
                     && b.names.contains(r)
                     && b.range.start > a.range.end
-                    && b.range.end <= step.start
+                    && b.range.end <= anchor.end
             })
         };
         if line_layout(ctx, a.range).is_none()

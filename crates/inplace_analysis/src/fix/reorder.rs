@@ -383,13 +383,20 @@ fn loop_around(body: &Body, span: Rel) -> Option<usize> {
         .min_by_key(|&i| body.stmt_spans[i].end - body.stmt_spans[i].start)
 }
 
-/// A `step()` in a loop whose `backward()` reaches the saves it clobbers through a tensor
+/// A `step()` in a loop whose `backward()` reaches the save it clobbers through a tensor
 /// computed once before the loop and read in it (PPO's `old_log_probs` kept with its graph,
-/// features embedded once and reused each epoch): each such tensor detached right after it is
-/// computed (`old_log_probs = old_log_probs.detach()`), so the loop's backward no longer goes
-/// through the graph the first step made stale. Only tensors the analysis saw carrying a
-/// graph there are detached, and only where the assignment is one line in the loop's block.
-pub(crate) fn detach_loop_input(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> {
+/// features embedded once and reused each epoch): the statement that made the save (`origin`)
+/// bound that tensor, and the fix detaches it just before the loop (`old_log_probs =
+/// old_log_probs.detach()`), so the loop's backward no longer goes through the graph the first
+/// step made stale (what runs before the loop keeps it). Only a one-line assignment of one
+/// name in the block the loop is in, whose tensor the analysis saw carrying a graph, the loop
+/// reads and neither binds nor differentiates itself.
+pub(crate) fn detach_loop_input(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    origin: Option<StmtRef>,
+) -> Option<Fix> {
+    let origin = origin?;
     let body = ctx.body(s.item)?;
     let lp = loop_around(&body, body.stmt_span(s.stmt))?;
     let loop_range = ctx.range(Span::new(s.item, body.stmt_spans[lp]))?;
@@ -402,85 +409,57 @@ pub(crate) fn detach_loop_input(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fix> 
         start: body.stmt_span(*stmts.first()?).start,
         end: body.stmt_span(*stmts.last()?).end,
     };
-    let (loop_indent, _) = indentation(ctx, loop_range.start)?;
-    let bound = names_bound_in(&body, within);
-    let target_names: Vec<Name> = match body.stmts[lp] {
-        Stmt::For { target, .. } => {
-            let mut t = Vec::new();
-            names_in(&body, target, &mut t);
-            t.into_iter().map(|(n, _)| n).collect()
-        }
-        _ => Vec::new(),
-    };
-    // (A loss the loop differentiates itself is not detached: `loss.backward()` needs its
-    // graph.)
-    let backward = ctx.names.get("backward");
-    let differentiated: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
-        .filter_map(|(e, span)| match *e {
-            Expr::Attr { value, attr, .. } if within.contains(*span) && Some(attr) == backward => {
-                match *body.expr(value) {
-                    Expr::Name { name, .. } => Some(name),
-                    _ => None,
-                }
-            }
-            _ => None,
-        })
-        .collect();
-    let mut read: Vec<Name> = (body.exprs.iter().zip(&body.expr_spans))
-        .filter_map(|(e, span)| match *e {
-            Expr::Name { name, reads: true } if within.contains(*span) => Some(name),
-            _ => None,
-        })
-        .filter(|n| !bound.contains(n) && !target_names.contains(n) && !differentiated.contains(n))
-        .collect();
-    read.sort_unstable();
-    read.dedup();
-    // Where the tensors read may be computed: earlier in the loop's own body, and for a loop
-    // at module level, in the module's earlier statements.
-    let assigned = assignments(ctx, s.item);
-    let mut edits = Vec::new();
-    let mut detached = Vec::new();
-    for n in read {
-        // The last one-line `n = <call>` before the loop, in the loop's block.
-        let Some(a) = last_assignment(&assigned, n, loop_range.start) else {
-            continue;
-        };
-        let (Some(target), at) = (a.target, a.range) else {
-            continue;
-        };
-        if ctx.unit.graphs.get(&target) != Some(&true) {
-            continue;
-        }
-        let Some((indent, eol)) = line_layout(ctx, at) else {
-            continue;
-        };
-        if indent != loop_indent || !same_block(ctx, at, loop_range, indent) {
-            continue;
-        }
-        let insert = ctx.lines.line_start(ctx.lines.line_of(at.end) + 1);
-        if insert < at.end {
-            continue;
-        }
-        let name = ctx.name(n);
-        let stmt = format!("{name} = {name}.detach()");
-        let sep = line_break_before(ctx, insert, eol);
-        edits.push(Edit {
-            range: TextRange::new(insert, insert),
-            content: format!("{sep}{indent}{stmt}{eol}"),
-        });
-        detached.push(stmt);
-    }
-    if edits.is_empty() {
+    if !scope_items(ctx, s.item).contains(&origin.item) {
         return None;
     }
-    Some(Fix {
-        title: format!(
-            "Detach what the loop reuses from before it: `{}`",
-            detached.join("`, `")
-        ),
-        applicability: Applicability::Unsafe,
-        edits,
-    })
+    let first = ctx.range(Span::new(
+        origin.item,
+        ctx.body(origin.item)?.stmt_span(origin.stmt),
+    ))?;
+    let assigned = assignments(ctx, s.item);
+    let a = assigned.iter().find(|a| a.range == first)?;
+    let ([n], Some(target)) = (a.names.as_slice(), a.target) else {
+        return None;
+    };
+    let (indent, eol) = indentation(ctx, loop_range.start)?;
+    let (in_block, _) = line_layout(ctx, first)?;
+    let rebound = last_assignment(&assigned, *n, loop_range.start).map(|l| l.range) != Some(first);
+    if ctx.unit.graphs.get(&target) != Some(&true)
+        || in_block != indent
+        || rebound
+        || !same_block(ctx, first, loop_range, indent)
+    {
+        return None;
+    }
+    // Read by the loop, not bound by it (nor its target), not the loss it differentiates
+    // (`loss.backward()` needs its graph).
+    let backward = ctx.names.get("backward");
+    let differentiated = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| match *e {
+        Expr::Attr { value, attr, .. } if within.contains(*span) && Some(attr) == backward => {
+            matches!(*body.expr(value), Expr::Name { name, .. } if name == *n)
+        }
+        _ => false,
+    });
+    let mut target_names = Vec::new();
+    if let Stmt::For { target, .. } = body.stmts[lp] {
+        names_in(&body, target, &mut target_names);
+    }
+    if differentiated
+        || !names_read(&body, within).contains(n)
+        || names_bound_in(&body, within).contains(n)
+        || target_names.iter().any(|(t, _)| t == n)
+    {
+        return None;
+    }
+    let insert = ctx.lines.line_start(ctx.lines.line_of(loop_range.start));
+    let name = ctx.name(*n);
+    let stmt = format!("{name} = {name}.detach()");
+    Some(one(
+        format!("Detach what the loop reuses from before it: `{stmt}`"),
+        Applicability::Unsafe,
+        TextRange::new(insert, insert),
+        format!("{indent}{stmt}{eol}"),
+    ))
 }
 
 /// The plain names bound by the assignments and augmented assignments within `within`.

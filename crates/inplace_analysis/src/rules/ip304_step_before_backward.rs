@@ -34,7 +34,9 @@
 //! carries a recurrent state from one step into the next (`out, hidden = model(x, hidden)`),
 //! the fix detaches it right after that call (`hidden = hidden.detach()`). When the loop's
 //! `backward()` goes through a tensor computed once before the loop (PPO's `old_log_probs`
-//! kept with its graph), the fix detaches that tensor where it is computed.
+//! kept with its graph), the fix detaches that tensor just before the loop. Otherwise, when
+//! the forward that made the stale save runs before the step in the same block, it is
+//! repeated after the step (a GAN's `d_fake = netD(fake)` before the generator's loss).
 //!
 //! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
@@ -80,7 +82,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
             crate::fix::move_after(ctx, s, t.range)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
-                .or_else(|| crate::fix::detach_loop_input(ctx, s))
+                .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt))
                 .or_else(|| crate::fix::recompute_after_step(ctx, s, save.stmt, t.range))
         }),
     })
