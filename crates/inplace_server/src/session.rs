@@ -65,6 +65,16 @@ impl DocEntry {
             .filter(|a| a.version == self.doc.version && a.epoch == self.epoch())
     }
 
+    /// The analysis of the current text, if it is done, even when project modules it read
+    /// changed since: its findings are the diagnostics the client shows until the next analysis
+    /// lands, and their quick fixes are verified on the current text when offered.
+    pub fn of_text(&self) -> Option<Arc<Analysed>> {
+        self.analysis
+            .borrow()
+            .clone()
+            .filter(|a| a.version == self.doc.version)
+    }
+
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
     }

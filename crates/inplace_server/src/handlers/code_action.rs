@@ -89,7 +89,9 @@ async fn quick_fixes(
             entry.doc.text.clone(),
             entry.doc.version,
             entry.state.as_ref().map(|s| (**s).clone()),
-            entry.current(),
+            // (Not only the current epoch's: a project file touched after the diagnostics
+            // were published must not take their fixes away.)
+            entry.of_text(),
         )
     };
     let ours: Vec<&Diagnostic> = diagnostics
