@@ -104,13 +104,11 @@ pub(crate) fn recompute_after_step(
     repeated.reverse();
     for &k in &repeated {
         let a = &assigned[k];
+        // (Only the assignments between it and the repeat, in text order.)
         let rebound = |r: &Name| {
-            (assigned.iter().enumerate()).any(|(j, b)| {
-                !repeated.contains(&j)
-                    && b.names.contains(r)
-                    && b.range.start > a.range.end
-                    && b.range.end <= anchor.end
-            })
+            (assigned.iter().enumerate().skip(k + 1))
+                .take_while(|(_, b)| b.range.end <= anchor.end)
+                .any(|(j, b)| !repeated.contains(&j) && b.names.contains(r))
         };
         if line_layout(ctx, a.range).is_none()
             || !same_block(ctx, first, a.range, indent) && a.range != first

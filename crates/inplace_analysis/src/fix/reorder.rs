@@ -390,11 +390,12 @@ fn loop_around(body: &Body, span: Rel) -> Option<usize> {
 /// old_log_probs.detach()`), so the loop's backward no longer goes through the graph the first
 /// step made stale (what runs before the loop keeps it). Only a one-line assignment of one
 /// name in the block the loop is in, whose tensor the analysis saw carrying a graph, the loop
-/// reads and neither binds nor differentiates itself.
+/// reads and neither binds nor differentiates itself (`backward`: the backward that raises).
 pub(crate) fn detach_loop_input(
     ctx: &RenderCtx<'_>,
     s: StmtRef,
     origin: Option<StmtRef>,
+    backward: Span,
 ) -> Option<Fix> {
     let origin = origin?;
     let body = ctx.body(s.item)?;
@@ -431,15 +432,15 @@ pub(crate) fn detach_loop_input(
     {
         return None;
     }
-    // Read by the loop, not bound by it (nor its target), not the loss it differentiates
-    // (`loss.backward()` needs its graph).
-    let backward = ctx.names.get("backward");
-    let differentiated = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| match *e {
-        Expr::Attr { value, attr, .. } if within.contains(*span) && Some(attr) == backward => {
-            matches!(*body.expr(value), Expr::Name { name, .. } if name == *n)
-        }
-        _ => false,
-    });
+    // Read by the loop, not bound by it (nor its target), not read by the backward that
+    // raises (`loss.backward()`, `scaler.scale(loss).backward()`,
+    // `torch.autograd.backward(loss)`: what it differentiates needs its graph).
+    let other = ctx.body(backward.item)?;
+    let differentiated = names_read(
+        &other,
+        other.stmt_span(super::simple_statement_at(&other, backward.rel)?),
+    )
+    .contains(n);
     let mut target_names = Vec::new();
     if let Stmt::For { target, .. } = body.stmts[lp] {
         names_in(&body, target, &mut target_names);

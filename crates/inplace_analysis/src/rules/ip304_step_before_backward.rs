@@ -82,7 +82,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
             crate::fix::move_after(ctx, s, t.range)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
-                .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt))
+                .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
                 .or_else(|| crate::fix::recompute_after_step(ctx, s, save.stmt, t.range))
         }),
     })
