@@ -26,6 +26,8 @@ pub(crate) struct RenderCtx<'a> {
     /// The file's top-level imports (found once per rendering).
     pub imports: &'a [Import],
     pub cells: Option<&'a CellLines>,
+    /// What the fixes look up of a scope's assignments, built once per scope per rendering.
+    pub assigned: &'a crate::fix::AssignmentCache,
 }
 
 impl<'a> RenderCtx<'a> {
@@ -237,6 +239,7 @@ pub(crate) fn findings(
     chosen.retain(|(rule, range, ..)| !noqa.suppresses(lines.line_of(range.start), *rule));
     let imports = &module_imports(prog);
     let torch = torch_alias(imports, names);
+    let assigned = &crate::fix::AssignmentCache::default();
     let mut out: Vec<Finding> = chosen
         .into_iter()
         .filter_map(|(rule, range, u, ev)| {
@@ -248,6 +251,7 @@ pub(crate) fn findings(
                 torch: torch.as_deref(),
                 imports,
                 cells,
+                assigned,
             };
             let mut f = rules::render(rule, &ctx, ev)?;
             if prog.segments.len() > 1 {

@@ -5,6 +5,9 @@ use crate::finding::{Applicability, Edit, Fix, TextRange};
 use crate::ir::*;
 use crate::ops;
 use crate::render::RenderCtx;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 mod copy;
 mod no_grad;
@@ -408,9 +411,23 @@ fn names_read(body: &Body, span: Rel) -> Vec<Name> {
     Reads::of(body).within(span)
 }
 
+/// The assignments of each scope (keyed by the item [`assignments`] was asked for), built
+/// once per rendering: every IP304 finding of a scope looks them up.
+#[derive(Default)]
+pub(crate) struct AssignmentCache(RefCell<FxHashMap<ItemId, Rc<[Assignment]>>>);
+
 /// The plain one-name assignments a statement of `item` may see (see [`scope_items`]), in
 /// text order.
-fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
+fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Rc<[Assignment]> {
+    if let Some(done) = ctx.assigned.0.borrow().get(&item) {
+        return done.clone();
+    }
+    let out: Rc<[Assignment]> = collect_assignments(ctx, item).into();
+    ctx.assigned.0.borrow_mut().insert(item, out.clone());
+    out
+}
+
+fn collect_assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
     let mut out = Vec::new();
     for item in scope_items(ctx, item) {
         let Some(body) = ctx.body(item) else {
