@@ -212,6 +212,14 @@ impl Walk<'_, '_> {
                 };
                 self.put((11u8, g));
             }
+            Obj::Dist(d) => {
+                let (kind, first, second, origin) =
+                    (d.kind, d.first.clone(), d.second.clone(), d.origin);
+                self.put((16u8, kind));
+                self.vals(&first);
+                self.vals(&second);
+                self.span(origin);
+            }
         }
         // Attributes set on objects that are not modelled (`torch.backends.x = ...`).
         let mut loose: Vec<(Name, ObjId)> = self

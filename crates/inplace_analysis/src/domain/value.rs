@@ -336,4 +336,29 @@ pub(crate) enum Obj {
         tensors: Vals,
     },
     GradCtx(GradCtx),
+    /// A `torch.distributions` object, by the tensors it keeps.
+    Dist(Box<DistObj>),
+}
+
+/// The distributions whose saves are modelled (measured with torch 2.15): which of the tensors
+/// they keep their methods' backwards read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum DistKind {
+    /// `Normal(loc, scale)`: `first` is `loc`, `second` is `scale` (the tensors given).
+    Normal,
+    /// `Bernoulli(probs=p)` / `Bernoulli(logits=l)`: `first` the logits, `second` the probs
+    /// (one given, the other computed from it).
+    Bernoulli,
+    /// `Categorical(...)`, `OneHotCategorical(...)`: `first` the normalised logits, `second`
+    /// the normalised probs.
+    Categorical,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct DistObj {
+    pub kind: DistKind,
+    pub first: Vals,
+    pub second: Vals,
+    /// The constructor call.
+    pub origin: Span,
 }

@@ -52,6 +52,7 @@ impl Interp<'_, '_> {
                         self.optimizer_method(c, e, r, &params, attr, &a)
                     }
                     Obj::Seq(_) => self.seq_method(r, attr, &a),
+                    Obj::Dist(_) => self.distribution_method(r, attr, &a, call),
                     Obj::Params { .. } => smallvec![r],
                     Obj::Class(k) => match self.find_method(&k.clone(), attr) {
                         Some(def) => self.inline(def, None, &a, call),

@@ -23,6 +23,7 @@ mod module;
 pub(crate) use module::Container;
 mod class_body;
 mod dataset;
+mod distributions;
 mod new_params;
 mod optim;
 mod overlap;
@@ -733,6 +734,11 @@ impl<'p, 't> Interp<'p, 't> {
                     }
                 }
                 Obj::Params { tensors, .. } => self.flatten(tensors, out, seen),
+                // (A distribution given to an opaque call: the tensors it keeps.)
+                Obj::Dist(d) => {
+                    self.flatten(&d.first, out, seen);
+                    self.flatten(&d.second, out, seen);
+                }
                 _ => out.push(*v),
             }
         }

@@ -984,6 +984,7 @@ impl Interp<'_, '_> {
                 smallvec![groups]
             }
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
+            Obj::Dist(_) => self.distribution_attribute(o, attr, range),
             // `state.h` of a `namedtuple`.
             Obj::Seq(items) if field.is_some() => {
                 let v = items[field.unwrap_or_default()].clone();

@@ -177,6 +177,9 @@ impl Interp<'_, '_> {
         if !p.starts_with("torch") {
             return self.opaque_call(args, call);
         }
+        if let Some(v) = self.distribution_call(&p, args, call) {
+            return v;
+        }
         if let Some(v) = self.grad_mode_call(c, &p, args, call) {
             return v;
         }
