@@ -85,12 +85,13 @@ impl Interp<'_, '_> {
             DistKind::Bernoulli => match (given(self, 0, "probs"), given(self, 1, "logits")) {
                 (Some(p), _) => {
                     let l = "Bernoulli(probs=...).logits";
-                    let logits = self.derive_dist(&[p.clone()], call, SAVES_INPUT, l);
+                    let logits = self.derive_dist(std::slice::from_ref(&p), call, SAVES_INPUT, l);
                     (smallvec![logits], p)
                 }
                 (None, Some(l)) => {
                     let label = "Bernoulli(logits=...).probs";
-                    let probs = self.derive_dist(&[l.clone()], call, SAVES_RESULT, label);
+                    let probs =
+                        self.derive_dist(std::slice::from_ref(&l), call, SAVES_RESULT, label);
                     (l, smallvec![probs])
                 }
                 (None, None) => (Vals::new(), Vals::new()),
@@ -100,14 +101,16 @@ impl Interp<'_, '_> {
                     let probs = self.derive_dist(&[p], call, SAVES_INPUT, "Categorical(probs=...)");
                     let probs: Vals = smallvec![probs];
                     let l = "Categorical(probs=...).logits";
-                    let logits = self.derive_dist(&[probs.clone()], call, SAVES_INPUT, l);
+                    let logits =
+                        self.derive_dist(std::slice::from_ref(&probs), call, SAVES_INPUT, l);
                     (smallvec![logits], probs)
                 }
                 (None, Some(l)) => {
                     let label = "Categorical(logits=...)";
                     let logits: Vals = smallvec![self.derive_dist(&[l], call, SAVES_INPUT, label)];
                     let p = "Categorical(logits=...).probs";
-                    let probs = self.derive_dist(&[logits.clone()], call, SAVES_RESULT, p);
+                    let probs =
+                        self.derive_dist(std::slice::from_ref(&logits), call, SAVES_RESULT, p);
                     (logits, smallvec![probs])
                 }
                 (None, None) => (Vals::new(), Vals::new()),
