@@ -301,7 +301,10 @@ impl Interp<'_, '_> {
         let at = self.index_of(c, sub);
         let index = at.list_index();
         let IndexOf {
-            key, arrays_only, ..
+            key,
+            arrays_only,
+            objects,
+            ..
         } = at;
         let mut tensors = Vals::new();
         let mut seqs = Vals::new();
@@ -331,6 +334,14 @@ impl Interp<'_, '_> {
             }
         }
         for s in seqs {
+            if key.is_none() && !objects.is_empty() && self.dict_objs.contains(&s) {
+                let keys = self.object_keys.entry(s).or_default();
+                for o in &objects {
+                    if !keys.contains(o) && keys.len() < MAX_SEQ {
+                        keys.push(*o);
+                    }
+                }
+            }
             // `xs[2] = v` replaces that position; other keys add a position.
             let Obj::Seq(items) = self.obj(s) else {
                 continue;

@@ -19,6 +19,9 @@ pub struct IndexOf {
     /// a child of a module container, whose children are known one by one (not an element of
     /// a list, whose slots may each stand for many elements).
     pub int: Option<i64>,
+    /// The modules or tensors a one-part index evaluates to (`d[module]`): a dict keyed by
+    /// them keeps them as its keys.
+    pub objects: Vals,
 }
 
 impl IndexOf {
@@ -1002,6 +1005,7 @@ impl Interp<'_, '_> {
             gather,
             arrays_only,
             int,
+            ..
         } = at;
         if arrays_only {
             self.array_indexed.insert(c.span(e));
@@ -1236,6 +1240,7 @@ impl Interp<'_, '_> {
         let mut advanced = true;
         let mut arrays = 0;
         let mut int = None;
+        let mut objects = Vals::new();
         for (k, p) in c.body.exprs_of(s.parts).enumerate() {
             let is_list = matches!(
                 c.expr(p),
@@ -1270,6 +1275,13 @@ impl Interp<'_, '_> {
             arrays += usize::from(array);
             advanced &= array || (k < 32 && s.whole_parts & (1 << k) != 0);
             key = self.one_exact_str(&v);
+            objects = (v.iter().copied())
+                .filter(|o| match self.obj(*o) {
+                    Obj::Module(_) => true,
+                    Obj::Tensor(t) => t.known,
+                    _ => false,
+                })
+                .collect();
         }
         let key = key.filter(|_| parts == 1);
         // `xs[k]` with `k` bound by a loop over known positions.
@@ -1285,6 +1297,7 @@ impl Interp<'_, '_> {
             gather,
             arrays_only: advanced && arrays > 0,
             int: int.filter(|_| parts == 1),
+            objects: if parts == 1 { objects } else { Vals::new() },
         }
     }
 
@@ -1337,6 +1350,10 @@ impl Interp<'_, '_> {
         // (A dict with its keys all known: its keys, one by one.)
         if self.dict_objs.contains(m) {
             if let Some(keys) = self.dict_key_list(*m) {
+                return smallvec![keys];
+            }
+            // (A dict keyed by modules or tensors: those, in the order they were stored.)
+            if let Some(keys) = self.object_key_list(*m) {
                 return smallvec![keys];
             }
         }

@@ -432,6 +432,9 @@ pub(crate) struct Interp<'p, 't> {
     /// function's `**kwargs`), slot by slot, with where each value was written (`None`: a key
     /// that is not such a string).
     pub dict_keys: FxHashMap<ObjId, Vec<Option<(Name, Span)>>>,
+    /// The modules and tensors a dict was given as keys (`self.names[module] = name`), in
+    /// the order they were stored: iterating the dict gives them.
+    pub object_keys: FxHashMap<ObjId, Vals>,
     /// A dataset's `self` while its `__getitem__` runs on its own: what it keeps outlives the
     /// call, and the next call reads it again.
     pub getitem_self: Option<ObjId>,
@@ -522,6 +525,7 @@ impl<'p, 't> Interp<'p, 't> {
             int_values: (*frozen.int_values).clone(),
             field_defaults: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
+            object_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             stored_arrays: FxHashMap::default(),

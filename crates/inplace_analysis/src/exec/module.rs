@@ -420,6 +420,13 @@ impl Interp<'_, '_> {
         Some(list)
     }
 
+    /// The modules and tensors a dict was given as keys, as a list (see
+    /// [`Interp::object_keys`]).
+    pub(super) fn object_key_list(&mut self, d: ObjId) -> Option<ObjId> {
+        let keys = self.object_keys.get(&d)?.clone();
+        Some(self.alloc(Obj::Seq(keys.into_iter().map(|k| smallvec![k]).collect())))
+    }
+
     /// The `(key, value)` pairs of a dict whose keys are all known, as a list whose slots are
     /// its elements (`for k, v in d.items()` then runs entry by entry).
     fn dict_item_list(&mut self, d: ObjId) -> Option<ObjId> {
@@ -1581,7 +1588,7 @@ impl Interp<'_, '_> {
                 }
                 entry
             }
-            "keys" => match self.dict_key_list(s) {
+            "keys" => match self.dict_key_list(s).or_else(|| self.object_key_list(s)) {
                 Some(keys) => smallvec![keys],
                 None => smallvec![OTHER],
             },
@@ -1594,7 +1601,11 @@ impl Interp<'_, '_> {
                     return smallvec![pairs];
                 }
                 let e = self.elements(&smallvec![s]);
-                let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
+                let key = match self.object_keys.get(&s) {
+                    Some(keys) => keys.clone(),
+                    None => smallvec![OTHER],
+                };
+                let pair = self.alloc(Obj::Seq(vec![key, e]));
                 smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]
             }
             _ => smallvec![OTHER],
