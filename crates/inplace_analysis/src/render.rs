@@ -152,6 +152,15 @@ fn module_imports(prog: &Program<'_>) -> Vec<Import> {
         .collect()
 }
 
+/// Whether any call of the units passes a value that may require grad, by parameter.
+fn passed_grad(units: &[&UnitOutput]) -> FxHashMap<Span, bool> {
+    let mut all: FxHashMap<Span, bool> = FxHashMap::default();
+    for (at, maybe) in units.iter().flat_map(|u| &u.passed_grad) {
+        *all.entry(*at).or_default() |= *maybe;
+    }
+    all
+}
+
 /// Findings of a file from the outputs of its units, in order.
 pub(crate) fn findings(
     prog: &Program<'_>,
@@ -164,11 +173,22 @@ pub(crate) fn findings(
     // is reported there.
     let mut chosen: Vec<(Rule, TextRange, usize, &Event)> = Vec::new();
     let mut seen: FxHashMap<(Rule, TextRange), ()> = FxHashMap::default();
+    let passed_grad = passed_grad(units);
     for (u, unit) in units.iter().enumerate() {
         for ev in &unit.events {
             let Some((rule, span)) = rules::classify(ev, unit) else {
                 continue;
             };
+            // A save that rests on an argument requiring grad, where every call of the file
+            // passes one that does not: the callers are analysed with what they pass.
+            if let Some((_, save, _)) = rules::clobber(ev, unit) {
+                if save
+                    .assumes
+                    .is_some_and(|g| passed_grad.get(&g.at) == Some(&false))
+                {
+                    continue;
+                }
+            }
             let Some(mut range) = prog.range(span) else {
                 continue;
             };

@@ -403,6 +403,8 @@ impl Interp<'_, '_> {
         let saved_assign = self.assign_rhs.take();
         let saved_stmt = self.stmt;
         let first_write = self.writes.len();
+        self.slot_clock += 1;
+        let entered = self.slot_clock;
         self.exec_block(c, fd.body);
         self.stmt = saved_stmt;
         self.assign_rhs = saved_assign;
@@ -418,7 +420,7 @@ impl Interp<'_, '_> {
         self.state.env = self.outer_envs.pop().unwrap_or_default();
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
-        self.mark_stale_after_call(call, args, &frame.returns, first_write);
+        self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
         self.carry_stale(call, carried);
         // A generator: what it yields, as the elements of what the call gives (its body has
         // run to the end: the consumer's loop sees every value it yields).
@@ -557,7 +559,7 @@ impl Interp<'_, '_> {
         call: Span,
         args: &Args,
         returns: &Vals,
-        first_write: usize,
+        (first_write, entered): (usize, usize),
     ) {
         let Some((rhs, targets)) = self.assign_rhs.clone() else {
             return;
@@ -594,7 +596,15 @@ impl Interp<'_, '_> {
             // so is what a helper named as in-place (`standardize_(feats["a"])`) is given.)
             if !meant && !self.rebinds_arg(call, args, t, &targets) {
                 let given_back = returns.contains(&t) && !self.named_inplace(call);
-                self.mark_stale_slots(t, w as crate::events::WriteId, given_back);
+                // (Given back, a slot counts as taken only when the callee wrote through it
+                // itself, `self.state += 1; return self.state`, not through a name it bound
+                // to the slot's tensor, `out_x = g.x; out_x[m] = 0; return out_x`.)
+                let taken_since = match (given_back, self.write_named[w]) {
+                    (false, _) => None,
+                    (true, false) => Some(entered),
+                    (true, true) => Some(usize::MAX),
+                };
+                self.mark_stale_slots(t, w as crate::events::WriteId, taken_since);
             }
         }
     }
@@ -717,9 +727,28 @@ impl Interp<'_, '_> {
                     vals.push(OTHER);
                 }
             }
+            if p.kind == ParamKind::Normal {
+                let maybe = self.may_carry_grad(&vals);
+                *self
+                    .passed_grad
+                    .entry(Span::new(c.item, p.span))
+                    .or_default() |= maybe;
+            }
             env.insert(p.name, vals);
         }
         env
+    }
+
+    /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
+    /// or a stand-in for an argument of the running unit (whose callers are not known).
+    fn may_carry_grad(&self, vals: &Vals) -> bool {
+        let mut flat = Vals::new();
+        self.flatten(vals, &mut flat, &mut FxHashSet::default());
+        flat.iter().any(|v| match self.obj(*v) {
+            Obj::Tensor(t) => t.grad.is_possible() || t.grad_if.is_some(),
+            Obj::Unknown => true,
+            _ => false,
+        })
     }
 
     /// Functions whose body runs with grad disabled: `@torch.no_grad()` /

@@ -1317,7 +1317,10 @@ impl Interp<'_, '_> {
                     }
                     // (Each slot is read out: `for s in self.hidden: s.zero_()` works on them.)
                     let n = items.len() as u32;
-                    self.taken_slots.extend((0..n).map(|k| (*v, Slot::At(k))));
+                    self.slot_clock += 1;
+                    let now = self.slot_clock;
+                    self.taken_slots
+                        .extend((0..n).map(|k| ((*v, Slot::At(k)), now)));
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.iter().copied()),
                 Obj::Module(m) => out.extend(m.children.iter().copied()),

@@ -262,6 +262,9 @@ pub(crate) struct UnitOutput {
     /// The calls from the unit's own code (by call site, see [`Interp::call_site`]) under which
     /// a `backward()` or `autograd.grad` ran: they train, and cannot run under `no_grad`.
     pub training_calls: FxHashSet<Span>,
+    /// Parameters of the functions the unit called (by the parameter's span), and whether a
+    /// value that may require grad was passed to them in some call.
+    pub passed_grad: FxHashMap<Span, bool>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
@@ -295,6 +298,9 @@ pub(crate) struct Interp<'p, 't> {
     pub writes: Vec<Write>,
     /// The (first) object each write wrote.
     pub write_targets: Vec<ObjId>,
+    /// Whether each write went through a plain name (`x += 1`, `x[0] = v`), not through an
+    /// attribute or element (`self.state += 1`).
+    pub write_named: Vec<bool>,
     pub events: Vec<Event>,
     seen_events: FxHashSet<Event>,
     pub state: State,
@@ -347,6 +353,8 @@ pub(crate) struct Interp<'p, 't> {
     pub shapes: FxHashMap<Span, Shape>,
     pub graphs: FxHashMap<Span, bool>,
     pub training_calls: FxHashSet<Span>,
+    /// See [`UnitOutput::passed_grad`].
+    pub passed_grad: FxHashMap<Span, bool>,
     /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
     pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -372,8 +380,12 @@ pub(crate) struct Interp<'p, 't> {
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
     /// Container slots read since they were last stored: the code works on their tensors
-    /// through them (IP402 does not take them for kept copies).
-    pub taken_slots: FxHashSet<(ObjId, Slot)>,
+    /// through them (IP402 does not take them for kept copies). With the [`Interp::slot_clock`]
+    /// of when each was last read (a slot a callee read works through it, see
+    /// [`Interp::mark_stale_slots`]).
+    pub taken_slots: FxHashMap<(ObjId, Slot), usize>,
+    /// Counts slot reads and inlined calls: orders a read against a call's start.
+    pub slot_clock: usize,
     /// Evaluating what only metadata is read of (`x.shape`, `x is None`).
     pub metadata_read: bool,
     /// Dicts (made by a literal or `dict(...)`; their slots are their values).
@@ -462,6 +474,7 @@ impl<'p, 't> Interp<'p, 't> {
             saves: Layered::on(frozen.saves.clone()),
             writes: Vec::new(),
             write_targets: Vec::new(),
+            write_named: Vec::new(),
             events: Vec::new(),
             seen_events: FxHashSet::default(),
             state: State::default(),
@@ -490,6 +503,7 @@ impl<'p, 't> Interp<'p, 't> {
             shapes: FxHashMap::default(),
             graphs: FxHashMap::default(),
             training_calls: FxHashSet::default(),
+            passed_grad: FxHashMap::default(),
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
@@ -500,7 +514,8 @@ impl<'p, 't> Interp<'p, 't> {
             assign_rhs: None,
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
-            taken_slots: FxHashSet::default(),
+            taken_slots: FxHashMap::default(),
+            slot_clock: 0,
             metadata_read: false,
             exact_seqs: FxHashSet::default(),
             dict_objs: FxHashSet::default(),
@@ -914,6 +929,7 @@ impl<'p, 't> Interp<'p, 't> {
             shapes: std::mem::take(&mut self.shapes),
             graphs: std::mem::take(&mut self.graphs),
             training_calls: std::mem::take(&mut self.training_calls),
+            passed_grad: std::mem::take(&mut self.passed_grad),
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {

@@ -453,7 +453,26 @@ impl Interp<'_, '_> {
         } else {
             OpSaves::default()
         };
-        self.derive(inputs, origin, saves, Some(label), known)
+        // An operand saved only for the other's gradient (`a * b` keeps `a` for `b`'s) is saved
+        // only when the other requires grad: when that is an argument's assumption, the save
+        // rests on it (not on what the result's history rests on).
+        let mut rests = [None, None];
+        if saves.input
+            && b == Some(ArgKind::Grad)
+            && !ops::table().saves(name, a, Some(ArgKind::Const)).input
+        {
+            rests[0] = inputs
+                .get(1)
+                .and_then(|v| self.assumption(std::slice::from_ref(v)));
+        }
+        if let (true, Some(kb)) = (saves.other && a == ArgKind::Grad, b) {
+            if !ops::table().saves(name, ArgKind::Const, Some(kb)).other {
+                rests[1] = inputs
+                    .first()
+                    .and_then(|v| self.assumption(std::slice::from_ref(v)));
+            }
+        }
+        self.derive_resting(inputs, origin, saves, Some(label), known, rests)
     }
 
     /// A new tensor computed from `inputs`; `saves` says which of them (and itself) its
@@ -465,6 +484,20 @@ impl Interp<'_, '_> {
         saves: OpSaves,
         op: Option<OpLabel>,
         known: bool,
+    ) -> ObjId {
+        self.derive_resting(inputs, origin, saves, op, known, [None, None])
+    }
+
+    /// [`Interp::derive`], where `rests[i]` is the argument the save of input `i` rests on
+    /// when that is not what the result's history rests on.
+    fn derive_resting(
+        &mut self,
+        inputs: &[Vals],
+        origin: Span,
+        saves: OpSaves,
+        op: Option<OpLabel>,
+        known: bool,
+        rests: [Option<GradIf>; 2],
     ) -> ObjId {
         let mut grad = Tri::No;
         let mut parents = SmallVec::<[NodeId; 2]>::new();
@@ -495,6 +528,7 @@ impl Interp<'_, '_> {
                 if !flag {
                     continue;
                 }
+                let assumes = rests[i].or(assumes);
                 if let Some(vals) = inputs.get(i) {
                     for v in vals.clone() {
                         if let Some(t) = self.tensor(v) {

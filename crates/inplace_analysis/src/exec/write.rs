@@ -148,6 +148,7 @@ impl Interp<'_, '_> {
             }),
         });
         self.write_targets.push(first);
+        self.write_named.push(w.through.is_some());
         let wid = (self.writes.len() - 1) as WriteId;
         if self.raised() {
             // The statement stopped at an earlier write: this one never runs.
@@ -390,7 +391,7 @@ impl Interp<'_, '_> {
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
-            self.mark_stale_slots(t, wid, false);
+            self.mark_stale_slots(t, wid, None);
         }
     }
 
@@ -510,7 +511,7 @@ impl Interp<'_, '_> {
             (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
         };
         self.mark_stale_where(wid, None, snapshot);
-        self.mark_stale_slots_where(wid, false, snapshot);
+        self.mark_stale_slots_where(wid, None, snapshot);
     }
 
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
@@ -598,15 +599,19 @@ impl Interp<'_, '_> {
     /// slot `t` was taken out of since it was stored: the code works on the tensor through it
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
-    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, even_taken: bool) {
-        self.mark_stale_slots_where(wid, even_taken, |it, x| it.same_or_detached(x, t));
+    /// `taken_since`: only a slot taken out after that [`Interp::slot_clock`] (by the
+    /// callee whose write this is, which then wrote through it: `self.state += 1; return
+    /// self.state`) counts as taken, not one the caller took out to pass
+    /// (`mask_tokens(batch["input_ids"])` giving the written ids back).
+    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken_since: Option<usize>) {
+        self.mark_stale_slots_where(wid, taken_since, |it, x| it.same_or_detached(x, t));
     }
 
     /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts.
     fn mark_stale_slots_where(
         &mut self,
         wid: WriteId,
-        even_taken: bool,
+        taken_since: Option<usize>,
         hit: impl Fn(&Self, ObjId) -> bool,
     ) {
         /// Most container objects looked into per write.
@@ -644,7 +649,11 @@ impl Interp<'_, '_> {
                 // (Every alternative the slot may hold: a slot of certain ones.)
                 if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
-                    let taken = !even_taken && self.taken_slots.contains(&key);
+                    let taken = match (self.taken_slots.get(&key), taken_since) {
+                        (Some(_), None) => true,
+                        (Some(at), Some(since)) => *at > since,
+                        (None, _) => false,
+                    };
                     if !taken && !self.maybe_slots.contains(&key) {
                         stale.push(key);
                     }
@@ -690,13 +699,26 @@ impl Interp<'_, '_> {
                 self.state.stale_slots.insert((o, slot), ws);
             }
         }
-        for set in [&mut self.taken_slots, &mut self.maybe_slots] {
-            let moved: Vec<_> = set.iter().filter(|(c, _)| *c == o).copied().collect();
-            for key in moved {
-                set.remove(&key);
-                if let Some(slot) = shift(key.1) {
-                    set.insert((o, slot));
-                }
+        let taken: Vec<_> = (self.taken_slots.iter())
+            .filter(|((c, _), _)| *c == o)
+            .map(|(k, at)| (*k, *at))
+            .collect();
+        for (key, at) in taken {
+            self.taken_slots.remove(&key);
+            if let Some(slot) = shift(key.1) {
+                self.taken_slots.insert((o, slot), at);
+            }
+        }
+        let maybe: Vec<_> = self
+            .maybe_slots
+            .iter()
+            .filter(|(c, _)| *c == o)
+            .copied()
+            .collect();
+        for key in maybe {
+            self.maybe_slots.remove(&key);
+            if let Some(slot) = shift(key.1) {
+                self.maybe_slots.insert((o, slot));
             }
         }
     }
@@ -705,7 +727,8 @@ impl Interp<'_, '_> {
     /// later write through what it holds means to change it), and reported when a write
     /// changed its tensor another way since (IP402).
     pub(super) fn read_slot(&mut self, o: ObjId, slot: Slot, at: Span) {
-        self.taken_slots.insert((o, slot));
+        self.slot_clock += 1;
+        self.taken_slots.insert((o, slot), self.slot_clock);
         // (`if self.feat is not None`, `feats[0].shape` read no values.)
         if self.metadata_read {
             return;
