@@ -767,6 +767,39 @@ impl Interp<'_, '_> {
                     t.grad = Tri::Maybe;
                 }
             }
+            self.rebase_views_bases(*v, n);
+        }
+    }
+
+    /// An in-place op on a view becomes part of its base's history too (torch rebases the
+    /// base's `grad_fn` onto `CopySlices`): a backward through the base (`p.sum()` after
+    /// `p[:, :2].sigmoid_()`) reaches what the op saved. Up the chain of views.
+    fn rebase_views_bases(&mut self, view: ObjId, op: NodeId) {
+        const MAX_CHAIN: usize = 8;
+        let mut at = view;
+        for _ in 0..MAX_CHAIN {
+            let Some((base, _)) = self.tensor(at).and_then(|t| t.view_of) else {
+                return;
+            };
+            let Some(b) = self.tensor(base) else {
+                return;
+            };
+            let mut parents = SmallVec::<[NodeId; 2]>::new();
+            parents.push(op);
+            let mut leaves = SmallVec::<[u32; 2]>::new();
+            link_input(b, &mut parents, &mut leaves);
+            let n = self.nodes.push(GraphNode {
+                saves: Saves::new(),
+                parents,
+                leaves,
+            });
+            if let Some(b) = self.tensor_mut(base) {
+                b.node = Some(n);
+                if b.grad == Tri::No {
+                    b.grad = Tri::Maybe;
+                }
+            }
+            at = base;
         }
     }
 
