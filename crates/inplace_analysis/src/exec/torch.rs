@@ -88,6 +88,44 @@ impl Interp<'_, '_> {
         out
     }
 
+    /// `torch._foreach_mul_(xs, s)`, `torch._foreach_add_(xs, ys, alpha=a)`,
+    /// `torch._foreach_lerp_(xs, ys, w)`: the in-place method on each tensor of the first list,
+    /// with the element at the same position of a list given next (pairs in order when the
+    /// lists have the same length, else any of them).
+    fn foreach_inplace(&mut self, c: Code<'_>, e: ExprId, meth: &str, args: &Args) -> Vals {
+        let Some(((first, first_expr), rest)) = args.positional.split_first() else {
+            return smallvec![self.alloc(Obj::Unknown)];
+        };
+        let mut targets = Vals::new();
+        self.flatten_in_order(first, &mut targets, &mut Vec::new());
+        targets.retain(|v| self.maybe_tensor(*v));
+        let paired = rest.first().and_then(|(v, _)| {
+            let lists = v
+                .iter()
+                .all(|x| matches!(self.obj(*x), Obj::Seq(_) | Obj::Params { .. }));
+            if !lists {
+                return None;
+            }
+            let mut items = Vals::new();
+            self.flatten_in_order(v, &mut items, &mut Vec::new());
+            Some(items)
+        });
+        let meth = self.intern(meth);
+        let recv_expr = first_expr.unwrap_or(ExprId::NONE);
+        for (k, t) in targets.clone().into_iter().enumerate() {
+            let mut each = args.clone();
+            each.positional.remove(0);
+            if let (Some(items), Some(slot)) = (&paired, each.positional.first_mut()) {
+                slot.0 = match items.get(k).filter(|_| items.len() == targets.len()) {
+                    Some(x) => smallvec![*x],
+                    None => items.clone(),
+                };
+            }
+            self.tensor_method(c, e, &smallvec![t], meth, &each, recv_expr);
+        }
+        smallvec![NONE]
+    }
+
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
         let call = c.span(e);
         let p = self.name(path).to_string();
@@ -179,6 +217,12 @@ impl Interp<'_, '_> {
         }
         if let Some(v) = self.distribution_call(&p, args, call) {
             return v;
+        }
+        if let Some(meth) = p
+            .strip_prefix("torch._foreach_")
+            .filter(|m| m.ends_with('_'))
+        {
+            return self.foreach_inplace(c, e, meth, args);
         }
         if let Some(v) = self.grad_mode_call(c, &p, args, call) {
             return v;
