@@ -194,6 +194,9 @@ pub(crate) enum Event {
         name: Name,
         optimizer: Option<Span>,
         update: bool,
+        /// The new module keeps the old one's parameters but brings trainable ones of its own
+        /// that the optimizer does not hold (`model.q = LoRA(model.q)`).
+        wraps: bool,
         /// The outermost call that led here, when it is inside an inlined function.
         call_site: Option<Span>,
     },

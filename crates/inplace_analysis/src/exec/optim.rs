@@ -113,6 +113,7 @@ impl Interp<'_, '_> {
             name,
             optimizer,
             update,
+            wraps: false,
             call_site: self.call_site,
         }
     }
@@ -274,10 +275,25 @@ impl Interp<'_, '_> {
                     for n in new {
                         self.module_params(*n, &mut new_params, &mut FxHashSet::default());
                     }
+                    let mut e = event(self.optimizer_origin(opt), false);
                     if old_params.iter().all(|p| new_params.contains(p)) && !old_params.is_empty() {
-                        continue;
+                        // ... unless it brings trainable parameters of its own, which the
+                        // optimizer does not hold: they never train (a LoRA or adapter
+                        // wrapped around the layer after the optimizer was built).
+                        let fresh = new_params.iter().any(|p| {
+                            !old_params.contains(p)
+                                && !self.state.held.contains_key(p)
+                                && self
+                                    .tensor(*p)
+                                    .is_some_and(|t| t.leaf && t.grad == Tri::Yes)
+                        });
+                        if !fresh {
+                            continue;
+                        }
+                        if let Event::Rebind { wraps, .. } = &mut e {
+                            *wraps = true;
+                        }
                     }
-                    let e = event(self.optimizer_origin(opt), false);
                     // Reported once the optimizer is used again (a new one may replace it).
                     self.state.orphan(opt, e.clone());
                     return Some(e);

@@ -96,6 +96,9 @@ impl Interp<'_, '_> {
         let Some(((first, first_expr), rest)) = args.positional.split_first() else {
             return smallvec![self.alloc(Obj::Unknown)];
         };
+        // (Each slot of the list is read out to be written: the code works on the tensors
+        // through it, as `for p in ps: p.mul_(s)` does.)
+        self.elements(first);
         let mut targets = Vals::new();
         self.flatten_in_order(first, &mut targets, &mut Vec::new());
         targets.retain(|v| self.maybe_tensor(*v));
@@ -124,6 +127,28 @@ impl Interp<'_, '_> {
             self.tensor_method(c, e, &smallvec![t], meth, &each, recv_expr);
         }
         smallvec![NONE]
+    }
+
+    /// `torch._foreach_mul(xs, s)` and the other out-of-place fused ops: a list of new tensors,
+    /// one per tensor of the first list, each carrying its history and the other operands'.
+    fn foreach_results(&mut self, args: &Args, call: Span) -> Vals {
+        let Some(((first, _), rest)) = args.positional.split_first() else {
+            return smallvec![self.alloc(Obj::Unknown)];
+        };
+        let mut items = Vals::new();
+        self.flatten_in_order(first, &mut items, &mut Vec::new());
+        let mut others = Vals::new();
+        for (v, _) in rest {
+            others.extend(self.flat_tensors(v));
+        }
+        items.retain(|v| self.maybe_tensor(*v));
+        let slots: Vec<Vals> = (items.into_iter())
+            .map(|v| {
+                let inputs = [smallvec![v], others.clone()];
+                smallvec![self.derive(&inputs, call, Saves::default(), None, true)]
+            })
+            .collect();
+        smallvec![self.alloc(Obj::Seq(slots))]
     }
 
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
@@ -218,11 +243,11 @@ impl Interp<'_, '_> {
         if let Some(v) = self.distribution_call(&p, args, call) {
             return v;
         }
-        if let Some(meth) = p
-            .strip_prefix("torch._foreach_")
-            .filter(|m| m.ends_with('_'))
-        {
-            return self.foreach_inplace(c, e, meth, args);
+        if let Some(meth) = p.strip_prefix("torch._foreach_") {
+            if meth.ends_with('_') {
+                return self.foreach_inplace(c, e, meth, args);
+            }
+            return self.foreach_results(args, call);
         }
         if let Some(v) = self.grad_mode_call(c, &p, args, call) {
             return v;

@@ -61,6 +61,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         target,
         name,
         optimizer,
+        wraps,
         ..
     } = ev
     else {
@@ -76,6 +77,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         });
     }
     let message = match optimizer {
+        Some(o) if *wraps => format!(
+            "`{}` wraps `{name}` in a module with new parameters of its own, which the optimizer built on {} does not hold: they never train",
+            ctx.snippet(*span),
+            ctx.line(*o)
+        ),
         Some(o) => format!(
             "`{}` replaces `{name}`, which the optimizer built on {} holds; it keeps updating the old object and training of `{name}` silently stops",
             ctx.snippet(*span),
