@@ -672,8 +672,9 @@ impl Interp<'_, '_> {
         }
         // Each argument: its slots when it is one known list or tuple, else (an argument of
         // unknown length, `zip(skips, extra_residuals)`) any of its elements at every turn.
-        let mut columns: Vec<Result<Vec<Vals>, Vals>> = Vec::new();
+        let mut columns: Vec<Result<(Vec<Vals>, bool), Vals>> = Vec::new();
         let mut all_exact = true;
+        let mut params = false;
         for (v, _) in &args.positional {
             let grown = self.grown_seq(v).map(|g| smallvec![g]);
             let known = match grown.as_ref().unwrap_or(v).as_slice() {
@@ -682,11 +683,30 @@ impl Interp<'_, '_> {
                         all_exact &= self.exact_seqs.contains(one);
                         Some(slots.clone())
                     }
+                    // `zip(model.parameters(), ...)`: one parameter per turn, in order.
+                    Obj::Params { tensors, .. } => {
+                        params = true;
+                        Some(tensors.iter().map(|t| smallvec![*t]).collect())
+                    }
                     _ => None,
                 },
                 _ => None,
             };
-            columns.push(known.ok_or_else(|| self.elements(v)));
+            let inexact = known.is_some()
+                && !matches!(v.as_slice(), [one] if self.exact_seqs.contains(one) || matches!(self.obj(*one), Obj::Params { .. }));
+            columns.push(known.ok_or_else(|| self.elements(v)).map(|k| (k, inexact)));
+        }
+        // (Beside the parameters, a list whose slots may stand for several elements, built by a
+        // comprehension over them, gives any of its elements at each turn.)
+        let columns: Vec<Result<Vec<Vals>, Vals>> = (columns.into_iter())
+            .map(|c| match c {
+                Ok((slots, true)) if params => Err(slots.into_iter().flatten().collect()),
+                Ok((slots, _)) => Ok(slots),
+                Err(any) => Err(any),
+            })
+            .collect();
+        if params {
+            all_exact = true;
         }
         let lens: SmallVec<[usize; 4]> = (columns.iter())
             .filter_map(|c| c.as_ref().ok())
@@ -712,6 +732,22 @@ impl Interp<'_, '_> {
 
     /// `enumerate(xs)`: pairs of an index and an element.
     pub(super) fn enumerate(&mut self, xs: &Vals) -> Vals {
+        // (Over `model.parameters()`: a pair per parameter, in order, so a loop writing
+        // `p` writes each in turn, as over the parameters themselves.)
+        if let [one] = xs.as_slice() {
+            if let Obj::Params { tensors, .. } = self.obj(*one) {
+                let tensors = tensors.clone();
+                if (1..=MAX_SLOTS).contains(&tensors.len()) {
+                    let pairs = (tensors.into_iter().enumerate())
+                        .map(|(k, t)| {
+                            let k = self.int(k as i64);
+                            smallvec![self.alloc(Obj::Seq(vec![smallvec![k], smallvec![t]]))]
+                        })
+                        .collect();
+                    return smallvec![self.alloc(Obj::Seq(pairs))];
+                }
+            }
+        }
         let e = self.elements(xs);
         let pair = self.alloc(Obj::Seq(vec![smallvec![OTHER], e]));
         smallvec![self.alloc(Obj::Seq(vec![smallvec![pair]]))]

@@ -15,10 +15,17 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     let other = ctx.body(after.item)?;
     let target = simple_statement_at(&other, after.rel)?;
     let target = ctx.range(Span::new(after.item, other.stmt_span(target)))?;
-    let (indent, eol) = line_layout(ctx, moved)?;
+    let (indent, eol) = indentation(ctx, moved.start)?;
     let text = ctx.text_all();
     let line = ctx.lines.line_of(moved.start);
-    let (from, to) = (ctx.lines.line_start(line), ctx.lines.line_start(line + 1));
+    // (A compound statement moves with all its lines: `with torch.no_grad():` and its loop.)
+    let last_line = ctx
+        .lines
+        .line_of(moved.end.saturating_sub(1).max(moved.start));
+    let (from, to) = (
+        ctx.lines.line_start(line),
+        ctx.lines.line_start(last_line + 1),
+    );
     let last = ctx.lines.line_of(target.end);
     if !same_block(ctx, moved, target, indent) {
         return None;
@@ -64,12 +71,13 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
     {
         return None;
     }
-    // The statement with what follows it on its line (a comment).
-    let stmt = ctx.slice(moved);
-    let (_, end) = ctx.lines.line_range(text, line);
+    // The statement with what follows it on its last line (a comment).
+    let stmt = ctx.slice(moved).lines().next().unwrap_or_default();
+    let stmt = stmt.trim_end_matches(':');
+    let (_, end) = ctx.lines.line_range(text, last_line);
     let whole = text.get(moved.start..end)?;
     let rest = text.get(moved.end..end)?.trim_start();
-    if !(rest.is_empty() || rest.starts_with('#')) {
+    if !(rest.is_empty() || rest.starts_with('#')) || to <= end {
         return None;
     }
     let sep = line_break_before(ctx, insert, eol);
@@ -107,7 +115,23 @@ pub(crate) fn parameter_write_after(
         },
         None => w.stmt?,
     };
-    move_after(ctx, s, trigger.range)
+    // The statement, else the smallest statement around it that can move (the `with
+    // torch.no_grad():` block holding the loop that writes each parameter).
+    let body = ctx.body(s.item)?;
+    let at = body.stmt_span(s.stmt);
+    let mut around: Vec<(u32, StmtId)> = (0..body.stmts.len())
+        .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
+        .map(|k| {
+            (
+                body.stmt_spans[k].end - body.stmt_spans[k].start,
+                StmtId(k as u32),
+            )
+        })
+        .collect();
+    around.sort();
+    std::iter::once(s.stmt)
+        .chain(around.into_iter().map(|(_, k)| k))
+        .find_map(|stmt| move_after(ctx, StmtRef { item: s.item, stmt }, trigger.range))
 }
 
 /// A write into a parameter (under `no_grad`) after the op that saved it, in the same block
