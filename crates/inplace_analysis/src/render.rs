@@ -251,6 +251,8 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !bypasses.contains(range));
+    // Nor also IP402 for the names that read the values: the gradient is the harm named.
+    chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !bypasses.contains(range));
     if chosen.is_empty() {
         return Vec::new();
     }

@@ -474,6 +474,10 @@ impl Interp<'_, '_> {
     /// fills and reports on, `n = fill_row(buf[i], v)`.)
     fn written_through(&self, t: ObjId, args: &Args, returns: &Vals) -> SmallVec<[ObjId; 4]> {
         let mut written: SmallVec<[ObjId; 4]> = smallvec![t];
+        // (`x_adv = x.data` or `x.detach()` of an argument: the argument's memory.)
+        if let Some(base) = self.tensor(t).and_then(|tt| tt.detached_from) {
+            written.push(base);
+        }
         let mut at = t;
         let mut pieces = false;
         while written.len() < 4 {
@@ -573,7 +577,15 @@ impl Interp<'_, '_> {
         let returns = &self.flat_tensors(returns);
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
-            if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && tt.counter) {
+            // (A `.data` alias too, as in the callee's own names; not a parameter's.)
+            let data_alias = |it: &Self, tt: &TensorObj| {
+                !tt.counter
+                    && tt.numpy.is_none()
+                    && (tt.detached_from.and_then(|b| it.tensor(b)))
+                        .is_some_and(|b| !b.leaf && !b.view_of_leaf)
+            };
+            if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && (tt.counter || data_alias(self, tt)))
+            {
                 continue;
             }
             let written = self.written_through(t, args, returns);

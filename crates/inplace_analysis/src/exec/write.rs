@@ -196,6 +196,21 @@ impl Interp<'_, '_> {
                 if let Some(grad) = second_order.take() {
                     self.report(Event::DataDropsGraph { write: wid, grad });
                 }
+                // IP402: a `.data` alias bound to a name first (`x_adv = x.data; x_adv += eps`)
+                // changes what the tensor's other names read, as a `.detach()` alias does. (Not
+                // a parameter's: `.data` is how older code updates one where it is kept.)
+                let of_leaf = (tt.detached_from)
+                    .and_then(|b| self.tensor(b))
+                    .is_some_and(|b| b.leaf || b.view_of_leaf);
+                let plain = !matches!(
+                    w.kind,
+                    WriteKind::Step | WriteKind::Renorm | WriteKind::Init(_)
+                );
+                if tt.known && single && tt.numpy.is_none() && !of_leaf && plain {
+                    if !self.made_in_write(*t, w.site) {
+                        self.mark_stale(*t, wid, w.keep);
+                    }
+                }
                 continue;
             }
             // A step writes every parameter for certain (they are not alternatives), and so
@@ -459,13 +474,14 @@ impl Interp<'_, '_> {
             .is_some_and(|a| a.numpy.is_some_and(|n| !n.from_tensor) && a.detached_from == Some(t))
     }
 
-    /// Whether `x` is `t`, `.detach()` of it, or what `t` is `.detach()` of: the same memory and
-    /// version counter. (A `.data` alias shares the memory but not the counter: IP401's
-    /// business.)
+    /// Whether `x` is `t`, `.detach()` of it, `.data` of it, or what `t` is `.detach()` or
+    /// `.data` of: the same memory (a `.data` alias without the version counter, which is IP401's
+    /// business when a backward reads the values; a name of the tensor that reads them later
+    /// sees the write all the same). Not a NumPy array's share (see [`Interp::array_of`]).
     fn same_or_detached(&self, x: ObjId, t: ObjId) -> bool {
         let detached_from = |x: ObjId| {
             self.tensor(x)
-                .filter(|tt| tt.counter)
+                .filter(|tt| tt.counter || tt.numpy.is_none())
                 .and_then(|tt| tt.detached_from)
         };
         x == t || detached_from(x) == Some(t) || detached_from(t) == Some(x)
