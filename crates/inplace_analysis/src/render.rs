@@ -251,8 +251,14 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !bypasses.contains(range));
-    // Nor also IP402 for the names that read the values: the gradient is the harm named.
+    // Nor also IP402 for the names that read the values: the gradient is the harm named. And
+    // a `.data` write IP402 reports (a name reads what it changed) is not also the note.
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !bypasses.contains(range));
+    let clobbers: Vec<TextRange> = (chosen.iter())
+        .filter(|(rule, ..)| *rule == Rule::ClobberedAlias)
+        .map(|(_, range, ..)| *range)
+        .collect();
+    chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !clobbers.contains(range));
     if chosen.is_empty() {
         return Vec::new();
     }

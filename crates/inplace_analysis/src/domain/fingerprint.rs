@@ -215,7 +215,7 @@ impl Walk<'_, '_> {
             Obj::Dist(d) => {
                 let (kind, first, second, origin) =
                     (d.kind, d.first.clone(), d.second.clone(), d.origin);
-                self.put((16u8, kind));
+                self.put((16u8, kind, d.lazy_first));
                 self.vals(&first);
                 self.vals(&second);
                 self.span(origin);

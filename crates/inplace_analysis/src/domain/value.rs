@@ -361,4 +361,7 @@ pub(crate) struct DistObj {
     pub second: Vals,
     /// The constructor call.
     pub origin: Span,
+    /// `first` is computed on first use (`Bernoulli(probs=p)`'s logits, a lazy property whose
+    /// clamp saves `p` when it runs, not when the distribution is made).
+    pub lazy_first: bool,
 }

@@ -335,11 +335,16 @@ impl Interp<'_, '_> {
         }
         for s in seqs {
             if key.is_none() && !objects.is_empty() && self.dict_objs.contains(&s) {
+                // (Past the bound the keys are not all known: none are given then.)
                 let keys = self.object_keys.entry(s).or_default();
                 for o in &objects {
-                    if !keys.contains(o) && keys.len() < MAX_SEQ {
+                    if !keys.contains(o) {
                         keys.push(*o);
                     }
+                }
+                if keys.len() > MAX_SEQ {
+                    keys.clear();
+                    keys.push(UNKNOWN);
                 }
             }
             // `xs[2] = v` replaces that position; other keys add a position.

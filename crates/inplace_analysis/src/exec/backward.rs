@@ -21,6 +21,7 @@ impl Interp<'_, '_> {
         retain: bool,
         backward: bool,
     ) {
+        self.ran_backward |= backward;
         if let (true, Some(site)) = (backward, self.call_site) {
             self.training_calls.insert(site);
         }

@@ -251,6 +251,13 @@ impl Interp<'_, '_> {
         for v in args.all_values() {
             self.flatten(v, &mut inputs, &mut seen);
         }
+        // (A function handed to an unseen call, `checkpoint(self.block, x)`, `map(f, xs)`, runs
+        // with arguments not seen here.)
+        for v in inputs.clone() {
+            if let Obj::Func(def) | Obj::Bound(_, def) = *self.obj(v) {
+                self.passed_unknown(def);
+            }
+        }
         let tensors: Vals = inputs
             .iter()
             .copied()
@@ -318,6 +325,7 @@ impl Interp<'_, '_> {
         call: Span,
     ) -> Vals {
         if self.inlining.len() >= MAX_INLINE || self.exhausted() {
+            self.passed_unknown(def);
             return self.opaque_call(args, call);
         }
         let Some((body, f)) = self.resolve_def(def) else {
@@ -325,6 +333,7 @@ impl Interp<'_, '_> {
         };
         let def = Self::normalized(def, f);
         if self.inlining.contains(&def) {
+            self.passed_unknown(def);
             return self.opaque_call(args, call);
         }
         let c = Code {
@@ -740,15 +749,36 @@ impl Interp<'_, '_> {
                 }
             }
             if p.kind == ParamKind::Normal {
-                let maybe = self.may_carry_grad(&vals);
-                *self
+                // (Under `no_grad`, what a call passes says nothing of how it trains.)
+                let maybe = !self.grad_enabled || self.may_carry_grad(&vals);
+                let data = self_obj.is_some_and(|o| self.is_module(o))
+                    && is_forward_name(self.name(fd.name));
+                let e = self
                     .passed_grad
                     .entry(Span::new(c.item, p.span))
-                    .or_default() |= maybe;
+                    .or_default();
+                e.0 |= maybe;
+                e.1 |= data;
             }
             env.insert(p.name, vals);
         }
         env
+    }
+
+    /// A function that did not run with these arguments (the inlining depth, recursion, the
+    /// budget, a callable handed to an unseen call): any of its parameters may get grad.
+    pub(super) fn passed_unknown(&mut self, def: DefLoc) {
+        let Some((body, f)) = self.resolve_def(def) else {
+            return;
+        };
+        let fd = *body.func(f);
+        for p in body.list(fd.params) {
+            let p = body.params[*p as usize];
+            self.passed_grad
+                .entry(Span::new(def.item, p.span))
+                .or_default()
+                .0 = true;
+        }
     }
 
     /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
@@ -1163,8 +1193,7 @@ impl Interp<'_, '_> {
     /// of a plain function is a tensor that may not.
     fn unknown_params(&mut self, c: Code<'_>, fd: &FuncDef, self_obj: Option<ObjId>) -> Env {
         let name = self.name(fd.name);
-        let is_forward = self_obj.is_some_and(|o| self.is_module(o))
-            && matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl");
+        let is_forward = self_obj.is_some_and(|o| self.is_module(o)) && is_forward_name(name);
         let in_module = self_obj.is_some_and(|o| self.is_module(o));
         let mut self_pending = self_obj.filter(|_| !fd.decorators.staticmethod);
         let mut env = Env::default();
@@ -1423,4 +1452,9 @@ impl Interp<'_, '_> {
         self.instances.insert(class.loc, obj);
         obj
     }
+}
+
+/// The method names a module's data arguments come in through.
+fn is_forward_name(name: &str) -> bool {
+    matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl")
 }

@@ -83,11 +83,8 @@ impl Interp<'_, '_> {
                 given(self, 1, "scale").unwrap_or_default(),
             ),
             DistKind::Bernoulli => match (given(self, 0, "probs"), given(self, 1, "logits")) {
-                (Some(p), _) => {
-                    let l = "Bernoulli(probs=...).logits";
-                    let logits = self.derive_dist(std::slice::from_ref(&p), call, SAVES_INPUT, l);
-                    (smallvec![logits], p)
-                }
+                // (The logits come on first use: see `first_of`.)
+                (Some(p), _) => (Vals::new(), p),
                 (None, Some(l)) => {
                     let label = "Bernoulli(logits=...).probs";
                     let probs =
@@ -116,12 +113,52 @@ impl Interp<'_, '_> {
                 (None, None) => (Vals::new(), Vals::new()),
             },
         };
+        let lazy_first = first.is_empty() && kind == DistKind::Bernoulli && !second.is_empty();
         self.alloc(Obj::Dist(Box::new(DistObj {
             kind,
             first,
             second,
             origin: call,
+            lazy_first,
         })))
+    }
+
+    /// What distribution `d` keeps, its lazily computed first tensor made now when it was not.
+    fn kept(&mut self, d: ObjId) -> Option<(DistKind, Vals, Vals)> {
+        let Obj::Dist(dist) = self.obj(d) else {
+            return None;
+        };
+        let (kind, first, second, origin) = (
+            dist.kind,
+            dist.first.clone(),
+            dist.second.clone(),
+            dist.origin,
+        );
+        if !dist.lazy_first {
+            return Some((kind, first, second));
+        }
+        let label = "Bernoulli(probs=...).logits";
+        let logits: Vals =
+            smallvec![self.derive_dist(std::slice::from_ref(&second), origin, SAVES_INPUT, label)];
+        if let Obj::Dist(dist) = self.obj_mut(d) {
+            dist.first = logits.clone();
+            dist.lazy_first = false;
+        }
+        Some((kind, logits, second))
+    }
+
+    /// Saves the first input when it may require grad (a unary op's own need).
+    fn saves_if_grad(&self, vals: &Vals) -> OpSaves {
+        if self.may_require_grad(vals) {
+            SAVES_INPUT
+        } else {
+            OpSaves::default()
+        }
+    }
+
+    fn may_require_grad(&self, vals: &Vals) -> bool {
+        vals.iter()
+            .any(|t| self.tensor(*t).is_some_and(|t| t.grad.is_possible()))
     }
 
     fn derive_dist(
@@ -136,19 +173,26 @@ impl Interp<'_, '_> {
 
     /// `d.<attr>` of a distribution: the tensors it keeps, or what a property computes.
     pub(super) fn distribution_attribute(&mut self, d: ObjId, attr: Name, at: Span) -> Vals {
-        let Obj::Dist(dist) = self.obj(d) else {
+        // (Reading what is kept as it is computes nothing.)
+        if let Obj::Dist(dist) = self.obj(d) {
+            match (dist.kind, self.name(attr)) {
+                (DistKind::Normal, "loc" | "mean" | "mode") => return dist.first.clone(),
+                (DistKind::Normal, "scale" | "stddev") => return dist.second.clone(),
+                (DistKind::Bernoulli | DistKind::Categorical, "probs")
+                | (DistKind::Bernoulli, "mean") => return dist.second.clone(),
+                _ => {}
+            }
+        }
+        let Some((kind, first, second)) = self.kept(d) else {
             return smallvec![UNKNOWN];
         };
-        let (kind, first, second) = (dist.kind, dist.first.clone(), dist.second.clone());
         match (kind, self.name(attr)) {
-            (DistKind::Normal, "loc" | "mean" | "mode") => first,
-            (DistKind::Normal, "scale" | "stddev") => second,
             (DistKind::Bernoulli | DistKind::Categorical, "logits") => first,
-            (DistKind::Bernoulli | DistKind::Categorical, "probs") => second,
-            (DistKind::Bernoulli, "mean") => second,
+            // (`scale ** 2`; `probs * (1 - probs)`.)
             (DistKind::Normal | DistKind::Bernoulli, "variance") => {
                 let label = OpLabel::Method(attr);
-                smallvec![self.derive(&[second, first], at, SAVES_INPUT, Some(label), true)]
+                let saves = self.saves_if_grad(&second);
+                smallvec![self.derive(&[second], at, saves, Some(label), true)]
             }
             _ => {
                 let label = OpLabel::Method(attr);
@@ -177,9 +221,15 @@ impl Interp<'_, '_> {
         let out = match (kind, self.name(attr)) {
             // Draws carry no graph.
             (_, "sample" | "sample_n" | "enumerate_support") => self.new_leaf(false, call),
-            (DistKind::Normal, "log_prob" | "entropy") => {
+            // (`scale.log()` and `scale ** 2` save `scale` when it requires grad.)
+            (DistKind::Normal, "log_prob") => {
                 let rest: Vals = first.into_iter().chain(given).collect();
-                self.derive(&[second, rest], call, SAVES_INPUT, label, true)
+                let saves = self.saves_if_grad(&second);
+                self.derive(&[second, rest], call, saves, label, true)
+            }
+            (DistKind::Normal, "entropy") => {
+                let saves = self.saves_if_grad(&second);
+                self.derive(&[second], call, saves, label, true)
             }
             (DistKind::Normal, "rsample") => {
                 self.derive(&[first, second], call, OpSaves::default(), label, true)
@@ -206,9 +256,9 @@ impl Interp<'_, '_> {
         smallvec![out]
     }
 
-    /// `kl_divergence(p, q)`: for two `Normal`s, `(p.scale / q.scale) ** 2`: the division
-    /// saves `q.scale` when `p.scale` requires grad and `p.scale` when `q.scale` does (a fixed
-    /// prior's constant scale makes it save no tensor of the caller); for `Categorical`s and
+    /// `kl_divergence(p, q)`: for two `Normal`s, `q.scale` is kept when anything requires
+    /// grad and `p.scale` when `q.scale` does (a fixed prior's constant scale makes it keep no
+    /// tensor of the caller that requires grad); for `Categorical`s and
     /// `Bernoulli`s, `p.probs * (p.logits - q.logits)` saves the probs of `p`; otherwise the
     /// result only carries the history of what they keep.
     fn kl_divergence(&mut self, args: &Args, call: Span) -> Option<Vals> {
@@ -228,15 +278,15 @@ impl Interp<'_, '_> {
         let mut rest: Vals = ps.iter().chain(&qs).flat_map(|d| d.first.clone()).collect();
         let normals = ps.iter().chain(&qs).all(|d| d.kind == DistKind::Normal);
         let saved = if normals {
-            let grad = |me: &Self, v: &Vals| {
-                v.iter()
-                    .any(|t| me.tensor(*t).is_some_and(|t| t.grad.is_possible()))
-            };
+            // (`((p.loc - q.loc) / q.scale) ** 2` and `(p.scale / q.scale) ** 2`: the divisions
+            // keep `q.scale` when anything divided requires grad, and `p.scale` when
+            // `q.scale` does.)
             let mut saved = Vals::new();
-            if grad(self, &p_second) {
+            let anything = self.may_require_grad(&rest) || self.may_require_grad(&p_second);
+            if anything || self.may_require_grad(&q_second) {
                 saved.extend(q_second.iter().copied());
             }
-            if grad(self, &q_second) {
+            if self.may_require_grad(&q_second) {
                 saved.extend(p_second.iter().copied());
             }
             rest.extend(p_second.iter().chain(&q_second).copied());

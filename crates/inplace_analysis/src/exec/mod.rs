@@ -263,7 +263,9 @@ pub(crate) struct UnitOutput {
     /// a `backward()` or `autograd.grad` ran: they train, and cannot run under `no_grad`.
     pub training_calls: FxHashSet<Span>,
     /// Parameters of the functions the unit called (by the parameter's span), and whether a
-    /// value that may require grad was passed to them in some call.
+    /// value that may require grad was passed to them in some call. A `forward`'s data
+    /// arguments count only from a unit that runs a `backward()` (a smoke test that calls the
+    /// model on a constant says nothing of how it trains).
     pub passed_grad: FxHashMap<Span, bool>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
@@ -353,8 +355,10 @@ pub(crate) struct Interp<'p, 't> {
     pub shapes: FxHashMap<Span, Shape>,
     pub graphs: FxHashMap<Span, bool>,
     pub training_calls: FxHashSet<Span>,
-    /// See [`UnitOutput::passed_grad`].
-    pub passed_grad: FxHashMap<Span, bool>,
+    /// See [`UnitOutput::passed_grad`]: with whether the parameter is a `forward`'s data.
+    pub passed_grad: FxHashMap<Span, (bool, bool)>,
+    /// A `backward()` ran in the unit.
+    pub ran_backward: bool,
     /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
     pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -504,6 +508,7 @@ impl<'p, 't> Interp<'p, 't> {
             graphs: FxHashMap::default(),
             training_calls: FxHashSet::default(),
             passed_grad: FxHashMap::default(),
+            ran_backward: false,
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
@@ -929,7 +934,15 @@ impl<'p, 't> Interp<'p, 't> {
             shapes: std::mem::take(&mut self.shapes),
             graphs: std::mem::take(&mut self.graphs),
             training_calls: std::mem::take(&mut self.training_calls),
-            passed_grad: std::mem::take(&mut self.passed_grad),
+            passed_grad: {
+                // (A unit cut short by its budget made only some of its calls: no evidence.)
+                let complete = !self.exhausted();
+                let trained = self.ran_backward;
+                (std::mem::take(&mut self.passed_grad).into_iter())
+                    .filter(|(_, (_, data))| complete && (trained || !*data))
+                    .map(|(at, (maybe, _))| (at, maybe))
+                    .collect()
+            },
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {

@@ -424,6 +424,9 @@ impl Interp<'_, '_> {
     /// [`Interp::object_keys`]).
     pub(super) fn object_key_list(&mut self, d: ObjId) -> Option<ObjId> {
         let keys = self.object_keys.get(&d)?.clone();
+        if keys.contains(&UNKNOWN) {
+            return None;
+        }
         Some(self.alloc(Obj::Seq(keys.into_iter().map(|k| smallvec![k]).collect())))
     }
 

@@ -315,6 +315,7 @@ impl Interp<'_, '_> {
             _ => false,
         };
         if let Some((_, start)) = enumerated {
+            let start_at = start;
             // `for i, block in enumerate(self.blocks)`: each child with its position; so too
             // each element of a list whose slots are its elements, when the body indexes by
             // the position (`xs[i] = torch.tanh(x)` replaces each in turn).
@@ -334,7 +335,7 @@ impl Interp<'_, '_> {
                 self.exec_block(c, orelse);
                 return;
             }
-            iter = self.enumerate(&iter);
+            iter = self.enumerate(&iter, start_at);
         }
         // `for layer in self.layers:` runs each child in order, and so does
         // `for k in range(9): x = self.vgg[k](x)` (k bound to each position).

@@ -456,6 +456,7 @@ impl Interp<'_, '_> {
         // An operand saved only for the other's gradient (`a * b` keeps `a` for `b`'s) is saved
         // only when the other requires grad: when that is an argument's assumption, the save
         // rests on it (not on what the result's history rests on).
+        // (`Some(None)`: the other surely requires grad, or rests on nothing known.)
         let mut rests = [None, None];
         if saves.input
             && b == Some(ArgKind::Grad)
@@ -463,13 +464,13 @@ impl Interp<'_, '_> {
         {
             rests[0] = inputs
                 .get(1)
-                .and_then(|v| self.assumption(std::slice::from_ref(v)));
+                .map(|v| self.assumption(std::slice::from_ref(v)));
         }
         if let (true, Some(kb)) = (saves.other && a == ArgKind::Grad, b) {
             if !ops::table().saves(name, ArgKind::Const, Some(kb)).other {
                 rests[1] = inputs
                     .first()
-                    .and_then(|v| self.assumption(std::slice::from_ref(v)));
+                    .map(|v| self.assumption(std::slice::from_ref(v)));
             }
         }
         self.derive_resting(inputs, origin, saves, Some(label), known, rests)
@@ -488,8 +489,8 @@ impl Interp<'_, '_> {
         self.derive_resting(inputs, origin, saves, op, known, [None, None])
     }
 
-    /// [`Interp::derive`], where `rests[i]` is the argument the save of input `i` rests on
-    /// when that is not what the result's history rests on.
+    /// [`Interp::derive`], where `rests[i]` is what the save of input `i` rests on (an
+    /// argument, or `None`: nothing) when that is not what the result's history rests on.
     fn derive_resting(
         &mut self,
         inputs: &[Vals],
@@ -497,7 +498,7 @@ impl Interp<'_, '_> {
         saves: OpSaves,
         op: Option<OpLabel>,
         known: bool,
-        rests: [Option<GradIf>; 2],
+        rests: [Option<Option<GradIf>>; 2],
     ) -> ObjId {
         let mut grad = Tri::No;
         let mut parents = SmallVec::<[NodeId; 2]>::new();
@@ -528,7 +529,7 @@ impl Interp<'_, '_> {
                 if !flag {
                     continue;
                 }
-                let assumes = rests[i].or(assumes);
+                let assumes = rests[i].unwrap_or(assumes);
                 if let Some(vals) = inputs.get(i) {
                     for v in vals.clone() {
                         if let Some(t) = self.tensor(v) {

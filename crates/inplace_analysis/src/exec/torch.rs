@@ -137,14 +137,30 @@ impl Interp<'_, '_> {
         };
         let mut items = Vals::new();
         self.flatten_in_order(first, &mut items, &mut Vec::new());
-        let mut others = Vals::new();
-        for (v, _) in rest {
-            others.extend(self.flat_tensors(v));
-        }
         items.retain(|v| self.maybe_tensor(*v));
-        let slots: Vec<Vals> = (items.into_iter())
-            .map(|v| {
-                let inputs = [smallvec![v], others.clone()];
+        // (Each result from the element at its position of each other list, when the lengths
+        // agree; else from all of them, linked once through one node.)
+        let mut columns: Vec<Vals> = Vec::new();
+        let mut shared = Vals::new();
+        for (v, _) in rest {
+            let mut col = Vals::new();
+            self.flatten_in_order(v, &mut col, &mut Vec::new());
+            col.retain(|x| self.maybe_tensor(*x));
+            if col.len() == items.len() {
+                columns.push(col);
+            } else {
+                shared.extend(col);
+            }
+        }
+        let shared: Vals = match shared.len() {
+            0 | 1 => shared,
+            _ => smallvec![self.derive(&[shared], call, Saves::default(), None, false)],
+        };
+        let slots: Vec<Vals> = (items.into_iter().enumerate())
+            .map(|(k, v)| {
+                let mut others = shared.clone();
+                others.extend(columns.iter().map(|c| c[k]));
+                let inputs = [smallvec![v], others];
                 smallvec![self.derive(&inputs, call, Saves::default(), None, true)]
             })
             .collect();
@@ -547,7 +563,15 @@ impl Interp<'_, '_> {
                 }
                 smallvec![seq]
             }
-            "enumerate" => self.enumerate(&first),
+            "enumerate" => {
+                let start = (args.positional.get(1))
+                    .and_then(|(v, _)| match v.as_slice() {
+                        [one] => self.int_values.get(one).copied(),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                self.enumerate(&first, start)
+            }
             "zip" if let Some(tuples) = self.zip_slots(args) => {
                 let slots = tuples
                     .into_iter()
@@ -731,16 +755,16 @@ impl Interp<'_, '_> {
     }
 
     /// `enumerate(xs)`: pairs of an index and an element.
-    pub(super) fn enumerate(&mut self, xs: &Vals) -> Vals {
+    pub(super) fn enumerate(&mut self, xs: &Vals, start: i64) -> Vals {
         // (Over `model.parameters()`: a pair per parameter, in order, so a loop writing
         // `p` writes each in turn, as over the parameters themselves.)
         if let [one] = xs.as_slice() {
             if let Obj::Params { tensors, .. } = self.obj(*one) {
                 let tensors = tensors.clone();
                 if (1..=MAX_SLOTS).contains(&tensors.len()) {
-                    let pairs = (tensors.into_iter().enumerate())
-                        .map(|(k, t)| {
-                            let k = self.int(k as i64);
+                    let pairs = (tensors.into_iter().zip(start..))
+                        .map(|(t, k)| {
+                            let k = self.int(k);
                             smallvec![self.alloc(Obj::Seq(vec![smallvec![k], smallvec![t]]))]
                         })
                         .collect();

@@ -206,10 +206,14 @@ impl Interp<'_, '_> {
                     w.kind,
                     WriteKind::Step | WriteKind::Renorm | WriteKind::Init(_)
                 );
-                if tt.known && single && tt.numpy.is_none() && !of_leaf && plain {
-                    if !self.made_in_write(*t, w.site) {
-                        self.mark_stale(*t, wid, w.keep);
-                    }
+                if tt.known
+                    && single
+                    && tt.numpy.is_none()
+                    && !of_leaf
+                    && plain
+                    && !self.made_in_write(*t, w.site)
+                {
+                    self.mark_stale(*t, wid, w.keep);
                 }
                 continue;
             }
@@ -709,8 +713,13 @@ impl Interp<'_, '_> {
             Slot::At(k) if k as usize == at => None,
             other => Some(other),
         };
-        for (slot, ws) in self.stale_slots_of(o) {
-            self.state.stale_slots.remove(&(o, slot));
+        // (All marks of `o` are taken out first, then put back shifted: shifting one in place
+        // could land on a mark not moved yet.)
+        let stale = self.stale_slots_of(o);
+        for (slot, _) in &stale {
+            self.state.stale_slots.remove(&(o, *slot));
+        }
+        for (slot, ws) in stale {
             if let Some(slot) = shift(slot) {
                 self.state.stale_slots.insert((o, slot), ws);
             }
@@ -719,20 +728,22 @@ impl Interp<'_, '_> {
             .filter(|((c, _), _)| *c == o)
             .map(|(k, at)| (*k, *at))
             .collect();
+        for (key, _) in &taken {
+            self.taken_slots.remove(key);
+        }
         for (key, at) in taken {
-            self.taken_slots.remove(&key);
             if let Some(slot) = shift(key.1) {
                 self.taken_slots.insert((o, slot), at);
             }
         }
-        let maybe: Vec<_> = self
-            .maybe_slots
-            .iter()
+        let maybe: Vec<_> = (self.maybe_slots.iter())
             .filter(|(c, _)| *c == o)
             .copied()
             .collect();
+        for key in &maybe {
+            self.maybe_slots.remove(key);
+        }
         for key in maybe {
-            self.maybe_slots.remove(&key);
             if let Some(slot) = shift(key.1) {
                 self.maybe_slots.insert((o, slot));
             }

@@ -419,11 +419,13 @@ pub(crate) struct AssignmentCache(RefCell<FxHashMap<ItemId, Rc<[Assignment]>>>);
 /// The plain one-name assignments a statement of `item` may see (see [`scope_items`]), in
 /// text order.
 fn assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Rc<[Assignment]> {
-    if let Some(done) = ctx.assigned.0.borrow().get(&item) {
+    // (Keyed by the scope: its first item. Every module-level statement shares one.)
+    let scope = scope_items(ctx, item).first().copied().unwrap_or(item);
+    if let Some(done) = ctx.assigned.0.borrow().get(&scope) {
         return done.clone();
     }
     let out: Rc<[Assignment]> = collect_assignments(ctx, item).into();
-    ctx.assigned.0.borrow_mut().insert(item, out.clone());
+    ctx.assigned.0.borrow_mut().insert(scope, out.clone());
     out
 }
 

@@ -116,11 +116,30 @@ pub(crate) fn parameter_write_after(
         None => w.stmt?,
     };
     // The statement, else the smallest statement around it that can move (the `with
-    // torch.no_grad():` block holding the loop that writes each parameter).
+    // torch.no_grad():` block holding the loop that writes each parameter): only a `with` or a
+    // `for` whose simple statements are all in-place writes (a loop that also runs the forward,
+    // `losses.append(model(x))`, must stay before the backward).
     let body = ctx.body(s.item)?;
     let at = body.stmt_span(s.stmt);
+    let only_writes = |span: Rel| {
+        (body.stmts.iter().zip(&body.stmt_spans))
+            .filter(|(_, sp)| span.contains(**sp) && **sp != span)
+            .all(|(st, _)| match *st {
+                Stmt::For { .. } | Stmt::With { .. } | Stmt::AugAssign { .. } => true,
+                Stmt::Expr(e) => match *body.expr(e) {
+                    Expr::Call { func, .. } => matches!(
+                        *body.expr(func),
+                        Expr::Attr { attr, .. } if ctx.name(attr).ends_with('_')
+                    ),
+                    _ => false,
+                },
+                _ => false,
+            })
+    };
     let mut around: Vec<(u32, StmtId)> = (0..body.stmts.len())
         .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
+        .filter(|&k| matches!(body.stmts[k], Stmt::For { .. } | Stmt::With { .. }))
+        .filter(|&k| only_writes(body.stmt_spans[k]))
         .map(|k| {
             (
                 body.stmt_spans[k].end - body.stmt_spans[k].start,
