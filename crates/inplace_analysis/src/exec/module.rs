@@ -334,13 +334,28 @@ impl Interp<'_, '_> {
         v: Vals,
         stmt: Option<StmtId>,
     ) {
-        // (`seq.add_module("0", layer)`: the child at that index of a `Sequential`.)
-        let at = key.and_then(|k| self.name(k).parse::<usize>().ok());
-        if let (Some(Container::Sequential | Container::ModuleList), Some(at)) =
-            (self.container_of(m), at)
+        // (`seq.add_module("0", layer)`: the child of that name of a `Sequential`, which is
+        // its position unless it was added under a name of its own; a name no child has adds
+        // one, as torch's ordered dict of children does: `add_module("1", relu)` after
+        // `add_module("0", conv)` and `add_module("loss", l)` appends after the loss.)
+        let numeric = key.filter(|k| self.name(*k).parse::<usize>().is_ok());
+        if let (Some(Container::Sequential | Container::ModuleList), Some(k)) =
+            (self.container_of(m), numeric)
         {
             if let Obj::Module(module) = self.obj(m) {
-                if at < module.children.len() {
+                let named = |child: ObjId| {
+                    (module.attrs.iter())
+                        .find(|(_, vs)| vs.as_slice() == [child])
+                        .map(|(n, _)| *n)
+                };
+                let wanted = self.name(k);
+                let at = (module.children.iter().enumerate()).position(|(i, child)| {
+                    match named(*child) {
+                        Some(n) => n == k,
+                        None => wanted.parse::<usize>().ok() == Some(i),
+                    }
+                });
+                if let Some(at) = at {
                     self.replace_child(c, e, m, at, &v, stmt);
                     return;
                 }
