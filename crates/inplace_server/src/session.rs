@@ -59,10 +59,7 @@ pub struct DocEntry {
 impl DocEntry {
     /// The analysis of the current version, if it is done.
     pub fn current(&self) -> Option<Arc<Analysed>> {
-        self.analysis
-            .borrow()
-            .clone()
-            .filter(|a| a.version == self.doc.version && a.epoch == self.epoch())
+        self.of_text().filter(|a| a.epoch == self.epoch())
     }
 
     /// The analysis of the current text, if it is done, even when project modules it read

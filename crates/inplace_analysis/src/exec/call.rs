@@ -587,14 +587,8 @@ impl Interp<'_, '_> {
         for w in first_write..self.writes.len() {
             let t = self.write_targets[w];
             // (A `.data` alias too, as in the callee's own names; not a parameter's.)
-            let data_alias = |it: &Self, tt: &TensorObj| {
-                !tt.counter
-                    && tt.numpy.is_none()
-                    && (tt.detached_from.and_then(|b| it.tensor(b)))
-                        .is_some_and(|b| !b.leaf && !b.view_of_leaf)
-            };
-            if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && (tt.counter || data_alias(self, tt)))
-            {
+            let followed = |it: &Self, tt: &TensorObj| tt.counter || it.names_data_of_non_leaf(tt);
+            if !matches!(self.obj(t), Obj::Tensor(tt) if tt.known && followed(self, tt)) {
                 continue;
             }
             let written = self.written_through(t, args, returns);

@@ -404,7 +404,7 @@ pub(crate) struct Interp<'p, 't> {
     /// Such a hook is running: what it stores may not be stored.
     pub storing_maybe: bool,
     /// Container slots stored by such a hook: not taken to hold what it stored (IP402).
-    pub maybe_slots: FxHashSet<(ObjId, Slot)>,
+    pub maybe_slots: FxHashMap<(ObjId, Slot), ()>,
     /// Subscripts of tensors indexed by arrays only ([`expr::IndexOf::arrays_only`]).
     pub array_indexed: FxHashSet<Span>,
     /// Loops over a known list of tensors running (`for p in model.parameters():`,
@@ -527,7 +527,7 @@ impl<'p, 't> Interp<'p, 't> {
             state_dicts: FxHashMap::default(),
             uncertain_receiver: false,
             storing_maybe: false,
-            maybe_slots: FxHashSet::default(),
+            maybe_slots: FxHashMap::default(),
             array_indexed: FxHashSet::default(),
             each_element: Vec::new(),
             running_hook: None,

@@ -199,17 +199,13 @@ impl Interp<'_, '_> {
                 // IP402: a `.data` alias bound to a name first (`x_adv = x.data; x_adv += eps`)
                 // changes what the tensor's other names read, as a `.detach()` alias does. (Not
                 // a parameter's: `.data` is how older code updates one where it is kept.)
-                let of_leaf = (tt.detached_from)
-                    .and_then(|b| self.tensor(b))
-                    .is_some_and(|b| b.leaf || b.view_of_leaf);
                 let plain = !matches!(
                     w.kind,
                     WriteKind::Step | WriteKind::Renorm | WriteKind::Init(_)
                 );
                 if tt.known
                     && single
-                    && tt.numpy.is_none()
-                    && !of_leaf
+                    && self.names_data_of_non_leaf(&tt)
                     && plain
                     && !self.made_in_write(*t, w.site)
                 {
@@ -478,6 +474,16 @@ impl Interp<'_, '_> {
             .is_some_and(|a| a.numpy.is_some_and(|n| !n.from_tensor) && a.detached_from == Some(t))
     }
 
+    /// Whether `t` is a `.data` alias whose writes IP402 follows to the tensor's other names:
+    /// not a NumPy array's share, and not a parameter's `.data` (how older code updates one
+    /// where it is kept).
+    pub(super) fn names_data_of_non_leaf(&self, t: &TensorObj) -> bool {
+        !t.counter
+            && t.numpy.is_none()
+            && (t.detached_from.and_then(|b| self.tensor(b)))
+                .is_some_and(|b| !b.leaf && !b.view_of_leaf)
+    }
+
     /// Whether `x` is `t`, `.detach()` of it, `.data` of it, or what `t` is `.detach()` or
     /// `.data` of: the same memory (a `.data` alias without the version counter, which is IP401's
     /// business when a backward reads the values; a name of the tensor that reads them later
@@ -674,7 +680,7 @@ impl Interp<'_, '_> {
                         (Some(at), Some(since)) => *at > since,
                         (None, _) => false,
                     };
-                    if !taken && !self.maybe_slots.contains(&key) {
+                    if !taken && !self.maybe_slots.contains_key(&key) {
                         stale.push(key);
                     }
                 } else if depth < 2 {
@@ -699,7 +705,7 @@ impl Interp<'_, '_> {
         self.state.stale_slots.remove(&key);
         self.taken_slots.remove(&key);
         if self.storing_maybe {
-            self.maybe_slots.insert(key);
+            self.maybe_slots.insert(key, ());
         } else {
             self.maybe_slots.remove(&key);
         }
@@ -713,41 +719,9 @@ impl Interp<'_, '_> {
             Slot::At(k) if k as usize == at => None,
             other => Some(other),
         };
-        // (All marks of `o` are taken out first, then put back shifted: shifting one in place
-        // could land on a mark not moved yet.)
-        let stale = self.stale_slots_of(o);
-        for (slot, _) in &stale {
-            self.state.stale_slots.remove(&(o, *slot));
-        }
-        for (slot, ws) in stale {
-            if let Some(slot) = shift(slot) {
-                self.state.stale_slots.insert((o, slot), ws);
-            }
-        }
-        let taken: Vec<_> = (self.taken_slots.iter())
-            .filter(|((c, _), _)| *c == o)
-            .map(|(k, at)| (*k, *at))
-            .collect();
-        for (key, _) in &taken {
-            self.taken_slots.remove(key);
-        }
-        for (key, at) in taken {
-            if let Some(slot) = shift(key.1) {
-                self.taken_slots.insert((o, slot), at);
-            }
-        }
-        let maybe: Vec<_> = (self.maybe_slots.iter())
-            .filter(|(c, _)| *c == o)
-            .copied()
-            .collect();
-        for key in &maybe {
-            self.maybe_slots.remove(key);
-        }
-        for key in maybe {
-            if let Some(slot) = shift(key.1) {
-                self.maybe_slots.insert((o, slot));
-            }
-        }
+        shift_slots(&mut self.state.stale_slots, o, shift);
+        shift_slots(&mut self.taken_slots, o, shift);
+        shift_slots(&mut self.maybe_slots, o, shift);
     }
 
     /// A read of slot `slot` of container `o` by expression `at`: the slot is taken out (a
@@ -855,5 +829,24 @@ impl Interp<'_, '_> {
 pub(super) fn note_write<A: smallvec::Array<Item = WriteId>>(list: &mut SmallVec<A>, wid: WriteId) {
     if !list.contains(&wid) {
         list.push(wid);
+    }
+}
+
+/// The marks of container `o`'s slots in `marks`, moved to the slots `shift` gives (dropped
+/// where it gives none). All are taken out first, then put back: shifting one in place could
+/// land on a mark not moved yet.
+fn shift_slots<V>(
+    marks: &mut FxHashMap<(ObjId, Slot), V>,
+    o: ObjId,
+    shift: impl Fn(Slot) -> Option<Slot>,
+) {
+    let keys: Vec<(ObjId, Slot)> = (marks.keys()).filter(|(c, _)| *c == o).copied().collect();
+    let moved: Vec<(Slot, V)> = (keys.into_iter())
+        .filter_map(|k| marks.remove(&k).map(|v| (k.1, v)))
+        .collect();
+    for (slot, v) in moved {
+        if let Some(slot) = shift(slot) {
+            marks.insert((o, slot), v);
+        }
     }
 }
