@@ -123,6 +123,16 @@ pub(crate) struct Trigger {
     pub backward: bool,
 }
 
+/// Who keeps a tensor that a call wrote in place, so that the next call reads it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Keeper {
+    /// A dataset's stored sample, read again by the next `__getitem__` (the next epoch).
+    Dataset,
+    /// A tensor any other object keeps (a cached mask, a table of anchors), handed out by a
+    /// method as if it were new.
+    Instance,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Event {
     /// A write into a leaf that requires grad (`through_view`: into a view of it).
@@ -173,7 +183,7 @@ pub(crate) enum Event {
         name: Name,
         read: Span,
         bindings: SmallVec<[Binding; 2]>,
-        next_call: bool,
+        next_call: Option<Keeper>,
         /// Where the view `name` is bound to was taken, when it is a view of the tensor
         /// written (not that tensor under another name).
         view: Option<Span>,

@@ -3,7 +3,7 @@
 //! And stale reads: a name read after an in-place write changed its tensor (IP402).
 
 use super::*;
-use crate::events::{Event, Trigger, WriteId, WriteKind};
+use crate::events::{Event, Keeper, Trigger, WriteId, WriteKind};
 
 impl Interp<'_, '_> {
     pub fn check_graph(&mut self, roots: &Vals, trigger: Span, retain: bool, backward: bool) {
@@ -139,7 +139,7 @@ impl Interp<'_, '_> {
                 name,
                 read,
                 bindings,
-                next_call: false,
+                next_call: None,
                 view,
                 view_copyable,
                 nested,
@@ -315,12 +315,92 @@ impl Interp<'_, '_> {
             name,
             read,
             bindings,
-            next_call: true,
+            next_call: Some(Keeper::Dataset),
             view: view.map(|v| v.0),
             view_copyable: view.is_some_and(|v| v.1),
             nested: false,
             snapshot: None,
         });
+    }
+
+    /// A write, in a method analysed on its own, into a tensor the method read out of its
+    /// instance, from its own values and through a local name (`m = self.mask[:n, :n]; m |= pad`,
+    /// a helper converting `self.anchors` it was handed): remembered until the method returns.
+    /// (Updates spelled on the attribute, `self.count += 1`, `self.stats[i] += v`, are what
+    /// keeping state means.)
+    pub(super) fn note_kept_write(
+        &mut self,
+        wid: WriteId,
+        tt: &TensorObj,
+        w: &super::write::WriteSpec,
+    ) {
+        if self.getitem_self.is_some() || self.method_self.is_none() || w.through.is_none() {
+            return;
+        }
+        let Some(&(.., depth)) = self.kept_reads.get(&tt.storage) else {
+            return;
+        };
+        // (`t[i] -= v` is a subscript write that computes from the old values.)
+        let subscript = matches!(w.kind, WriteKind::Subscript { .. });
+        if !(self.compounds(w.kind) || subscript && self.in_aug_assign()) {
+            return;
+        }
+        // The name is bound to a crop of the kept tensor (a view of it), written whole.
+        let cropped = tt.view_of.is_some() && !subscript;
+        // A function called after the read wrote it (a helper made for new tensors).
+        let in_callee = self.inlining.len() > depth;
+        if cropped || in_callee {
+            self.kept_writes.push((wid, tt.storage, cropped));
+        }
+    }
+
+    /// When a method analysed on its own returns: its writes into what its instance keeps
+    /// (`note_kept_write`) that treat the kept tensor as if it were new — a crop of it bound to
+    /// a name and written, or a helper's write the method returns — change it for every later
+    /// call, which reads the changed values (IP402). A method that accumulates into a kept
+    /// tensor through a name (`avg = self.avg; avg.mul_(m).add_(x); return avg`) keeps state
+    /// on purpose.
+    pub(super) fn check_kept_writes(&mut self, returns: &Vals) {
+        if self.kept_writes.is_empty() {
+            return;
+        }
+        let mut flat = Vals::new();
+        self.flatten(returns, &mut flat, &mut FxHashSet::default());
+        let returned: SmallVec<[ObjId; 4]> = (flat.iter())
+            .filter_map(|v| Some(self.tensor(*v)?.storage))
+            .collect();
+        for (wid, storage, cropped) in std::mem::take(&mut self.kept_writes) {
+            if !cropped && !returned.contains(&storage) {
+                continue;
+            }
+            let Some(&(attr, read, _)) = self.kept_reads.get(&storage) else {
+                continue;
+            };
+            let name = self.intern(&format!("self.{}", self.name(attr)));
+            let view = (self.tensor(self.write_targets[wid as usize]))
+                .filter(|t| cropped && t.view_of.is_some())
+                .and_then(|t| Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece))))));
+            self.report(Event::StaleRead {
+                write: wid,
+                name,
+                read,
+                bindings: SmallVec::new(),
+                next_call: Some(Keeper::Instance),
+                view: view.map(|v| v.0),
+                view_copyable: view.is_some_and(|v| v.1),
+                nested: false,
+                snapshot: None,
+            });
+        }
+    }
+
+    /// Whether the statement being run is an augmented assignment (`t[i] += v`).
+    fn in_aug_assign(&mut self) -> bool {
+        let Some(s) = self.stmt else {
+            return false;
+        };
+        (self.body_of(s.item))
+            .is_some_and(|b| matches!(b.stmt(s.stmt), crate::ir::Stmt::AugAssign { .. }))
     }
 
     /// Whether a write computes the new values from the old ones (rather than storing values).

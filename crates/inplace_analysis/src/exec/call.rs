@@ -1177,9 +1177,15 @@ impl Interp<'_, '_> {
         }
         let self_obj = class.map(|k| self.instance_for(&k));
         self.getitem_self = self_obj.filter(|_| fd.name == known::GETITEM);
+        self.method_self = self_obj.filter(|_| {
+            let plain = !fd.decorators.staticmethod && !fd.decorators.classmethod;
+            plain && fd.name != known::GETITEM && fd.name != known::INIT
+        });
         let env = self.unknown_params(c, &fd, self_obj);
         self.state.env = env;
         self.exec_block(c, fd.body);
+        let returns = self.frames[0].returns.clone();
+        self.check_kept_writes(&returns);
     }
 
     /// Parameters bound to what an unknown caller may pass: a literal default or a non-tensor

@@ -460,6 +460,15 @@ pub(crate) struct Interp<'p, 't> {
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
+    /// The instance of a method analysed on its own (not its constructor, nor a dataset's
+    /// `__getitem__`): what it keeps outlives the call, as a dataset's samples do.
+    pub method_self: Option<ObjId>,
+    /// Storage of the tensors that method read out of its instance: the attribute, where, and
+    /// how deep in inlined calls.
+    pub kept_reads: FxHashMap<ObjId, (Name, Span, usize)>,
+    /// Writes into that storage, from its own values, through a local name: `(write, storage,
+    /// the write went through a view the name was bound to)` (see `check_kept_writes`).
+    pub kept_writes: Vec<(crate::events::WriteId, ObjId, bool)>,
     /// Whether the function of a write (by its range) reads the name written through after
     /// it (see `read_after_write`): decided once per write site.
     pub read_after: FxHashMap<Span, bool>,
@@ -549,6 +558,9 @@ impl<'p, 't> Interp<'p, 't> {
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             stored_arrays: FxHashMap::default(),
+            method_self: None,
+            kept_reads: FxHashMap::default(),
+            kept_writes: Vec::new(),
             read_after: FxHashMap::default(),
             deps: Deps::default(),
             exhausted: false,

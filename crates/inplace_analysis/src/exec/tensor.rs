@@ -989,6 +989,8 @@ impl Interp<'_, '_> {
                     self.read_slot(o, Slot::Attr(attr), range);
                     if self.getitem_self == Some(o) {
                         self.remember_stored(&v, attr, range);
+                    } else if self.method_self == Some(o) {
+                        self.remember_kept(&v, attr, range);
                     }
                     return v;
                 }
@@ -1080,6 +1082,20 @@ impl Interp<'_, '_> {
                 self.stored_reads.entry(storage).or_insert((attr, read));
             } else if matches!(self.obj(t), Obj::Unknown) && t != UNKNOWN {
                 self.stored_arrays.entry(t).or_insert((attr, read));
+            }
+        }
+    }
+
+    /// Tensors a method read out of its own instance (`self.mask`): their storage outlives
+    /// the call.
+    fn remember_kept(&mut self, vals: &Vals, attr: Name, read: Span) {
+        let depth = self.inlining.len();
+        for &t in vals {
+            if let Some(tt) = self.tensor(t).filter(|tt| tt.counter && tt.known) {
+                let storage = tt.storage;
+                self.kept_reads
+                    .entry(storage)
+                    .or_insert((attr, read, depth));
             }
         }
     }

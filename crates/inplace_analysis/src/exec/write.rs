@@ -232,6 +232,9 @@ impl Interp<'_, '_> {
                 if single || (one_storage && *t == first) {
                     self.check_stored_write(wid, tt.storage);
                 }
+                if single {
+                    self.note_kept_write(wid, &tt, &w);
+                }
             }
             let grad_on = self.grad_enabled;
             if let (Some(g), Some(tm)) = (value_grad, self.tensor_mut(*t)) {

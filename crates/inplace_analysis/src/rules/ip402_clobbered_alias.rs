@@ -57,7 +57,7 @@
 //! changes the values the program computes.
 
 use super::{out_of_place, write_of, write_related, RuleImpl};
-use crate::events::{Event, WriteId, WriteKind};
+use crate::events::{Event, Keeper, WriteId, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Related, Severity};
 use crate::fix;
@@ -115,7 +115,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let name = ctx.name(*name);
     let mut related = Vec::new();
     if let Some(range) = ctx.range(*read) {
-        let message = if *next_call {
+        let message = if next_call.is_some() {
             format!("`{name}` is read here by every call, and the next one sees the changed values")
         } else {
             format!("`{name}` is read here and sees the value written in place")
@@ -140,11 +140,20 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         });
     }
     // (For a dataset's sample, the write's own view is named below.)
-    if let Some(range) = view.filter(|_| !*next_call).and_then(|v| ctx.range(v)) {
+    let view_message = match next_call {
+        None => Some(format!(
+            "`{name}` is a view taken here: it shows the memory written"
+        )),
+        Some(Keeper::Instance) => Some(format!(
+            "a view of `{name}` is taken here: writing it writes the kept tensor"
+        )),
+        Some(Keeper::Dataset) => None,
+    };
+    if let (Some(message), Some(range)) = (view_message, view.and_then(|v| ctx.range(v))) {
         related.push(Related {
             source: None,
             range,
-            message: format!("`{name}` is a view taken here: it shows the memory written"),
+            message,
         });
     }
     write_related(ctx, w, &mut related);
@@ -180,6 +189,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
             // A write in an imported module's code: the call here passes it a copy.
             .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
+            // A helper that converts what the object keeps: the call passes it a copy.
+            .or_else(|| {
+                let kept = *next_call == Some(Keeper::Instance) && w.call_site.is_some();
+                kept.then(|| fix::clone_argument(ctx, w, false))?
+            })
             .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
             .or_else(|| match w.kind {
                 _ if in_module => None,
@@ -193,13 +207,22 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             })
             // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
             // has no local name to rewrite or copy into: a copy would be kept in its place.
-            .filter(|_| !*next_call || !bindings.is_empty() || through_local_name(ctx, w))
+            .filter(|_| {
+                *next_call != Some(Keeper::Dataset)
+                    || !bindings.is_empty()
+                    || through_local_name(ctx, w)
+            })
     };
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
     };
-    let message = if *next_call {
+    let message = if *next_call == Some(Keeper::Instance) {
+        format!(
+            "`{through}` writes in place into `{name}`, which the object keeps: every call changes the kept tensor, and the next call silently reads the changed values ({} reads `{name}`)",
+            ctx.line(*read)
+        )
+    } else if next_call.is_some() {
         format!(
             "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
             ctx.line(*read)
