@@ -2,6 +2,7 @@
 //! methods with the real arguments, instantiating its classes, and running a function on its
 //! own as a unit.
 
+use super::write::Taken;
 use super::*;
 
 impl Interp<'_, '_> {
@@ -614,12 +615,12 @@ impl Interp<'_, '_> {
                 // (Given back, a slot counts as taken only when the callee wrote through it
                 // itself, `self.state += 1; return self.state`, not through a name it bound
                 // to the slot's tensor, `out_x = g.x; out_x[m] = 0; return out_x`.)
-                let taken_since = match (given_back, self.write_named[w]) {
-                    (false, _) => None,
-                    (true, false) => Some(entered),
-                    (true, true) => Some(usize::MAX),
+                let taken = match (given_back, self.writes[w].named) {
+                    (false, _) => Taken::Any,
+                    (true, false) => Taken::After(entered),
+                    (true, true) => Taken::None,
                 };
-                self.mark_stale_slots(t, w as crate::events::WriteId, taken_since);
+                self.mark_stale_slots(t, w as crate::events::WriteId, taken);
             }
         }
     }

@@ -300,9 +300,6 @@ pub(crate) struct Interp<'p, 't> {
     pub writes: Vec<Write>,
     /// The (first) object each write wrote.
     pub write_targets: Vec<ObjId>,
-    /// Whether each write went through a plain name (`x += 1`, `x[0] = v`), not through an
-    /// attribute or element (`self.state += 1`).
-    pub write_named: Vec<bool>,
     pub events: Vec<Event>,
     seen_events: FxHashSet<Event>,
     pub state: State,
@@ -487,7 +484,6 @@ impl<'p, 't> Interp<'p, 't> {
             saves: Layered::on(frozen.saves.clone()),
             writes: Vec::new(),
             write_targets: Vec::new(),
-            write_named: Vec::new(),
             events: Vec::new(),
             seen_events: FxHashSet::default(),
             state: State::default(),

@@ -128,6 +128,7 @@ impl Interp<'_, '_> {
             view_origin,
             call_site: self.call_site,
             numpy_share: tensors.iter().find_map(|t| t.numpy),
+            named: w.through.is_some(),
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
@@ -148,7 +149,6 @@ impl Interp<'_, '_> {
             }),
         });
         self.write_targets.push(first);
-        self.write_named.push(w.through.is_some());
         let wid = (self.writes.len() - 1) as WriteId;
         if self.raised() {
             // The statement stopped at an earlier write: this one never runs.
@@ -409,7 +409,7 @@ impl Interp<'_, '_> {
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
-            self.mark_stale_slots(t, wid, None);
+            self.mark_stale_slots(t, wid, Taken::Any);
         }
     }
 
@@ -540,7 +540,7 @@ impl Interp<'_, '_> {
             (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
         };
         self.mark_stale_where(wid, None, snapshot);
-        self.mark_stale_slots_where(wid, None, snapshot);
+        self.mark_stale_slots_where(wid, Taken::Any, snapshot);
     }
 
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
@@ -628,19 +628,16 @@ impl Interp<'_, '_> {
     /// slot `t` was taken out of since it was stored: the code works on the tensor through it
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
-    /// `taken_since`: only a slot taken out after that [`Interp::slot_clock`] (by the
-    /// callee whose write this is, which then wrote through it: `self.state += 1; return
-    /// self.state`) counts as taken, not one the caller took out to pass
-    /// (`mask_tokens(batch["input_ids"])` giving the written ids back).
-    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken_since: Option<usize>) {
-        self.mark_stale_slots_where(wid, taken_since, |it, x| it.same_or_detached(x, t));
+    /// `taken`: which slots taken out count (see [`Taken`]).
+    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) {
+        self.mark_stale_slots_where(wid, taken, |it, x| it.same_or_detached(x, t));
     }
 
     /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts.
     fn mark_stale_slots_where(
         &mut self,
         wid: WriteId,
-        taken_since: Option<usize>,
+        taken: Taken,
         hit: impl Fn(&Self, ObjId) -> bool,
     ) {
         /// Most container objects looked into per write.
@@ -678,10 +675,10 @@ impl Interp<'_, '_> {
                 // (Every alternative the slot may hold: a slot of certain ones.)
                 if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
                     // (Nor a slot a hook that may not run on this layer stored.)
-                    let taken = match (self.taken_slots.get(&key), taken_since) {
-                        (Some(_), None) => true,
-                        (Some(at), Some(since)) => *at > since,
-                        (None, _) => false,
+                    let taken = match (self.taken_slots.get(&key), taken) {
+                        (Some(_), Taken::Any) => true,
+                        (Some(at), Taken::After(since)) => *at > since,
+                        (_, Taken::None) | (None, _) => false,
                     };
                     if !taken && !self.maybe_slots.contains_key(&key) {
                         stale.push(key);
@@ -852,4 +849,19 @@ fn shift_slots<V>(
             marks.insert((o, slot), v);
         }
     }
+}
+
+/// Which slots a write's code took out of their container (to work on the tensor through a
+/// name) count as taken, and so as meant to change (see [`Interp::mark_stale_slots`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Taken {
+    /// Every slot ever taken out.
+    Any,
+    /// Only a slot taken out after that [`Interp::slot_clock`]: by the callee whose write this
+    /// is, which then wrote through it (`self.state += 1; return self.state`), not one the
+    /// caller took out to pass (`mask_tokens(batch["input_ids"])` giving the written ids back).
+    After(usize),
+    /// None: the callee wrote through a name it bound to the slot's tensor and gave it back
+    /// (`out_x = g.x; out_x[m] = 0; return out_x`).
+    None,
 }
