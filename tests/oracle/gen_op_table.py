@@ -47,7 +47,15 @@ local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh a
 BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
 dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
-xlogy copysign lerp addcmul addcdiv conv1d conv2d prelu cdist dist grid_sample""".split()
+xlogy copysign lerp conv1d conv2d prelu cdist dist grid_sample mv ger inner tensordot vecdot
+kron""".split()
+
+# Ops that add a product of two operands to a base, `op(base, a, b)` (`addmm(bias, x, w)`): the
+# base is only added, and is measured as a constant. Measured like a binary op on `a` and `b`,
+# and marked `base_first`: the table's `self` and `other` are the call's second and third
+# operands (`torch.addmm(bias, x, w)`, `bias.addmm(x, w)`).
+BASED = "addmm addmv addr baddbmm addbmm addcmul addcdiv".split()
+BINARY += BASED
 
 # Ops that combine a source into `self` at indices: `op(self, dim, index, source, *extra)`
 # (the method form `self.op(dim, index, source, ...)`), keyed to the source's keyword. Measured
@@ -250,26 +258,37 @@ def binary_config(f, cfg):
 
     kinds = cfg.split("_")
 
+    def shaped(t, how):
+        """`t` reshaped as the op needs, still a tensor of its own (written by the measure)."""
+        if not isinstance(t, torch.Tensor):
+            return t
+        return how(t) * 1.0 if t.requires_grad else how(t).clone()
+
+    op = f.__name__
+
     def build():
         a, b = make(kinds[0]), make(kinds[1])
-        if f in (torch.mm, torch.matmul, torch.Tensor.mm, torch.Tensor.matmul):
-            if isinstance(b, torch.Tensor):
-                b = b.t() * 1.0 if b.requires_grad else b.t().clone()
-        if f in (torch.bmm, torch.Tensor.bmm):
-            a = a.unsqueeze(0) * 1.0 if isinstance(a, torch.Tensor) else a
-            b = b.t().unsqueeze(0) * 1.0 if isinstance(b, torch.Tensor) else b
-        if f in (torch.dot, torch.Tensor.dot, torch.outer, torch.Tensor.outer):
-            a = a.flatten() * 1.0 if isinstance(a, torch.Tensor) else a
-            b = b.flatten() * 1.0 if isinstance(b, torch.Tensor) else b
+        if op in ("mm", "matmul", "addmm"):
+            b = shaped(b, lambda t: t.t())
+        if op in ("bmm", "baddbmm", "addbmm"):
+            a = shaped(a, lambda t: t.unsqueeze(0))
+            b = shaped(b, lambda t: t.t().unsqueeze(0))
+        if op in ("dot", "outer", "ger", "addr"):
+            a = shaped(a, lambda t: t.flatten())
+            b = shaped(b, lambda t: t.flatten())
+        if op in ("mv", "addmv"):
+            b = shaped(b, lambda t: t[0])
+        if op in BASED:
+            # The base, of the result's shape.
+            base = {"addmm": (2, 2), "addmv": (2,), "addr": (6, 6), "baddbmm": (1, 2, 2),
+                    "addbmm": (2, 2)}.get(op, (2, 3))
+            return f(torch.rand(base), a, b), {"self": a, "other": b}
         if f in (torch.cross, torch.Tensor.cross):
             a = a[:, :3] * 1.0 if isinstance(a, torch.Tensor) else a
         if f is torch.where:
             return torch.where(torch.tensor([[True, False, True]] * 2), a, b), {"self": a, "other": b}
         if f in (torch.lerp, torch.Tensor.lerp):
             return f(a, b, 0.3), {"self": a, "other": b}
-        if f in (torch.addcmul, torch.addcdiv, torch.Tensor.addcmul, torch.Tensor.addcdiv):
-            base = torch.rand(2, 3)
-            return f(base, a, b), {"self": a, "other": b}
         if f is F.conv1d:
             return f(a.reshape(1, 2, 3), b.reshape(3, 2, 1)), {"self": a, "other": b}
         if f is F.conv2d:
@@ -456,6 +475,8 @@ def main(argv):
                 entry[cfg] = flags
         if len(entry) == 1:
             del ops[name]
+        elif name in BASED:
+            entry["base_first"] = True
     for name, (_, extra) in INDEXED.items():
         flags = measure_indexed(name, extra)
         if flags is not None:

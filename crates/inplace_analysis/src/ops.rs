@@ -34,6 +34,10 @@ pub struct OpSpec {
     /// `index_add`; see [`INDEXED_SOURCE`]): `other` is the source. Its in-place form saves the
     /// same (measured by the generator).
     pub indexed: Option<Saves>,
+    /// An op that adds a product to a base, `op(base, a, b)` (`addmm`, `addcmul`): the table's
+    /// `self` and `other` are `a` and `b`; the base is only added.
+    #[serde(default)]
+    pub base_first: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -305,6 +309,17 @@ pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
 /// Where the source operand of an [`OpSpec::indexed`] op is: `torch.op(self, dim, index,
 /// source)` (a method's receiver is position 0), or its keyword.
 pub const INDEXED_SOURCE: (usize, [&str; 2]) = (3, ["src", "source"]);
+
+/// In-place ops whose value is not the first operand after the target: the op, the value's
+/// position in the function form (the target at 0) and its keyword (`x.index_put_(indices,
+/// values)`, `x.masked_scatter_(mask, source)`, `x.masked_fill_(mask, v)`).
+pub const VALUE_OPERANDS: &[(&str, usize, &str)] = &[
+    ("index_put", 2, "values"),
+    ("masked_scatter", 2, "source"),
+    ("put", 2, "source"),
+    ("masked_fill", 2, "value"),
+    ("index_fill", 3, "value"),
+];
 
 /// The same for `torch.nn.functional` (`F.embedding(input, weight)`: its ids come first, where
 /// `torch.embedding(weight, input)` has its weight).

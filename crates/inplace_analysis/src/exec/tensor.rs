@@ -152,6 +152,7 @@ impl Interp<'_, '_> {
             let keep = self.keep_name(call, through);
             let value = self
                 .indexed_source(base, args, CallForm::Method)
+                .or_else(|| self.value_operand(base, args, CallForm::Method))
                 .or_else(|| args.first().cloned());
             let element = self.element_read(c.span(recv_expr));
             // (`masked_fill_(mask, v)`, `index_fill_(d, i, v)`, `fill_(v)`: the value last.)
@@ -179,7 +180,10 @@ impl Interp<'_, '_> {
                 let operand = args.positional.first().and_then(|(_, e)| *e);
                 self.check_self_overlap(c, (recv_expr, recv), operand, w);
             }
-            self.inplace_saves_by_name(recv, base, value.as_ref(), call);
+            match self.based_operands(base, args, CallForm::Method) {
+                Some((a, b)) => self.inplace_based_saves(recv, base, &a, &b, call),
+                None => self.inplace_saves_by_name(recv, base, value.as_ref(), call),
+            }
             return recv.clone();
         }
         let mut inputs = vec![recv.clone()];
@@ -188,6 +192,7 @@ impl Interp<'_, '_> {
             Some(source) => inputs.push(source),
             None => inputs.extend(args.positional.iter().map(|(v, _)| v.clone())),
         }
+        based_order(&m, &mut inputs);
         let index = self.index_operand(&m, args, CallForm::Method);
         let out = if ops::table().op(&m).is_some()
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
@@ -747,6 +752,62 @@ impl Interp<'_, '_> {
         self.extend_history(targets, saves, other);
     }
 
+    /// The saves of an in-place op that adds a product to its target (`acc.addcmul_(a, b)`,
+    /// `out.addmm_(x, w)`): what the op saves of `a` and `b` (the target is only added to).
+    fn inplace_based_saves(
+        &mut self,
+        targets: &Vals,
+        base: &str,
+        a: &Vals,
+        b: &Vals,
+        origin: Span,
+    ) {
+        if !self.grad_enabled {
+            return;
+        }
+        let (ka, kb) = (self.arg_kind(a), self.arg_kind(b));
+        let s = ops::table().saves(base, ka, Some(kb));
+        let both: Vals = a.iter().chain(b).copied().collect();
+        let assumes = self.assumption(&[targets.clone(), both.clone()]);
+        let label = OpLabel::Inplace(self.intern(base));
+        let mut saves = Saves::new();
+        for (flag, vals) in [(s.input, a), (s.other, b)] {
+            for v in vals.iter().filter(|_| flag) {
+                if let Some(storage) = self.tensor(*v).map(|t| t.storage) {
+                    saves.push(self.record_save(storage, false, label, origin, assumes));
+                }
+            }
+        }
+        self.extend_history(targets, saves, Some(&both));
+    }
+
+    /// The two factors of an op that adds a product to a base (see [`ops::OpSpec::base_first`]),
+    /// by position after the base or by keyword.
+    pub(super) fn based_operands(
+        &self,
+        op: &str,
+        args: &Args,
+        form: CallForm,
+    ) -> Option<(Vals, Vals)> {
+        if !ops::table().op(op).is_some_and(|s| s.base_first) {
+            return None;
+        }
+        const FACTORS: [[&str; 3]; 2] =
+            [["mat1", "tensor1", "batch1"], ["mat2", "tensor2", "batch2"]];
+        let a = (self.operand(args, form, 1, &FACTORS[0]))
+            .or_else(|| self.operand(args, form, 1, &["mat", "vec1"]))?;
+        let b = (self.operand(args, form, 2, &FACTORS[1]))
+            .or_else(|| self.operand(args, form, 2, &["vec", "vec2"]))?;
+        Some((a, b))
+    }
+
+    /// The operand an in-place op writes, where it is not the first after the target
+    /// ([`ops::VALUE_OPERANDS`]: `x.index_put_(indices, values)`).
+    pub(super) fn value_operand(&self, op: &str, args: &Args, form: CallForm) -> Option<Vals> {
+        let &(_, pos, kw) = ops::VALUE_OPERANDS.iter().find(|(n, ..)| *n == op)?;
+        self.operand(args, form, pos, &[kw])
+    }
+
     /// After an in-place op, the written tensors' history includes the op.
     pub(super) fn extend_history(&mut self, targets: &Vals, saves: Saves, other: Option<&Vals>) {
         let mut parents = SmallVec::<[NodeId; 2]>::new();
@@ -1195,4 +1256,12 @@ pub(super) enum CallForm {
     Torch,
     Method,
     Functional,
+}
+
+/// The inputs of an op that adds a product to a base (`addmm(bias, x, w)`) put in the table's
+/// order: the factors first (its `self` and `other`), the base after them, linked but not saved.
+pub(super) fn based_order(op: &str, inputs: &mut [Vals]) {
+    if inputs.len() >= 3 && ops::table().op(op).is_some_and(|s| s.base_first) {
+        inputs[..3].rotate_left(1);
+    }
 }

@@ -1290,10 +1290,11 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        let inputs: Vec<Vals> = match self.indexed_source(f, args, CallForm::Torch) {
+        let mut inputs: Vec<Vals> = match self.indexed_source(f, args, CallForm::Torch) {
             Some(source) => vec![first.clone(), source],
             None => args.positional.iter().map(|(v, _)| v.clone()).collect(),
         };
+        super::tensor::based_order(f, &mut inputs);
         let name = self.dim_variant(f, args, 1);
         let index = self.index_operand(f, args, CallForm::Torch);
         let out = self.op_result(&name, OpLabel::Torch(fname), &inputs, call, true);
@@ -1330,6 +1331,7 @@ impl Interp<'_, '_> {
         self.write(&tensors, spec);
         let other = self
             .indexed_source(base, args, CallForm::Torch)
+            .or_else(|| self.value_operand(base, args, CallForm::Torch))
             .or_else(|| args.positional.get(1).map(|(v, _)| v.clone()));
         self.inplace_saves_by_name(&tensors, base, other.as_ref(), call);
         first
