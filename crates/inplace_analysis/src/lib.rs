@@ -360,13 +360,18 @@ pub fn fix_all_in_regions(
     let mut applied: std::collections::BTreeMap<Rule, usize> = Default::default();
     let mut remaining = Vec::new();
     let mut errors = error_count(&current);
-    for _round in 0..10 {
-        let mut findings: Vec<Finding> = state
-            .analyze(&current)
-            .findings
-            .into_iter()
+    let analyse = |text: &str, state: &mut FileState| -> Vec<Finding> {
+        (state.analyze(text).findings.into_iter())
             .filter(|f| keep(f))
-            .collect();
+            .collect()
+    };
+    // (The findings of the text a round produced, analysed when its fixes were checked.)
+    let mut analysed: Option<Vec<Finding>> = None;
+    for _round in 0..10 {
+        let mut findings = match analysed.take() {
+            Some(findings) => findings,
+            None => analyse(&current, state),
+        };
         fence_fixes(&mut findings, regions);
         drop_repeating_fixes(&mut findings, &current);
         let (mut edits, mut used) = choose_edits(&findings, min);
@@ -395,6 +400,25 @@ pub fn fix_all_in_regions(
                 break;
             }
         }
+        // A fix whose finding the fixed text still reports (a copy made before the view that
+        // an op saved was taken from it) is not applied: the round is done again without it.
+        for _retry in 0..3 {
+            let after = analyse(&next, state);
+            let stuck = stuck_fixes(&remaining, &edits, &after);
+            if stuck.is_empty() {
+                analysed = Some(after);
+                break;
+            }
+            for i in stuck {
+                remaining[i].fix = None;
+            }
+            (edits, used) = choose_edits(&remaining, min);
+            next = apply_edits(&current, &edits);
+            next_errors = error_count(&next);
+        }
+        if used.is_empty() || next_errors > errors {
+            break;
+        }
         errors = next_errors;
         for r in used {
             *applied.entry(r).or_default() += 1;
@@ -409,8 +433,38 @@ pub fn fix_all_in_regions(
     }
 }
 
-/// Drop the fixes that would insert what the text already holds right before the insertion:
-/// a copy inserted by an earlier round that did not clear the hazard (the write saved by an op
+/// The findings (by index) whose fix is among `edits` and whose finding `after`, the text with
+/// `edits` applied, still reports where the fix wrote (see [`finding_remains`], with the other
+/// edits' shifts).
+fn stuck_fixes(findings: &[Finding], edits: &[Edit], after: &[Finding]) -> Vec<usize> {
+    let shift = |pos: usize, own: &[Edit]| -> usize {
+        let delta: isize = (edits.iter())
+            .filter(|e| e.range.end <= pos && !own.contains(e))
+            .map(|e| e.content.len() as isize - (e.range.end - e.range.start) as isize)
+            .sum();
+        pos.saturating_add_signed(delta)
+    };
+    (findings.iter().enumerate())
+        .filter_map(|(i, f)| {
+            let fix = f.fix.as_ref()?;
+            if fix.edits.is_empty() || !fix.edits.iter().all(|e| edits.contains(e)) {
+                return None;
+            }
+            let first = fix.edits.iter().map(|e| e.range.start).min()?;
+            let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
+            let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
+            let end = f.range.end + written.saturating_sub(removed);
+            let (first, end) = (shift(first, &fix.edits), shift(end, &fix.edits));
+            let remains = after.iter().any(|g| {
+                g.rule == f.rule && g.range.start < end.max(first + 1) && first <= g.range.end
+            });
+            remains.then_some(i)
+        })
+        .collect()
+}
+
+/// Drop the fixes that would insert what the text already holds right before or after the
+/// insertion: a copy inserted by an earlier round that did not clear the hazard (the write saved by an op
 /// of the called code itself) would otherwise be inserted again each round.
 fn drop_repeating_fixes(findings: &mut [Finding], text: &str) {
     for f in findings {
@@ -418,9 +472,13 @@ fn drop_repeating_fixes(findings: &mut [Finding], text: &str) {
             fix.edits.iter().any(|e| {
                 e.range.start == e.range.end
                     && !e.content.is_empty()
-                    && text
-                        .get(..e.range.start)
+                    && (text.get(..e.range.start))
                         .is_some_and(|before| before.ends_with(&e.content))
+                    || (text.get(e.range.start..)).is_some_and(|after| {
+                        e.range.start == e.range.end
+                            && !e.content.is_empty()
+                            && after.starts_with(&e.content)
+                    })
             })
         });
         if repeats {

@@ -175,7 +175,48 @@ impl Interp<'_, '_> {
             }
         }
         self.state.stale.remove(&name);
+        if !self.state.orphaned.is_empty() {
+            self.drop_replaced_optimizers(name, &vals);
+        }
         self.state.env.insert(name, vals);
+    }
+
+    /// `optimizer = SGD(model.parameters())` again after a layer it held was replaced: the old
+    /// optimizer, no longer held by any name or object, can never be used, so the replacement
+    /// waiting for its next use is dropped on this path (another path that kept it still
+    /// reports it there).
+    fn drop_replaced_optimizers(&mut self, name: Name, new: &Vals) {
+        let rebuilt = new
+            .iter()
+            .any(|v| matches!(self.obj(*v), Obj::Optimizer { .. }));
+        let Some(old) = self.state.env.get(&name).filter(|_| rebuilt) else {
+            return;
+        };
+        let gone: SmallVec<[ObjId; 1]> = (old.iter().copied())
+            .filter(|o| self.state.orphaned.contains_key(o) && !new.contains(o))
+            .filter(|o| {
+                let named = (self.state.env.iter()).any(|(n, vs)| *n != name && vs.contains(o));
+                !named && !self.kept_by_object(*o)
+            })
+            .collect();
+        for o in gone {
+            self.state.orphaned.remove(&o);
+        }
+    }
+
+    /// Whether an object of the heap keeps `o` (an attribute, a container's slot, a caller's
+    /// name).
+    fn kept_by_object(&self, o: ObjId) -> bool {
+        let callers = self
+            .outer_envs
+            .iter()
+            .any(|e| e.values().any(|vs| vs.contains(&o)));
+        callers
+            || (0..self.heap.len() as ObjId).any(|h| match self.obj(h) {
+                Obj::Module(m) => m.attrs.values().any(|vs| vs.contains(&o)),
+                Obj::Seq(items) => items.iter().any(|vs| vs.contains(&o)),
+                _ => false,
+            })
     }
 
     fn bind_attribute(

@@ -538,6 +538,107 @@ pub(crate) fn written_name_in_function<'b>(
     Some((name, func, read_after))
 }
 
+/// Whether the write's statement writes, through a plain name, the element an enclosing `for`
+/// loop binds (`for o in steps: o.mul_(m)`), and nothing in the loop reads that name after it:
+/// the write is there to change the element in its container, so an out-of-place rewrite
+/// (`o = o.mul(m)`) would be a dead store that silently drops it.
+pub(crate) fn loop_element_update(body: &Body, s: StmtId, w: &crate::events::Write) -> bool {
+    element_loop(body, s, w).is_some()
+}
+
+/// The loop of [`loop_element_update`].
+fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<StmtId> {
+    let written = written_expr(body, s, w)?;
+    let Expr::Name { name, .. } = *body.expr(written) else {
+        return None;
+    };
+    let at = body.stmt_span(s);
+    let mut bound = Vec::new();
+    let (k, the_loop) = (body.stmts.iter().zip(&body.stmt_spans).enumerate())
+        .filter(|(_, (_, sp))| sp.contains(at) && **sp != at)
+        .filter_map(|(k, (st, sp))| match *st {
+            Stmt::For { target, .. } => {
+                bound.clear();
+                reorder::names_in(body, target, &mut bound);
+                (bound.iter().any(|(n, _)| *n == name)).then_some((k, *sp))
+            }
+            _ => None,
+        })
+        .min_by_key(|(_, sp)| sp.end - sp.start)?;
+    let read_after = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
+        matches!(*e, Expr::Name { name: n, .. } if n == name)
+            && sp.start >= at.end
+            && the_loop.contains(*sp)
+    });
+    (!read_after).then_some(StmtId(k as u32))
+}
+
+/// For a loop that changes the elements of a tensor its function was given (`for t, m in
+/// zip(tensor, mean): t.sub_(m)`, `for c in images.unbind(1): c.mul_(s)`): a copy of that
+/// tensor, bound to its name before the loop, so the loop changes the copy and what the caller
+/// gave stays as it was.
+pub(crate) fn clone_loop_tensor(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    // (The element written is a view: a row or a piece of a tensor, not a list's item.)
+    let s = w.stmt.filter(|_| w.view_origin.is_some())?;
+    let body = ctx.body(s.item)?;
+    let the_loop = element_loop(&body, s.stmt, w)?;
+    let Stmt::For { target, iter, .. } = *body.stmt(the_loop) else {
+        return None;
+    };
+    let written = written_expr(&body, s.stmt, w)?;
+    let Expr::Name { name, .. } = *body.expr(written) else {
+        return None;
+    };
+    // The iterable the element comes from: `x` of `for t in x`, of `for i, t in enumerate(x)`,
+    // or the one at its place in `for t, m in zip(x, mean)`.
+    let at_place = |k: usize| match *body.expr(target) {
+        Expr::Seq { items, .. } => (body.exprs_of(items).nth(k))
+            .is_some_and(|t| matches!(*body.expr(t), Expr::Name { name: n, .. } if n == name)),
+        _ => false,
+    };
+    let source = match *body.expr(iter) {
+        Expr::Call { func, args } if matches!(*body.expr(func), Expr::Name { .. }) => {
+            let positional: Vec<ExprId> =
+                body.exprs_of(body.args[args as usize].positional).collect();
+            let f = ctx.text(Span::new(s.item, body.expr_span(func)));
+            match f {
+                "enumerate" if at_place(1) => *positional.first()?,
+                "zip" => (0..positional.len())
+                    .find(|k| at_place(*k))
+                    .map(|k| positional[k])?,
+                _ => return None,
+            }
+        }
+        _ if matches!(*body.expr(target), Expr::Name { .. }) => iter,
+        _ => return None,
+    };
+    // (A parameter of the function: what a helper was handed, a tensor since its rows are
+    // views; a module-level name may be a dataset whose samples are views of what it keeps.)
+    let root = root_place(&body, source)?;
+    let Expr::Name {
+        name: root_name, ..
+    } = *body.expr(root)
+    else {
+        return None;
+    };
+    let at = body.stmt_span(the_loop);
+    let func = (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(at))
+        .min_by_key(|f| f.span.end - f.span.start)?;
+    if !(body.list(func.params).iter()).any(|p| body.params[*p as usize].name == root_name) {
+        return None;
+    }
+    let r = ctx.text(Span::new(s.item, body.expr_span(root)));
+    let stmt = ctx.range(Span::new(s.item, at))?;
+    let (indent, eol) = indentation(ctx, stmt.start)?;
+    Some(one(
+        format!("Change a copy: `{r} = {r}.clone()` before the loop"),
+        Applicability::Unsafe,
+        TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
+        format!("{indent}{r} = {r}.clone(){eol}"),
+    ))
+}
+
 /// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
 /// `y.detach()`, `self.buf[t]`.
 pub(crate) fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {

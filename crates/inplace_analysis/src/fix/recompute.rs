@@ -93,6 +93,14 @@ pub(crate) fn recompute_after_step(
     let mut repeated = Vec::new();
     for &k in chain.iter().rev() {
         let a = &assigned[k];
+        // (A value without a graph, `actions = dist.sample()`, is kept as it was: drawn again,
+        // it would change what the loss is about, not only the parameters it is taken at.)
+        let graphless = a
+            .target
+            .is_some_and(|t| ctx.unit.graphs.get(&t) == Some(&false));
+        if k != k0 && graphless {
+            continue;
+        }
         if a.names.iter().any(|n| needed.contains(n)) {
             needed.extend(a.reads.iter().copied());
             repeated.push(k);

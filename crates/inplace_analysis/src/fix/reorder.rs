@@ -8,7 +8,15 @@ use crate::syntax::outline::ItemKind;
 /// A one-line statement `s` moved to just after the statement around `after` (later in the
 /// same block: same indentation, and no line between them less indented; checked on the
 /// text). For a `step()` that runs before a `backward()` through what it updates.
-pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option<Fix> {
+/// `across_zero_grad`: whether it may move past gradients being zeroed (`actor_opt.zero_grad()`
+/// of another optimizer over a shared trunk), after which a step would apply other gradients
+/// than its own.
+pub(crate) fn move_after(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    after: Span,
+    across_zero_grad: bool,
+) -> Option<Fix> {
     let body = ctx.body(s.item)?;
     let moved = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
     // (A module-level statement is an item of its own: the two may be in different items.)
@@ -45,6 +53,9 @@ pub(crate) fn move_after(ctx: &RenderCtx<'_>, s: StmtRef, after: Span) -> Option
         .iter()
         .any(|p| mentions_path(between, p))
     {
+        return None;
+    }
+    if !across_zero_grad && between.contains("zero_grad(") {
         return None;
     }
     // Nor may it cross a call of the program's own functions or methods that may touch the
@@ -150,7 +161,7 @@ pub(crate) fn parameter_write_after(
     around.sort();
     std::iter::once(s.stmt)
         .chain(around.into_iter().map(|(_, k)| k))
-        .find_map(|stmt| move_after(ctx, StmtRef { item: s.item, stmt }, trigger.range))
+        .find_map(|stmt| move_after(ctx, StmtRef { item: s.item, stmt }, trigger.range, true))
 }
 
 /// A write into a parameter (under `no_grad`) after the op that saved it, in the same block
@@ -572,6 +583,12 @@ pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span
     }
     let again = ctx.slice(built);
     let at = ctx.lines.line_start(ctx.lines.line_of(rebind.end) + 1);
+    // (Built again on the next line already: what still holds the old optimizer, a trainer
+    // made before, is not mended by one more.)
+    let next = ctx.text_all()[at..].lines().next().unwrap_or("");
+    if next.trim() == again.trim() {
+        return None;
+    }
     let sep = line_break_before(ctx, at, eol);
     Some(one(
         format!("Build the optimizer again: `{again}`"),

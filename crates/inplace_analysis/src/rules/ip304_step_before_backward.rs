@@ -79,11 +79,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
+        // (Moved past another optimizer's `zero_grad()`, a step would apply the later loss's
+        // gradients instead of its own: computing the forward again is preferred there.)
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
-            crate::fix::move_after(ctx, s, t.range)
+            crate::fix::move_after(ctx, s, t.range, false)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
                 .or_else(|| crate::fix::recompute_after_step(ctx, s, save.stmt, t.range))
+                .or_else(|| crate::fix::move_after(ctx, s, t.range, true))
         }),
     })
 }

@@ -189,11 +189,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
             // A write in an imported module's code: the call here passes it a copy.
             .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
-            // A helper that converts what the object keeps: the call passes it a copy.
+            // A helper that converts what the object keeps: the call passes it a copy. A loop
+            // that changes the rows of a tensor it was given: a copy before the loop.
             .or_else(|| {
                 let kept = *next_call == Some(Keeper::Instance) && w.call_site.is_some();
                 kept.then(|| fix::clone_argument(ctx, w, false))?
             })
+            .or_else(|| fix::clone_loop_tensor(ctx, w))
             .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
             .or_else(|| match w.kind {
                 _ if in_module => None,
@@ -325,6 +327,12 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
 
 /// Whether a write goes through a bare name (`xb -= m`, `xb.mul_(s)`), not through an
 /// attribute or an element of what keeps the tensor.
+pub(super) fn loop_element(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    w.stmt.is_some_and(|s| {
+        (ctx.body(s.item)).is_some_and(|b| fix::loop_element_update(&b, s.stmt, w))
+    })
+}
+
 fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     let Some((s, body)) = w.stmt.and_then(|s| Some((s, ctx.body(s.item)?))) else {
         return false;

@@ -231,7 +231,11 @@ pub(crate) fn out_of_place(
     {
         return crate::fix::clone_argument(ctx, w, true);
     }
-    // Rebinding under `no_grad` would leave a tensor without history.
+    // Rebinding under `no_grad` would leave a tensor without history; rebinding a loop's
+    // element would leave its container unchanged.
+    if ip402_clobbered_alias::loop_element(ctx, w) {
+        return None;
+    }
     let rewrite = if w.under_no_grad {
         None
     } else {
