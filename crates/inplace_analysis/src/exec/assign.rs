@@ -313,6 +313,7 @@ impl Interp<'_, '_> {
                     .value(Some(&vals))
                     .no_leaf_check();
                 self.write(&smallvec![alias], spec);
+                self.share_data_of(o, &vals);
             }
             Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
                 let on = vals.as_slice() != [FALSE];
@@ -326,6 +327,33 @@ impl Interp<'_, '_> {
                 self.loose_attrs.insert((o, attr), v);
             }
             _ => {}
+        }
+    }
+
+    /// `t.data = s.data` (or `= s.detach()`): `t` now shows `s`'s memory, a detached alias of it, so a
+    /// later write through `t` changes what `s` reads (a mean teacher set up this way trains
+    /// the student's own weights).
+    fn share_data_of(&mut self, o: ObjId, vals: &Vals) {
+        let [v] = vals.as_slice() else {
+            return;
+        };
+        let Some(vt) = self.tensor(*v) else {
+            return;
+        };
+        // (`s.data` and `s.detach()` are aliases of `s`: `s` is what `t` now shares. A new
+        // tensor, `torch.from_numpy(array)` loading weights, is no other tensor's memory.)
+        let Some(src) = vt.detached_from else {
+            return;
+        };
+        let Some(storage) = self.tensor(src).filter(|st| st.known).map(|st| st.storage) else {
+            return;
+        };
+        if src == o {
+            return;
+        }
+        if let Some(t) = self.tensor_mut(o) {
+            t.storage = storage;
+            t.detached_from = Some(src);
         }
     }
 

@@ -410,6 +410,13 @@ impl Interp<'_, '_> {
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             self.mark_stale_slots(t, wid, Taken::Any);
+        } else if let Some(src) = tt.detached_from.filter(|s| *s != t && tt.leaf) {
+            // ... but a parameter made to show another's memory (`t_p.data = s_p.data`) changes
+            // that other one too, where it is kept (the student's weights under a teacher's
+            // update).
+            if self.tensor(src).is_some_and(|st| st.leaf) {
+                self.mark_stale_slots_where(wid, Taken::None, |_, x| x == src);
+            }
         }
     }
 
