@@ -168,6 +168,7 @@ pub const WHOLE_VIEWS: &[&str] = &[
     "squeeze",
     "expand",
     "expand_as",
+    "broadcast_to",
     "reshape",
     "flatten",
     "unflatten",

@@ -146,6 +146,10 @@ pub(crate) enum RefusedBy {
     /// returned as it is (`forward` ending in `return x`, not marked dirty): torch returns a view
     /// of it made inside the Function.
     ReturnedInput(crate::ir::Name),
+    /// `expand`, `expand_as`, `broadcast_to`: elements share memory (a stride of 0), so a
+    /// write that computes from the old values, or copies a tensor in, is refused whatever
+    /// grad mode says (a scalar fill is allowed; measured with torch 2.15).
+    Expand,
 }
 
 impl RefusedBy {
@@ -156,6 +160,7 @@ impl RefusedBy {
             "split" if !sizes => Some(RefusedBy::Split),
             "split" | "split_with_sizes" => Some(RefusedBy::SplitWithSizes),
             "unbind" => Some(RefusedBy::Unbind),
+            "expand" | "expand_as" | "broadcast_to" => Some(RefusedBy::Expand),
             _ => None,
         }
     }
@@ -170,7 +175,8 @@ impl RefusedBy {
             RefusedBy::NoGrad
             | RefusedBy::BackwardHook
             | RefusedBy::CustomFunction(_)
-            | RefusedBy::ReturnedInput(_) => None,
+            | RefusedBy::ReturnedInput(_)
+            | RefusedBy::Expand => None,
         }
     }
 }

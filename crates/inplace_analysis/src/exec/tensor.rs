@@ -917,7 +917,8 @@ impl Interp<'_, '_> {
         let id = self.view_of(base, origin, part);
         // (Taken with grad mode on, a split's view is one whatever its base was; under
         // `no_grad` it is a `no_grad` view, as `view_of` made it.)
-        if let (Some(op), true) = (op, self.grad_enabled) {
+        // (An expanded view refuses writes in any mode.)
+        if let Some(op) = op.filter(|op| self.grad_enabled || *op == RefusedBy::Expand) {
             self.refuse_view(id, op, origin);
         }
         id

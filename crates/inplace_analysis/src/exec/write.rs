@@ -342,8 +342,23 @@ impl Interp<'_, '_> {
         // A view autograd refuses to rebase (a split's, one made under `no_grad`, a hooked
         // layer's), written while autograd records: it raises at once when the tensor viewed or
         // the value requires grad, a leaf's included (measured with torch 2.15).
-        let refused = match tt
-            .refused_view
+        // An expanded view (`x.unsqueeze(1).expand(b, n, d)`): a write computing from its
+        // values, or copying a tensor in, raises in any mode, once autograd's own checks
+        // (a leaf's view, below) have passed.
+        let expanded = (tt.refused_view)
+            .filter(|v| v.op == RefusedBy::Expand && tt.counter && all_refused)
+            .filter(|_| self.overlap_refused(w.kind));
+        let leaf_first = !no_grad && all_leaf && (tt.leaf || tt.view_of_leaf);
+        if let (Some(view), false) = (expanded, leaf_first) {
+            self.raise_here(Event::RefusedViewWrite {
+                write: wid,
+                view,
+                plain: false,
+            });
+            return true;
+        }
+        let refused = match (tt.refused_view)
+            .filter(|v| v.op != RefusedBy::Expand)
             .filter(|_| !no_grad && tt.counter && all_refused)
         {
             // (Only where it is certain: an argument split in a helper may be an index or a
@@ -492,6 +507,24 @@ impl Interp<'_, '_> {
             && t.numpy.is_none()
             && (t.detached_from.and_then(|b| self.tensor(b)))
                 .is_some_and(|b| !b.leaf && !b.view_of_leaf)
+    }
+
+    /// Whether a write of this kind into memory some of whose elements overlap is refused
+    /// (measured with torch 2.15): those computing from the old values (`e += 1`, `e.mul_(2)`,
+    /// `e.relu_()`, `e.clamp_(0, 1)`) and `copy_` are; scalar fills (`fill_`, `zero_`,
+    /// `masked_fill_`) and stores at an index (`e[0] = v`, whose piece may not overlap) are not.
+    fn overlap_refused(&self, kind: WriteKind) -> bool {
+        match kind {
+            WriteKind::Method(m) | WriteKind::TorchFn(m) => !matches!(
+                self.name(m),
+                "fill_" | "zero_" | "masked_fill_" | "index_fill_" | "fill_diagonal_" | "set_"
+            ),
+            WriteKind::AugAssign
+            | WriteKind::InplaceModule { .. }
+            | WriteKind::InplaceFunctional
+            | WriteKind::InplaceOption => true,
+            _ => false,
+        }
     }
 
     /// Whether `x` is `t`, `.detach()` of it, `.data` of it, or what `t` is `.detach()` or

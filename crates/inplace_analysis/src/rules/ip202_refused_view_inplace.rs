@@ -17,13 +17,19 @@
 //!   masked in place), or that is one of its arguments returned as it is (`x *= 2.0; return x`
 //!   without `ctx.mark_dirty(x)`: torch hands back a view of it) when any argument requires
 //!   grad;
-//! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`).
+//! - and views of such a view (`q[0] += 1`, `q.view(-1).add_(1)`);
+//! - in any grad mode, an expanded view (`x.unsqueeze(2).expand(b, n, k, c)`, `expand_as`,
+//!   `torch.broadcast_to`) written by an op that computes from its values or copies a tensor in
+//!   (`edge -= nbr`, `pe += x`, `e.relu_()`, `e.copy_(v)`); a scalar fill (`fill_`, `zero_`,
+//!   `masked_fill_`) is allowed.
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
 //! history onto its base. For one output of a multi-output view function it cannot do that
 //! alone; for a view made while nothing was recorded it would have to guess whether the write
 //! is meant to be tracked. It refuses the write (even on a leaf's view, with this message
-//! rather than form ②'s).
+//! rather than form ②'s). An expanded view repeats each element without copying it (a stride
+//! of 0): a write computing every element from its old value would read values it has already
+//! changed, so the kernel refuses it, autograd or not.
 //!
 //! **Runtime message** (raised at the write itself, torch 2.15):
 //! `RuntimeError: Output 0 of Split is a view and is being modified inplace. This view is the
@@ -34,7 +40,9 @@
 //! `RuntimeError: A view was created in no_grad mode and is being modified inplace with grad
 //! mode enabled. ...` A hooked layer's input or output: `RuntimeError: Output 0 of
 //! BackwardHookFunction is a view and is being modified inplace. This view was created inside a
-//! custom Function ...`
+//! custom Function ...` An expanded view: `RuntimeError: unsupported operation: more than one
+//! element of the written-to tensor refers to a single memory location. Please clone() the
+//! tensor before performing the operation.`
 //!
 //! **Example**
 //! ```python
@@ -48,7 +56,9 @@
 //! under `with torch.no_grad():` (offered), the view and the write then both unrecorded. A row
 //! of a loop over a tensor, or a `no_grad` view of a plain tensor, gets no fix: rebinding the
 //! name changes nothing the tensor keeps; write the whole tensor out of place
-//! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block.
+//! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block. An expanded
+//! view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered), or
+//! `repeat`.
 //!
 //! **Fix safety.** *Unsafe*: the tensor viewed no longer sees the write (it never could while
 //! autograd recorded, but code after it may have read it expecting the change); under
@@ -118,6 +128,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ),
             "the full backward hook registered here wraps the layer's inputs and outputs in a custom Function's views".to_string(),
         ),
+        RefusedBy::Expand => (
+            format!(
+                "the expanded view `{made}` ({}), whose elements share memory",
+                ctx.line(view.at)
+            ),
+            format!("`{made}` repeats elements without copying them (a stride of 0)"),
+        ),
         _ => (
             format!("one of the views `{made}` returns ({})", ctx.line(view.at)),
             format!("`{made}` returns several views here"),
@@ -165,6 +182,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             "Output 0 of {} {VIEW_MODIFIED} {CUSTOM_FUNCTION_VIEW}",
             ctx.name(name)
         ),
+        RefusedBy::Expand => OVERLAP.to_string(),
         _ if *plain => format!("{NO_GRAD_VIEW} {MULTI_VIEW}"),
         _ => format!("Output N of {node} {VIEW_MODIFIED} {MULTI_VIEW}"),
     };
@@ -182,6 +200,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 const VIEW_MODIFIED: &str = "is a view and is being modified inplace.";
 const MULTI_VIEW: &str = "This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
 const CUSTOM_FUNCTION_VIEW: &str = "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
+const OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
 const NO_GRAD_VIEW: &str =
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled.";
 const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
@@ -193,6 +212,8 @@ const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error
 /// the tensor keeps: no fix. Else out of place, or into a copy.
 fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Option<crate::Fix> {
     match view.op {
+        // A copy where the view is made: every element its own memory, written as meant.
+        RefusedBy::Expand => crate::fix::insert_clone(ctx, view.at, crate::Applicability::Unsafe),
         RefusedBy::NoGrad if view.grad => crate::fix::write_under_no_grad(ctx, w),
         RefusedBy::NoGrad | RefusedBy::Iteration => None,
         _ if w.into_leaf => crate::fix::write_under_no_grad(ctx, w),
