@@ -304,7 +304,11 @@ pub(crate) fn finding_remains(finding: &Finding, after: &[Finding]) -> bool {
     let Some(fix) = &finding.fix else {
         return false;
     };
-    let first = fix.edits.iter().map(|e| e.range.start).min().unwrap_or(0);
+    // (From the finding itself when the fix writes after it: a statement repeated after a
+    // step that still leaves the step reported.)
+    let first = (fix.edits.iter().map(|e| e.range.start).min())
+        .unwrap_or(0)
+        .min(finding.range.start);
     let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
     let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
     let end = finding.range.end + written.saturating_sub(removed);
@@ -450,7 +454,12 @@ fn stuck_fixes(findings: &[Finding], edits: &[Edit], after: &[Finding]) -> Vec<u
             if fix.edits.is_empty() || !fix.edits.iter().all(|e| edits.contains(e)) {
                 return None;
             }
-            let first = fix.edits.iter().map(|e| e.range.start).min()?;
+            let first = fix
+                .edits
+                .iter()
+                .map(|e| e.range.start)
+                .min()?
+                .min(f.range.start);
             let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
             let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
             let end = f.range.end + written.saturating_sub(removed);

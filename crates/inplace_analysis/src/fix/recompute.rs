@@ -64,12 +64,18 @@ pub(crate) fn recompute_after_step(
     if (k0 + 1..assigned.len()).take_while(before_step).count() > MAX_BETWEEN {
         return None;
     }
-    // The statements from `origin` to the step that compute from its result.
+    // The statements from `origin` to the step that compute from its result, or that make a
+    // graph of their own (another forward through the stepped model, `out_fake = D(x_fake)`
+    // beside `out_true = D(x)`: repeated too when the backward needs it).
     let mut chain = vec![k0];
     let mut carried: Vec<Name> = assigned[k0].names.clone();
     for k in (k0 + 1..assigned.len()).take_while(before_step) {
         let a = &assigned[k];
-        if a.reads.iter().any(|r| carried.contains(r)) && holds(ctx, a.range, step) {
+        let graph = a
+            .target
+            .is_some_and(|t| ctx.unit.graphs.get(&t) == Some(&true));
+        let feeds = a.reads.iter().any(|r| carried.contains(r));
+        if (feeds || graph) && holds(ctx, a.range, step) {
             chain.push(k);
             carried.extend(a.names.iter().copied());
         } else {
