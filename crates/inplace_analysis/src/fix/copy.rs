@@ -113,17 +113,12 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
         stmt = outermost_no_grad(ctx, &body, at.item, stmt)?;
     }
     let stmt = ctx.range(Span::new(at.item, stmt))?;
-    let (indent, eol) = indentation(ctx, stmt.start)?;
     let r = ctx.text(root);
     if ctx.is_imported_module(r) {
         return None;
     }
-    let fix = one(
-        format!("Write into a copy: `{r} = {r}.clone()` first"),
-        Applicability::Unsafe,
-        TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
-        format!("{indent}{r} = {r}.clone(){eol}"),
-    );
+    let title = format!("Write into a copy: `{r} = {r}.clone()` first");
+    let fix = copy_before_statement(ctx, stmt, r, title)?;
     with_declaration(ctx, &body, at, r, fix)
 }
 
@@ -414,11 +409,24 @@ pub(crate) fn clone_argument(
         at = block;
     }
     let at = ctx.range(Span::new(site.item, at))?;
+    let title = format!("Pass a copy: `{r} = {r}.clone()` before the call");
+    copy_before_statement(ctx, at, r, title)
+}
+
+/// `r = r.clone()` inserted as a statement of its own just before the statement at `at`, at
+/// its indentation (unsafe: what `r` names is a copy from there on).
+pub(crate) fn copy_before_statement(
+    ctx: &RenderCtx<'_>,
+    at: TextRange,
+    r: &str,
+    title: String,
+) -> Option<Fix> {
     let (indent, eol) = indentation(ctx, at.start)?;
+    let line = at.start - indent.len();
     Some(one(
-        format!("Pass a copy: `{r} = {r}.clone()` before the call"),
+        title,
         Applicability::Unsafe,
-        TextRange::new(at.start - indent.len(), at.start - indent.len()),
+        TextRange::new(line, line),
         format!("{indent}{r} = {r}.clone(){eol}"),
     ))
 }

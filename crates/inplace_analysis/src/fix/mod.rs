@@ -630,13 +630,8 @@ pub(crate) fn clone_loop_tensor(ctx: &RenderCtx<'_>, w: &crate::events::Write) -
     }
     let r = ctx.text(Span::new(s.item, body.expr_span(root)));
     let stmt = ctx.range(Span::new(s.item, at))?;
-    let (indent, eol) = indentation(ctx, stmt.start)?;
-    Some(one(
-        format!("Change a copy: `{r} = {r}.clone()` before the loop"),
-        Applicability::Unsafe,
-        TextRange::new(stmt.start - indent.len(), stmt.start - indent.len()),
-        format!("{indent}{r} = {r}.clone(){eol}"),
-    ))
+    let title = format!("Change a copy: `{r} = {r}.clone()` before the loop");
+    copy::copy_before_statement(ctx, stmt, r, title)
 }
 
 /// The name or attribute path a view chain starts from: `y` of `y[0]`, `y.view(-1)[:, 1]`,
