@@ -16,7 +16,16 @@
 //! self.data[i]; img -= mean`, `self.waves[i].div_(peak)`, `row = torch.from_numpy(self.table[i]);
 //! row.sub_(m)`, an element of a list kept on `self`) is the same hazard across calls: the next
 //! access, the next epoch, reads the changed sample. Stores (`self.cache[i] = x`, `copy_`,
-//! `fill_`) give the same result on every access and are not reported.
+//! `fill_`) give the same result on every access and are not reported. Any other method does
+//! the same when it writes, through a local name, a crop of a tensor its object keeps (`m =
+//! self.mask[:n, :n]; m |= pad`, `enc = self.table[:T]; enc *= scale`) or returns a kept tensor
+//! that a helper it called converted in place (anchors handed to a box-format helper): every
+//! call changes the kept tensor, and the next reads it changed. Accumulation spelled on the
+//! attribute (`self.count += 1`, `self.seen[:n] += v`) or through a whole alias returned as the
+//! state (`avg = self.avg; avg.mul_(m).add_(x); return avg`) is state kept on purpose.
+//!
+//! `t.data = s.data` (or `= s.detach()`) makes `t` show `s`'s memory: a later write through `t`
+//! changes what `s` reads, a parameter's too (a teacher initialised on the student's memory).
 //!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
@@ -51,7 +60,10 @@
 //! **Fix.** Copy where the alias or view is made (`y = x.clone()`, `x1 = x[..., :d].clone()`,
 //! `best = {k: v.clone() for k, v in model.state_dict().items()}`, `p.detach().clone()`),
 //! or write out of place
-//! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper).
+//! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper). A loop
+//! that changes the rows of a tensor its function was given (`for t, m in zip(tensor, mean):
+//! t.sub_(m)`) gets a copy of that tensor before the loop (rebinding the row would change
+//! nothing); a helper converting a kept tensor is passed a copy (`f(self.anchors.clone())`).
 //!
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
 //! changes the values the program computes.
