@@ -8,8 +8,8 @@ use super::*;
 /// Statements between the one that made the save and the step, at most.
 const MAX_BETWEEN: usize = 256;
 
-/// A `step()` (statement `s`) clobbering a save made by statement `origin` that the
-/// `backward()` at `backward` reads: `origin`, and the statements between it and the step that
+/// A `step()` (statement `s`) clobbering a save made by statement `origin` (and others made by
+/// `others`) that the `backward()` at `backward` reads: `origin`, and the statements between it and the step that
 /// carry its result to what the backward differentiates, are repeated after the step (after
 /// the statement of `origin`'s block that holds it), so that the backward goes through a graph
 /// made with the updated parameters.
@@ -23,6 +23,7 @@ pub(crate) fn recompute_after_step(
     ctx: &RenderCtx<'_>,
     s: StmtRef,
     origin: Option<StmtRef>,
+    others: &[StmtRef],
     backward: Span,
 ) -> Option<Fix> {
     let origin = origin?;
@@ -67,15 +68,29 @@ pub(crate) fn recompute_after_step(
     // The statements from `origin` to the step that compute from its result, or that make a
     // graph of their own (another forward through the stepped model, `out_fake = D(x_fake)`
     // beside `out_true = D(x)`: repeated too when the backward needs it).
-    let mut chain = vec![k0];
-    let mut carried: Vec<Name> = assigned[k0].names.clone();
+    // (The statements of the other saves the step clobbers are origins too: `out_fake =
+    // D(x_fake)` beside `out_true = D(x)`, before or after it in its block.)
+    let origin_at = |a: &Assignment| {
+        (others.iter()).any(|o| {
+            ctx.body(o.item)
+                .and_then(|b| ctx.range(Span::new(o.item, b.stmt_span(o.stmt))))
+                == Some(a.range)
+        })
+    };
+    let mut chain: Vec<usize> = (k0.saturating_sub(MAX_BETWEEN)..k0)
+        .filter(|k| {
+            let a = &assigned[*k];
+            origin_at(a) && same_block(ctx, a.range, first, indent) && holds(ctx, a.range, step)
+        })
+        .collect();
+    chain.push(k0);
+    let mut carried: Vec<Name> = (chain.iter())
+        .flat_map(|k| assigned[*k].names.iter().copied())
+        .collect();
     for k in (k0 + 1..assigned.len()).take_while(before_step) {
         let a = &assigned[k];
-        let graph = a
-            .target
-            .is_some_and(|t| ctx.unit.graphs.get(&t) == Some(&true));
         let feeds = a.reads.iter().any(|r| carried.contains(r));
-        if (feeds || graph) && holds(ctx, a.range, step) {
+        if (feeds || origin_at(a)) && holds(ctx, a.range, step) {
             chain.push(k);
             carried.extend(a.names.iter().copied());
         } else {
@@ -112,7 +127,7 @@ pub(crate) fn recompute_after_step(
             repeated.push(k);
         }
     }
-    if repeated.last() != Some(&k0) {
+    if !repeated.contains(&k0) {
         return None;
     }
     repeated.reverse();
@@ -125,7 +140,7 @@ pub(crate) fn recompute_after_step(
                 .any(|(j, b)| !repeated.contains(&j) && b.names.contains(r))
         };
         if line_layout(ctx, a.range).is_none()
-            || !same_block(ctx, first, a.range, indent) && a.range != first
+            || !same_block(ctx, first.min(a.range), first.max(a.range), indent) && a.range != first
             || a.reads.iter().any(|r| a.names.contains(r) || rebound(r))
         {
             return None;

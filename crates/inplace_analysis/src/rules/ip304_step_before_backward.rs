@@ -85,8 +85,27 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             crate::fix::move_after(ctx, s, t.range, false)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
-                .or_else(|| crate::fix::recompute_after_step(ctx, s, save.stmt, t.range))
+                .or_else(|| {
+                    let others = other_origins(ctx, ev);
+                    crate::fix::recompute_after_step(ctx, s, save.stmt, &others, t.range)
+                })
                 .or_else(|| crate::fix::move_after(ctx, s, t.range, true))
         }),
     })
+}
+
+/// The statements that made the other saves the same step clobbers (`out_fake = D(x_fake)`
+/// beside `out_true = D(x)`).
+fn other_origins(ctx: &RenderCtx<'_>, ev: &Event) -> Vec<crate::ir::StmtRef> {
+    let Event::Clobber { write, save, .. } = ev else {
+        return Vec::new();
+    };
+    (ctx.unit.events.iter())
+        .filter_map(|e| match e {
+            Event::Clobber {
+                write: w, save: s, ..
+            } if w == write && s != save => ctx.unit.saves.get(s)?.stmt,
+            _ => None,
+        })
+        .collect()
 }
