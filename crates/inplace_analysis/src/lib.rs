@@ -371,6 +371,9 @@ pub fn fix_all_in_regions(
     };
     // (The findings of the text a round produced, analysed when its fixes were checked.)
     let mut analysed: Option<Vec<Finding>> = None;
+    // Fixes whose finding the text they made still reported, by rule and title: not chosen
+    // again in later rounds (where they would come back at shifted places).
+    let mut rejected: Vec<(Rule, String)> = Vec::new();
     for _round in 0..10 {
         let mut findings = match analysed.take() {
             Some(findings) => findings,
@@ -378,7 +381,14 @@ pub fn fix_all_in_regions(
         };
         fence_fixes(&mut findings, regions);
         drop_repeating_fixes(&mut findings, &current);
-        let (mut edits, mut used) = choose_edits(&findings, min);
+        // (The findings whose fixes may be chosen this round.)
+        let mut pool: Vec<Finding> = (findings.iter())
+            .filter(|f| {
+                (f.fix.as_ref()).is_some_and(|x| !rejected.contains(&(f.rule, x.title.clone())))
+            })
+            .cloned()
+            .collect();
+        let (mut edits, mut used) = choose_edits(&pool, min);
         let mut next = apply_edits(&current, &edits);
         remaining = findings;
         if used.is_empty() {
@@ -388,16 +398,11 @@ pub fn fix_all_in_regions(
         if next_errors > errors {
             // A fix of this round adds a syntax error: keep only the fixes that, applied alone,
             // do not (how tree-sitter recovers from an error depends on what surrounds it).
-            let good: Vec<Finding> = remaining
-                .iter()
-                .filter(|f| f.fix.is_some())
-                .filter(|f| {
-                    let (t, u) = apply_fixes(&current, std::slice::from_ref(*f), min);
-                    !u.is_empty() && error_count(&t) <= errors
-                })
-                .cloned()
-                .collect();
-            (edits, used) = choose_edits(&good, min);
+            pool.retain(|f| {
+                let (t, u) = apply_fixes(&current, std::slice::from_ref(f), min);
+                !u.is_empty() && error_count(&t) <= errors
+            });
+            (edits, used) = choose_edits(&pool, min);
             next = apply_edits(&current, &edits);
             next_errors = error_count(&next);
             if used.is_empty() || next_errors > errors {
@@ -406,17 +411,24 @@ pub fn fix_all_in_regions(
         }
         // A fix whose finding the fixed text still reports (a copy made before the view that
         // an op saved was taken from it) is not applied: the round is done again without it.
-        for _retry in 0..3 {
+        for retry in 0..4 {
             let after = analyse(&next, state);
-            let stuck = stuck_fixes(&remaining, &edits, &after);
+            let stuck = stuck_fixes(&pool, &edits, &after);
             if stuck.is_empty() {
                 analysed = Some(after);
                 break;
             }
-            for i in stuck {
-                remaining[i].fix = None;
+            if retry == 3 {
+                // (Still stuck: nothing of this round is applied.)
+                used.clear();
+                break;
             }
-            (edits, used) = choose_edits(&remaining, min);
+            for i in stuck {
+                if let Some(fix) = pool[i].fix.take() {
+                    rejected.push((pool[i].rule, fix.title));
+                }
+            }
+            (edits, used) = choose_edits(&pool, min);
             next = apply_edits(&current, &edits);
             next_errors = error_count(&next);
         }

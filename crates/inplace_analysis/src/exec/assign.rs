@@ -343,6 +343,13 @@ impl Interp<'_, '_> {
         // (`s.data` and `s.detach()` are aliases of `s`: `s` is what `t` now shares. A new
         // tensor, `torch.from_numpy(array)` loading weights, is no other tensor's memory.)
         let Some(src) = vt.detached_from else {
+            // (A new tensor, `s.data.clone()`: `t` shows memory of its own again.)
+            if let Some(t) = self.tensor_mut(o) {
+                if t.detached_from.is_some() {
+                    t.detached_from = None;
+                    t.storage = o;
+                }
+            }
             return;
         };
         let Some(storage) = self.tensor(src).filter(|st| st.known).map(|st| st.storage) else {

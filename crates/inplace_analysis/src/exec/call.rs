@@ -1184,6 +1184,7 @@ impl Interp<'_, '_> {
         });
         let env = self.unknown_params(c, &fd, self_obj);
         self.state.env = env;
+        self.method_heap = self.heap.len();
         self.exec_block(c, fd.body);
         let returns = self.frames[0].returns.clone();
         self.check_kept_writes(&returns);

@@ -463,6 +463,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Storage of the tensors that method read out of its instance: the attribute, where, and
     /// how deep in inlined calls.
     pub kept_reads: FxHashMap<ObjId, (Name, Span, usize)>,
+    /// The size of the heap when that method was entered: what it kept before the call.
+    pub method_heap: usize,
     /// Writes into that storage, from its own values, through a local name: `(write, storage,
     /// the write went through a view the name was bound to)` (see `check_kept_writes`).
     pub kept_writes: Vec<(crate::events::WriteId, ObjId, bool)>,
@@ -556,6 +558,7 @@ impl<'p, 't> Interp<'p, 't> {
             stored_arrays: FxHashMap::default(),
             method_self: None,
             kept_reads: FxHashMap::default(),
+            method_heap: 0,
             kept_writes: Vec::new(),
             read_after: FxHashMap::default(),
             deps: Deps::default(),

@@ -766,6 +766,10 @@ impl Interp<'_, '_> {
             return;
         }
         let (ka, kb) = (self.arg_kind(a), self.arg_kind(b));
+        // (Nothing that may require grad: no history to extend, as for any in-place op.)
+        if ![self.arg_kind(targets), ka, kb].contains(&ArgKind::Grad) {
+            return;
+        }
         let s = ops::table().saves(base, ka, Some(kb));
         let both: Vals = a.iter().chain(b).copied().collect();
         let assumes = self.assumption(&[targets.clone(), both.clone()]);
@@ -1153,7 +1157,13 @@ impl Interp<'_, '_> {
     fn remember_kept(&mut self, vals: &Vals, attr: Name, read: Span) {
         let depth = self.inlining.len();
         for &t in vals {
-            if let Some(tt) = self.tensor(t).filter(|tt| tt.counter && tt.known) {
+            // (Not a tensor the call itself made and stored, `self.buf = torch.zeros(n)`: its
+            // storage id is an object made after the method was entered.)
+            let kept = |tt: &&TensorObj| (tt.storage as usize) < self.method_heap;
+            if let Some(tt) = (self.tensor(t))
+                .filter(|tt| tt.counter && tt.known)
+                .filter(kept)
+            {
                 let storage = tt.storage;
                 self.kept_reads
                     .entry(storage)

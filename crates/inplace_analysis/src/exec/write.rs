@@ -345,8 +345,10 @@ impl Interp<'_, '_> {
         // An expanded view (`x.unsqueeze(1).expand(b, n, d)`): a write computing from its
         // values, or copying a tensor in, raises in any mode, once autograd's own checks
         // (a leaf's view, below) have passed.
+        // (The expanded view itself: a piece or a reshaped copy of it may not overlap.)
         let expanded = (tt.refused_view)
             .filter(|v| v.op == RefusedBy::Expand && tt.counter && all_refused)
+            .filter(|v| tt.view_origin == Some(v.at))
             .filter(|_| self.overlap_refused(w.kind));
         let leaf_first = !no_grad && all_leaf && (tt.leaf || tt.view_of_leaf);
         if let (Some(view), false) = (expanded, leaf_first) {

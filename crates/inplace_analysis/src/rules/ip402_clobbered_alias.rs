@@ -337,14 +337,16 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
     })
 }
 
-/// Whether a write goes through a bare name (`xb -= m`, `xb.mul_(s)`), not through an
-/// attribute or an element of what keeps the tensor.
+/// Whether the write changes, through a plain name, the element a `for` loop binds (see
+/// [`fix::loop_element_update`]).
 pub(super) fn loop_element(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     w.stmt.is_some_and(|s| {
         (ctx.body(s.item)).is_some_and(|b| fix::loop_element_update(&b, s.stmt, w))
     })
 }
 
+/// Whether a write goes through a bare name (`xb -= m`, `xb.mul_(s)`), not through an
+/// attribute or an element of what keeps the tensor.
 fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     let Some((s, body)) = w.stmt.and_then(|s| Some((s, ctx.body(s.item)?))) else {
         return false;
