@@ -491,15 +491,10 @@ fn drop_repeating_fixes(findings: &mut [Finding], text: &str) {
     for f in findings {
         let repeats = f.fix.as_ref().is_some_and(|fix| {
             fix.edits.iter().any(|e| {
-                e.range.start == e.range.end
-                    && !e.content.is_empty()
-                    && (text.get(..e.range.start))
-                        .is_some_and(|before| before.ends_with(&e.content))
-                    || (text.get(e.range.start..)).is_some_and(|after| {
-                        e.range.start == e.range.end
-                            && !e.content.is_empty()
-                            && after.starts_with(&e.content)
-                    })
+                let insertion = e.range.start == e.range.end && !e.content.is_empty();
+                let before = text.get(..e.range.start).unwrap_or("");
+                let after = text.get(e.range.start..).unwrap_or("");
+                insertion && (before.ends_with(&e.content) || after.starts_with(&e.content))
             })
         });
         if repeats {

@@ -199,6 +199,8 @@ impl Interp<'_, '_> {
                 !named && !self.kept_by_object(*o)
             })
             .collect();
+        // (The heap was looked through for each: charged to the step budget.)
+        self.steps += (old.len() * self.heap.len()) as u64;
         for o in gone {
             self.state.orphaned.remove(&o);
         }

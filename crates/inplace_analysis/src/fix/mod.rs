@@ -530,12 +530,16 @@ pub(crate) fn written_name_in_function<'b>(
     let func = (body.funcs.iter())
         .filter(|f| !f.lambda && f.span.contains(at))
         .min_by_key(|f| f.span.end - f.span.start)?;
-    let read_after = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
+    Some((name, func, read_after(body, name, at, func.span)))
+}
+
+/// Whether `name` is read (or bound) after `at` within `within`.
+fn read_after(body: &Body, name: Name, at: Rel, within: Rel) -> bool {
+    (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
         matches!(*e, Expr::Name { name: n, .. } if n == name)
             && sp.start >= at.end
-            && func.span.contains(*sp)
-    });
-    Some((name, func, read_after))
+            && within.contains(*sp)
+    })
 }
 
 /// Whether the write's statement writes, through a plain name, the element an enclosing `for`
@@ -565,12 +569,7 @@ fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Stmt
             _ => None,
         })
         .min_by_key(|(_, sp)| sp.end - sp.start)?;
-    let read_after = (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
-        matches!(*e, Expr::Name { name: n, .. } if n == name)
-            && sp.start >= at.end
-            && the_loop.contains(*sp)
-    });
-    (!read_after).then_some(StmtId(k as u32))
+    (!read_after(body, name, at, the_loop)).then_some(StmtId(k as u32))
 }
 
 /// For a loop that changes the elements of a tensor its function was given (`for t, m in
