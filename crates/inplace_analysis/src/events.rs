@@ -197,6 +197,9 @@ pub(crate) enum Event {
         /// An optimizer step wrote parameters that `name` holds snapshots of, and this is the
         /// expression that made them (`model.state_dict()`, `p.detach()`, `p.data`).
         snapshot: Option<Span>,
+        /// The write changed memory two tensors came to share by `t.data = s.data`: that
+        /// statement and its value.
+        shared: Option<(Span, Span)>,
     },
     /// A parameter (or a module holding them) replaced by a new object.
     Rebind {

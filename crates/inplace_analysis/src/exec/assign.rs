@@ -231,9 +231,39 @@ impl Interp<'_, '_> {
         stmt: Option<StmtId>,
     ) {
         let owners = self.eval(c, object);
-        for o in owners {
-            self.set_attribute(c, target, o, attr, vals.clone(), stmt);
+        let paired = (attr == known::DATA)
+            .then(|| self.paired_data(c, object, &owners, &vals))
+            .flatten();
+        for (k, o) in owners.into_iter().enumerate() {
+            let vals = match &paired {
+                Some(each) => smallvec![each[k]],
+                None => vals.clone(),
+            };
+            self.set_attribute(c, target, o, attr, vals, stmt);
         }
+    }
+
+    /// `for t, s in zip(a.parameters(), b.parameters()): t.data = s.data`: the names of one
+    /// loop's tuple target take their tensors in step, so each `t` is given the alias of the
+    /// `s` of its own turn (not any of them). The value for each owner, in the owners' order.
+    fn paired_data(&self, c: Code<'_>, object: ExprId, owners: &Vals, vals: &Vals) -> Option<Vals> {
+        let Expr::Name { name, .. } = *c.expr(object) else {
+            return None;
+        };
+        let (_, mine, key) =
+            (self.each_element.iter()).rfind(|(n, ts, _)| *n == name && ts == owners)?;
+        let sources = |v: &ObjId| self.tensor(*v).and_then(|t| t.detached_from);
+        let (_, theirs, _) = self.each_element.iter().find(|(n, ts, k)| {
+            k == key
+                && *n != name
+                && ts.len() == mine.len()
+                && vals
+                    .iter()
+                    .all(|v| sources(v).is_some_and(|s| ts.contains(&s)))
+        })?;
+        (theirs.iter())
+            .map(|s| vals.iter().copied().find(|v| sources(v) == Some(*s)))
+            .collect()
     }
 
     /// `o.attr = vals` (or `setattr(o, "attr", vals)`; `target` is where it is written). An
@@ -315,7 +345,12 @@ impl Interp<'_, '_> {
                     .value(Some(&vals))
                     .no_leaf_check();
                 self.write(&smallvec![alias], spec);
-                self.share_data_of(o, &vals);
+                // (The statement and its value: where the memory came to be shared.)
+                let at = stmt.and_then(|s| match *c.body.stmt(s) {
+                    Stmt::Assign { value, .. } => Some((c.stmt_span(s), c.span(value))),
+                    _ => None,
+                });
+                self.share_data_of(o, &vals, at);
             }
             Obj::Tensor(_) if attr == known::REQUIRES_GRAD => {
                 let on = vals.as_slice() != [FALSE];
@@ -335,7 +370,7 @@ impl Interp<'_, '_> {
     /// `t.data = s.data` (or `= s.detach()`): `t` now shows `s`'s memory, a detached alias of it, so a
     /// later write through `t` changes what `s` reads (a mean teacher set up this way trains
     /// the student's own weights).
-    fn share_data_of(&mut self, o: ObjId, vals: &Vals) {
+    fn share_data_of(&mut self, o: ObjId, vals: &Vals, at: Option<(Span, Span)>) {
         let [v] = vals.as_slice() else {
             return;
         };
@@ -346,6 +381,7 @@ impl Interp<'_, '_> {
         // tensor, `torch.from_numpy(array)` loading weights, is no other tensor's memory.)
         let Some(src) = vt.detached_from else {
             // (A new tensor, `s.data.clone()`: `t` shows memory of its own again.)
+            self.shown_memory.remove(&o);
             if let Some(t) = self.tensor_mut(o) {
                 if t.detached_from.is_some() {
                     t.detached_from = None;
@@ -363,6 +399,9 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(o) {
             t.storage = storage;
             t.detached_from = Some(src);
+            if let Some(at) = at {
+                self.shown_memory.insert(o, at);
+            }
         }
     }
 

@@ -122,7 +122,8 @@ impl Interp<'_, '_> {
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
-            let snapshot = (write.kind == WriteKind::Step)
+            let shared = self.shared_site(written, container);
+            let snapshot = (write.kind == WriteKind::Step && shared.is_none())
                 .then(|| match container {
                     Some(o) => self.snapshot_in(o),
                     None => self.snapshot_origin(name),
@@ -144,8 +145,37 @@ impl Interp<'_, '_> {
                 view_copyable,
                 nested,
                 snapshot,
+                shared,
             });
         }
+    }
+
+    /// Where `t.data = s.data` made the memory written shared, when it did: the tensor written
+    /// (or what its `.data` was taken from) shows another's memory, or a tensor the container
+    /// read keeps shows the written one's (a teacher's layer after the student's step).
+    pub(super) fn shared_site(
+        &self,
+        written: ObjId,
+        container: Option<ObjId>,
+    ) -> Option<(Span, Span)> {
+        if self.shown_memory.is_empty() {
+            return None;
+        }
+        let shown = |o: ObjId| self.shown_memory.get(&o).copied();
+        let from = |o: ObjId| self.tensor(o).and_then(|t| t.detached_from);
+        let kept = |c: ObjId| -> Option<(Span, Span)> {
+            let slots: Vals = match self.obj(c) {
+                Obj::Module(m) => m.attrs.values().flatten().copied().collect(),
+                Obj::Seq(items) => items.iter().flatten().copied().collect(),
+                _ => return None,
+            };
+            (slots.into_iter())
+                .filter(|v| from(*v) == Some(written))
+                .find_map(shown)
+        };
+        (shown(written))
+            .or_else(|| from(written).and_then(shown))
+            .or_else(|| kept(container?))
     }
 
     /// Where what `name` holds was made, when it is a snapshot of parameters sharing their
@@ -320,6 +350,7 @@ impl Interp<'_, '_> {
             view_copyable: view.is_some_and(|v| v.1),
             nested: false,
             snapshot: None,
+            shared: None,
         });
     }
 
@@ -390,6 +421,7 @@ impl Interp<'_, '_> {
                 view_copyable: view.is_some_and(|v| v.1),
                 nested: false,
                 snapshot: None,
+                shared: None,
             });
         }
     }

@@ -359,6 +359,13 @@ pub(crate) struct Interp<'p, 't> {
     /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
     pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
+    /// Tensors made to show another's memory by `t.data = s.data`, whether or not they still
+    /// require grad (a teacher's parameters then set `requires_grad_(False)`): the statement
+    /// that did it and its value.
+    pub shown_memory: FxHashMap<ObjId, (Span, Span)>,
+    /// Parameters (leaves) made not to require grad (`p.requires_grad_(False)`): still their
+    /// module's parameters, which an optimizer's step skips (they get no `.grad`).
+    pub frozen: FxHashSet<ObjId>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
     /// The element read at a known position of a container's slot that stands for many
@@ -407,8 +414,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Loops over a known list of tensors running (`for p in model.parameters():`,
     /// `for name, p in model.named_parameters():`, `for t in (a, b):`): a loop name and the
     /// tensors it takes in turn. A write through the name writes each of them, for certain,
-    /// not one of several alternatives.
-    pub each_element: Vec<(Name, Vals)>,
+    /// not one of several alternatives. (With the span of the loop's target: the names of one
+    /// tuple target take their tensors in step.)
+    pub each_element: Vec<(Name, Vals, Span)>,
     /// A comprehension is being unrolled child by child (one inside it is not: at most 32
     /// evaluations of an element per comprehension).
     pub unrolling_comprehension: bool,
@@ -518,6 +526,8 @@ impl<'p, 't> Interp<'p, 't> {
             ran_backward: false,
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
+            shown_memory: FxHashMap::default(),
+            frozen: FxHashSet::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             elements_at: FxHashMap::default(),
             instances: (*frozen.instances).clone(),

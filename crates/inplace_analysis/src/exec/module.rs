@@ -754,6 +754,11 @@ impl Interp<'_, '_> {
             return self.opaque_call(args, call);
         };
         let module = module.clone();
+        let layer = match *c.expr(e) {
+            Expr::Call { func, .. } => c.span(func),
+            _ => call,
+        };
+        self.read_layer_state(m, layer, call);
         let input = args.first().cloned().unwrap_or_default();
         let class = class.to_string();
         match class.as_str() {
@@ -1122,7 +1127,7 @@ impl Interp<'_, '_> {
                     self.module_params(*ch, out, seen);
                 }
             }
-            Obj::Tensor(t) if t.leaf => out.push(m),
+            Obj::Tensor(t) if t.leaf || self.frozen.contains(&m) => out.push(m),
             Obj::Seq(items) => {
                 for v in items.iter().flatten() {
                     self.module_params(*v, out, seen);
@@ -1148,7 +1153,7 @@ impl Interp<'_, '_> {
             };
             let mut own: Vec<(ObjId, Name)> = (module.attrs.iter())
                 .filter_map(|(n, vs)| match vs.as_slice() {
-                    [v] if matches!(self.obj(*v), Obj::Tensor(t) if t.leaf) => Some((*v, *n)),
+                    [v] if matches!(self.obj(*v), Obj::Tensor(t) if t.leaf || self.frozen.contains(v)) => Some((*v, *n)),
                     _ => None,
                 })
                 .collect();

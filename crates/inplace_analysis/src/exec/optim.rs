@@ -27,7 +27,8 @@ impl Interp<'_, '_> {
             params: tensors.clone(),
             origin,
         });
-        for t in tensors {
+        // (A frozen parameter is listed but not trained: replacing it stops no training.)
+        for t in tensors.into_iter().filter(|t| !self.frozen.contains(t)) {
             self.state.held.insert(t, opt);
         }
         for o in owners {
@@ -158,8 +159,9 @@ impl Interp<'_, '_> {
                     .iter()
                     .copied()
                     .filter(|p| {
-                        self.tensor(*p)
-                            .is_none_or(|t| !self.state.gradless.contains(&t.storage))
+                        !self.frozen.contains(p)
+                            && (self.tensor(*p))
+                                .is_none_or(|t| !self.state.gradless.contains(&t.storage))
                     })
                     .collect();
                 if !written.is_empty() {

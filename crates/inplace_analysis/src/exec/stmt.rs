@@ -356,7 +356,7 @@ impl Interp<'_, '_> {
         let elems = self.elements(&iter);
         let each = self.each_element_loop(c, target, &iter);
         let pushed = each.len();
-        self.each_element.extend(each);
+        (self.each_element).extend(each.into_iter().map(|(n, ts)| (n, ts, c.span(target))));
         self.run_loop(c, body, |it| {
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);

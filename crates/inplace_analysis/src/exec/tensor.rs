@@ -933,6 +933,10 @@ impl Interp<'_, '_> {
     /// `detach()`) becomes a view of a leaf too, so writing it in place is form ② (measured
     /// with torch 2.15).
     pub(super) fn set_requires_grad(&mut self, o: ObjId, on: bool) {
+        match on {
+            true => self.frozen.remove(&o),
+            false => self.tensor(o).is_some_and(|t| t.leaf) && self.frozen.insert(o),
+        };
         if let Some(t) = self.tensor_mut(o) {
             t.grad = if on { Tri::Yes } else { Tri::No };
             t.leaf = on && t.node.is_none();

@@ -164,7 +164,13 @@ impl Interp<'_, '_> {
         let each = w.through.is_some_and(|n| {
             self.each_element
                 .iter()
-                .any(|(name, ps)| *name == n && targets.iter().all(|t| ps.contains(t)))
+                .any(|(name, ps, _)| *name == n && targets.iter().all(|t| ps.contains(t)))
+        });
+        // (Or, through `.data`, the tensors such a loop takes: `for p in ...: p.data.mul_(a)`.)
+        let each_data = self.each_element.iter().any(|(_, ps, _)| {
+            (targets.iter()).all(|x| {
+                (self.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
+            })
         });
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
@@ -210,6 +216,14 @@ impl Interp<'_, '_> {
                     && !self.made_in_write(*t, w.site)
                 {
                     self.mark_stale(*t, wid, w.keep);
+                }
+                // (A parameter's own update through `.data` changes another's memory when it
+                // was made to show it.)
+                if let Some((b, bt)) = (tt.detached_from)
+                    .filter(|_| plain && w.kind != WriteKind::DataAssign && (single || each_data))
+                    .and_then(|b| Some((b, self.tensor(b)?.clone())))
+                {
+                    self.mark_shown_memory(b, &bt, wid);
                 }
                 continue;
             }
@@ -427,13 +441,22 @@ impl Interp<'_, '_> {
         // `nn.init` fills.)
         if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             self.mark_stale_slots(t, wid, Taken::Any);
-        } else if let Some(src) = tt.detached_from.filter(|s| *s != t && tt.leaf) {
-            // ... but a parameter made to show another's memory (`t_p.data = s_p.data`) changes
-            // that other one too, where it is kept (the student's weights under a teacher's
-            // update).
-            if self.tensor(src).is_some_and(|st| st.leaf) {
-                self.mark_stale_slots_where(wid, Taken::None, |_, x| x == src);
-            }
+        } else {
+            // ... but not a parameter made to show another's memory.
+            self.mark_shown_memory(t, tt, wid);
+        }
+    }
+
+    /// A parameter made to show another's memory (`t_p.data = s_p.data`), written in place
+    /// (`t_p.mul_(a)`, or through `.data` as an EMA does), changes that other one too, where it
+    /// is kept (the student's weights under a teacher's update).
+    fn mark_shown_memory(&mut self, t: ObjId, tt: &TensorObj, wid: WriteId) {
+        let shown = tt.leaf || self.shown_memory.contains_key(&t);
+        let Some(src) = tt.detached_from.filter(|s| *s != t && shown) else {
+            return;
+        };
+        if self.tensor(src).is_some_and(|st| st.leaf) {
+            self.mark_stale_slots_where(wid, Taken::None, true, |_, x| x == src);
         }
     }
 
@@ -582,7 +605,7 @@ impl Interp<'_, '_> {
             (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
         };
         self.mark_stale_where(wid, None, snapshot);
-        self.mark_stale_slots_where(wid, Taken::Any, snapshot);
+        self.mark_stale_slots_where(wid, Taken::Any, false, snapshot);
     }
 
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is
@@ -672,14 +695,16 @@ impl Interp<'_, '_> {
     /// helper given `self.running`), and means the slot to change.
     /// `taken`: which slots taken out count (see [`Taken`]).
     pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) {
-        self.mark_stale_slots_where(wid, taken, |it, x| it.same_or_detached(x, t));
+        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t));
     }
 
-    /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts.
+    /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts; `children`:
+    /// the children of containers too (`model[0].weight`).
     fn mark_stale_slots_where(
         &mut self,
         wid: WriteId,
         taken: Taken,
+        children: bool,
         hit: impl Fn(&Self, ObjId) -> bool,
     ) {
         /// Most container objects looked into per write.
@@ -709,7 +734,14 @@ impl Interp<'_, '_> {
                 Obj::Seq(items) => (items.iter().enumerate())
                     .map(|(k, vs)| (Slot::At(k as u32), vs))
                     .collect(),
-                Obj::Module(m) => m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect(),
+                Obj::Module(m) => {
+                    // (A container's children are no slots of it, but hold theirs: the
+                    // `weight` of `model[0]`.)
+                    if children && depth < 2 {
+                        todo.extend(m.children.iter().map(|ch| (*ch, depth + 1)));
+                    }
+                    m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect()
+                }
                 _ => SmallVec::new(),
             };
             for (slot, vs) in slots {
@@ -792,6 +824,29 @@ impl Interp<'_, '_> {
         });
         if let Some(slot) = first {
             self.read_slot(o, slot, at);
+        }
+    }
+
+    /// A torch layer's forward, called at `at`, reads its parameters and buffers: one a write
+    /// changed another way since (a teacher's update into memory the student's layer shows)
+    /// is read stale there.
+    /// (Only memory `t.data = s.data` made two layers share: the rest of a layer's state is
+    /// meant to change where it is kept.)
+    pub(super) fn read_layer_state(&mut self, m: ObjId, layer: Span, at: Span) {
+        if self.state.stale_slots.is_empty() || self.shown_memory.is_empty() || self.metadata_read {
+            return;
+        }
+        for (slot, writes) in self.stale_slots_of(m) {
+            let shared = |w: &WriteId| {
+                let written = self.write_targets[*w as usize];
+                self.shared_site(written, Some(m)).is_some()
+            };
+            if writes.iter().any(shared) {
+                self.state.stale_slots.remove(&(m, slot));
+                let name = self.prog.text_of(layer).to_string();
+                let name = self.intern(&name);
+                self.report_stale_read(name, &writes, at, Some(m));
+            }
         }
     }
 

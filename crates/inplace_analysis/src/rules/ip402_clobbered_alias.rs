@@ -110,12 +110,16 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         view_copyable,
         nested,
         snapshot,
+        shared,
     } = ev
     else {
         return None;
     };
     if let Some(at) = snapshot {
         return render_snapshot(ctx, ev, *at);
+    }
+    if let Some(at) = shared {
+        return render_shared(ctx, ev, *at);
     }
     let w = ctx.write(*write);
     // (Rewriting a tensor that cannot require grad out of place loses nothing under `no_grad`.)
@@ -311,6 +315,57 @@ fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Findin
             ctx.snippet(w.site),
             ctx.snippet(made),
             ctx.line(made),
+            ctx.line(*read)
+        ),
+        related,
+        fix,
+    })
+}
+
+/// A write into memory `t.data = s.data` made two tensors share (`shared`: that statement and
+/// its value): assigning `.data` points at the other tensor's memory, it copies nothing, so a
+/// mean teacher set up this way is the student, and its update rescales the student's weights.
+fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -> Option<Finding> {
+    let Event::StaleRead {
+        write, name, read, ..
+    } = ev
+    else {
+        return None;
+    };
+    let w = ctx.write(*write);
+    let name = ctx.name(*name);
+    let mut related = Vec::new();
+    for (range, message) in [
+        (
+            ctx.range(stmt),
+            "the memory is shared here: assigning `.data` points at the other tensor's memory and copies nothing".to_string(),
+        ),
+        (
+            ctx.range(*read),
+            format!("`{name}` is read here and sees the values written in place"),
+        ),
+    ] {
+        if let Some(range) = range {
+            related.push(Related {
+                source: None,
+                range,
+                message,
+            });
+        }
+    }
+    write_related(ctx, w, &mut related);
+    let fix = (!crate::project::is_module_item(value.item))
+        .then(|| fix::insert_clone(ctx, value, Applicability::Unsafe))
+        .flatten();
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into memory `{name}` also reads: `{}` ({}) made two tensors share it (it copies nothing); `{name}` is read later ({}) and silently sees the new values",
+            ctx.snippet(w.site),
+            ctx.snippet(stmt),
+            ctx.line(stmt),
             ctx.line(*read)
         ),
         related,
