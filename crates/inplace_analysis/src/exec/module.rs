@@ -1386,9 +1386,7 @@ impl Interp<'_, '_> {
                     let mut params = Vals::new();
                     self.module_params(m, &mut params, &mut FxHashSet::default());
                     for p in params {
-                        if let Some(t) = self.tensor_mut(p) {
-                            t.grad = Tri::No;
-                        }
+                        self.set_requires_grad(p, false);
                     }
                 }
                 smallvec![m]

@@ -132,7 +132,7 @@ impl Interp<'_, '_> {
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
-            into_leaf: all_leaf && !tensors.is_empty(),
+            into_leaf: !tensors.is_empty() && tensors.iter().all(|t| self.parameter_memory(t)),
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
             record_field: w.record_field,
             call_arg: self.call_site.and(tensors.first()).and_then(|t| {
@@ -527,6 +527,14 @@ impl Interp<'_, '_> {
     /// Whether `t` is a `.data` alias whose writes IP402 follows to the tensor's other names:
     /// not a NumPy array's share, and not a parameter's `.data` (how older code updates one
     /// where it is kept).
+    /// Whether `t` is a parameter (one that requires grad, or a frozen one) or a view of one,
+    /// under any grad mode: what a module and an optimizer hold, which no copy can stand for.
+    fn parameter_memory(&self, t: &TensorObj) -> bool {
+        let frozen = || self.frozen.contains(&t.storage);
+        let viewed = || t.view_of.is_some() && self.tensor(t.storage).is_some_and(|b| b.leaf);
+        t.counter && t.detached_from.is_none() && (t.leaf || t.view_of_leaf || frozen() || viewed())
+    }
+
     pub(super) fn names_data_of_non_leaf(&self, t: &TensorObj) -> bool {
         !t.counter
             && t.numpy.is_none()

@@ -15,7 +15,9 @@ pub(crate) fn aug_assign_out_of_place(
         return None;
     };
     let element = w.element.is_some() && matches!(body.expr(target), Expr::Subscript { .. });
-    if !element && !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+    if !element && !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. })
+        || param_attribute(&body, target, w)
+    {
         return None;
     }
     let span = |e: ExprId| Span::new(s.item, body.expr_span(e));
@@ -96,7 +98,9 @@ pub(crate) fn call_out_of_place(
             } else {
                 body.exprs_of(a.positional).next()?
             };
-            if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. }) {
+            if !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. })
+                || param_attribute(&body, target, w)
+            {
                 return None;
             }
             let t = ctx.text(span(target));
@@ -119,6 +123,12 @@ pub(crate) fn call_out_of_place(
         }
         _ => None,
     }
+}
+
+/// Whether `target` is an attribute holding a parameter (`layer.weight`): a module refuses a
+/// plain tensor there (`TypeError`), and an optimizer would keep updating the old one.
+fn param_attribute(body: &crate::ir::Body, target: ExprId, w: &crate::events::Write) -> bool {
+    w.into_leaf && matches!(body.expr(target), Expr::Attr { .. })
 }
 
 /// The out-of-place twin of in-place call `w` (`relu` for `z.relu_()` or `torch.relu_(z)`), and
