@@ -39,6 +39,9 @@ pub(crate) enum WriteKind {
     /// An `nn.Embedding(..., max_norm=...)` called: it renormalises the rows it looks up in
     /// its weight, in place (under no grad).
     Renorm,
+    /// `model.load_state_dict(sd)`: every parameter of the tree copied into in place (under no
+    /// grad), meant to be seen by whoever holds them.
+    LoadState,
 }
 
 impl WriteKind {

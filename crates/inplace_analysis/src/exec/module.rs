@@ -1491,9 +1491,19 @@ impl Interp<'_, '_> {
                 smallvec![d]
             }
             // (It reads every entry of the state given: a stale snapshot is read here.)
+            // Then it copies each entry into its parameter, in place under `no_grad`: what a
+            // forward saved of them is changed before its backward.
             "load_state_dict" => {
                 if let Some((v, Some(arg))) = args.positional.first() {
                     self.read_entries(v, c.span(*arg));
+                }
+                let mut params = Vals::new();
+                self.module_params(m, &mut params, &mut FxHashSet::default());
+                if !params.is_empty() {
+                    let spec = WriteSpec::new(WriteKind::LoadState, call, call)
+                        .no_leaf_check()
+                        .call(e);
+                    self.write(&params, spec);
                 }
                 smallvec![OTHER]
             }

@@ -207,7 +207,7 @@ impl Interp<'_, '_> {
                 // a parameter's: `.data` is how older code updates one where it is kept.)
                 let plain = !matches!(
                     w.kind,
-                    WriteKind::Step | WriteKind::Renorm | WriteKind::Init(_)
+                    WriteKind::Step | WriteKind::Renorm | WriteKind::LoadState | WriteKind::Init(_)
                 );
                 if tt.known
                     && single
@@ -229,7 +229,8 @@ impl Interp<'_, '_> {
             }
             // A step writes every parameter for certain (they are not alternatives), and so
             // does a loop over a known list of tensors.
-            let must = single || all_saved || w.kind == WriteKind::Step || each;
+            let every = matches!(w.kind, WriteKind::Step | WriteKind::LoadState);
+            let must = single || all_saved || every || each;
             if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
                 for s in saves {
                     note_write(self.state.clobbered.entry(s).or_default(), wid);
@@ -237,7 +238,12 @@ impl Interp<'_, '_> {
             }
             // IP402: other names bound to this very object now see the new value (an optimizer
             // step is meant to be seen).
-            if tt.known && !matches!(w.kind, WriteKind::Step | WriteKind::Renorm) {
+            if tt.known
+                && !matches!(
+                    w.kind,
+                    WriteKind::Step | WriteKind::Renorm | WriteKind::LoadState
+                )
+            {
                 if single {
                     self.mark_stale_aliases(*t, &tt, wid, &w);
                 }

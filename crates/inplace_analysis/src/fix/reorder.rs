@@ -119,12 +119,15 @@ pub(crate) fn parameter_write_after(
     if !w.into_leaf || !trigger.backward {
         return None;
     }
-    let s = match w.call_site {
-        Some(site) => StmtRef {
+    // (The write itself when the `backward()` is in its own function: a method that writes
+    // and runs backward, called from elsewhere.)
+    let own = w.stmt.filter(|s| s.item == trigger.range.item);
+    let s = match (own, w.call_site) {
+        (None, Some(site)) => StmtRef {
             item: site.item,
             stmt: simple_statement_at(&*ctx.body(site.item)?, site.rel)?,
         },
-        None => w.stmt?,
+        _ => w.stmt?,
     };
     // The statement, else the smallest statement around it that can move (the `with
     // torch.no_grad():` block holding the loop that writes each parameter): only a `with` or a

@@ -78,6 +78,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 WriteKind::Renorm => {
                     "renormalises in place (`max_norm`) the embedding rows it looks up, in"
                 }
+                WriteKind::LoadState => "copies new values in place (under `no_grad`) into",
                 _ => "writes in place into",
             },
             ctx.op(save.op),

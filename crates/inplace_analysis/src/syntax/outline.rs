@@ -48,6 +48,8 @@ impl Seeds {
     pub const OPTIM: u16 = 1 << 9;
     /// `setattr` (an attribute replaced by name).
     pub const SETATTR: u16 = 1 << 10;
+    /// `.load_state_dict(` (every parameter copied into in place).
+    pub const LOAD: u16 = 1 << 11;
 
     pub fn any(self) -> bool {
         self.0 != 0
@@ -175,6 +177,7 @@ enum Pending {
     InplaceName,
     OutKeyword,
     Step,
+    Load,
     SelfCall,
 }
 
@@ -219,6 +222,7 @@ enum Special {
     Inplace,
     Out,
     Step,
+    Load,
     SelfName,
     Data,
     Grad,
@@ -236,6 +240,7 @@ static SPECIAL: LazyLock<FxHashMap<u64, (&'static str, Special)>> = LazyLock::ne
         ("max_norm", Special::Inplace),
         ("out", Special::Out),
         ("step", Special::Step),
+        ("load_state_dict", Special::Load),
         ("self", Special::SelfName),
         ("data", Special::Data),
         ("grad", Special::Grad),
@@ -739,6 +744,7 @@ impl Builder<'_> {
                         self.pending = Pending::OutKeyword
                     }
                     Some(Special::Step) if after_dot => self.pending = Pending::Step,
+                    Some(Special::Load) if after_dot => self.pending = Pending::Load,
                     Some(Special::SelfName) if !after_dot => self.pending = Pending::SelfCall,
                     Some(Special::Data) if after_dot && !self.import_line => *seeds |= Seeds::DATA,
                     Some(Special::Grad) if after_dot => *seeds |= Seeds::GRAD,
@@ -826,6 +832,7 @@ impl Builder<'_> {
             (Pending::InplaceName, Some("(")) => summary.seeds.0 |= Seeds::INPLACE_CALL,
             (Pending::OutKeyword, Some("=")) => summary.seeds.0 |= Seeds::OUT_ARG,
             (Pending::Step, Some("(")) => summary.seeds.0 |= Seeds::STEP,
+            (Pending::Load, Some("(")) => summary.seeds.0 |= Seeds::LOAD,
             (Pending::SelfCall, Some("(")) => summary.calls_self = true,
             _ => {}
         }
