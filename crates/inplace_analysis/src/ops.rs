@@ -389,6 +389,53 @@ pub const FACTORIES: &[&str] = &[
     "load",
 ];
 
+/// Methods of the op table that NumPy arrays (and array-likes built on them) have too: called on
+/// a value the analysis only takes for a tensor (what an unseen call returned), they do not
+/// tell that it is one. Any other op of the table called as a method (`deg.rsqrt()`,
+/// `x.sigmoid()`, `a.clamp(0)`) does: its result is a tensor.
+pub const ARRAY_METHODS: &[&str] = &[
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "clip",
+    "round",
+    "reshape",
+    "transpose",
+    "std",
+    "var",
+    "cumsum",
+    "cumprod",
+    "prod",
+    "all",
+    "any",
+    "dot",
+    "astype",
+    "argmax",
+    "argmin",
+    "sort",
+    "argsort",
+    "squeeze",
+    "repeat",
+    "take",
+    "flatten",
+    "ravel",
+    "copy",
+    "fill",
+    "nonzero",
+    "conj",
+    "trace",
+    "diagonal",
+    "view",
+    "swapaxes",
+    "ptp",
+    "put",
+    "choose",
+    "compress",
+    "partition",
+    "resize",
+];
+
 /// Tensor methods and attributes whose result is no tensor.
 pub const NON_TENSOR: &[&str] = &[
     "item",

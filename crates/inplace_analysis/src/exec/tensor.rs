@@ -198,7 +198,8 @@ impl Interp<'_, '_> {
             || matches!(m.as_str(), "add" | "sub" | "mul" | "div" | "matmul" | "pow")
         {
             let name = self.dim_variant(&m, args, 0);
-            self.op_result(&name, OpLabel::Method(meth), &inputs, call, false)
+            let tensor_only = !ops::ARRAY_METHODS.contains(&m.as_str());
+            self.op_result(&name, OpLabel::Method(meth), &inputs, call, tensor_only)
         } else if ops::INDEX_RESULT.contains(&m.as_str())
             || ops::NO_GRAD_DRAWS.contains(&m.as_str())
         {
