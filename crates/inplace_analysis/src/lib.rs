@@ -304,16 +304,31 @@ pub(crate) fn finding_remains(finding: &Finding, after: &[Finding]) -> bool {
     let Some(fix) = &finding.fix else {
         return false;
     };
-    // (From the finding itself when the fix writes after it: a statement repeated after a
-    // step that still leaves the step reported.)
+    let (first, end) = fix_window(finding, fix);
+    reported_between(finding, first, end, after)
+}
+
+/// Where a fixed text is looked at for its finding: from the fix's first edit (or from the
+/// finding itself when the fix writes after it: a statement repeated after a step that still
+/// leaves the step reported) to the finding's end, moved by what the fix adds.
+fn fix_window(finding: &Finding, fix: &Fix) -> (usize, usize) {
     let first = (fix.edits.iter().map(|e| e.range.start).min())
         .unwrap_or(0)
         .min(finding.range.start);
     let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
     let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
-    let end = finding.range.end + written.saturating_sub(removed);
+    (first, finding.range.end + written.saturating_sub(removed))
+}
+
+/// Whether `after` reports `finding` again between `first` and `end`, or, for an error, any
+/// error there: the statement still raises (`w.div_(2 * w.abs().max())` written on a copy made
+/// before it: `abs` saves the copy the write then changes).
+fn reported_between(finding: &Finding, first: usize, end: usize, after: &[Finding]) -> bool {
+    let raises = |g: &Finding| finding.severity == Severity::Error && g.severity == Severity::Error;
     after.iter().any(|g| {
-        g.rule == finding.rule && g.range.start < end.max(first + 1) && first <= g.range.end
+        (g.rule == finding.rule || raises(g))
+            && g.range.start < end.max(first + 1)
+            && first <= g.range.end
     })
 }
 
@@ -466,20 +481,9 @@ fn stuck_fixes(findings: &[Finding], edits: &[Edit], after: &[Finding]) -> Vec<u
             if fix.edits.is_empty() || !fix.edits.iter().all(|e| edits.contains(e)) {
                 return None;
             }
-            let first = fix
-                .edits
-                .iter()
-                .map(|e| e.range.start)
-                .min()?
-                .min(f.range.start);
-            let written: usize = fix.edits.iter().map(|e| e.content.len()).sum();
-            let removed: usize = fix.edits.iter().map(|e| e.range.end - e.range.start).sum();
-            let end = f.range.end + written.saturating_sub(removed);
+            let (first, end) = fix_window(f, fix);
             let (first, end) = (shift(first, &fix.edits), shift(end, &fix.edits));
-            let remains = after.iter().any(|g| {
-                g.rule == f.rule && g.range.start < end.max(first + 1) && first <= g.range.end
-            });
-            remains.then_some(i)
+            reported_between(f, first, end, after).then_some(i)
         })
         .collect()
 }

@@ -103,7 +103,7 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
             let written = written_expr(&body, s.stmt, w)?;
             (
                 s,
-                Span::new(s.item, body.expr_span(root_place(&body, written)?)),
+                Span::new(s.item, body.expr_span(written_root(ctx, &body, written)?)),
             )
         }
     };
@@ -264,6 +264,17 @@ fn view_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
     chain_root(body, e, &|attr| {
         let m = ctx.name(attr);
         crate::ops::is_view_op(m) || m == "detach"
+    })
+}
+
+/// The tensor a write's target expression is: through subscripts, views, `.detach()` and
+/// in-place calls (which return their receiver: `w.div_(s).add_(0.5)` writes `w`). Not through
+/// another call (`g.norm(2, dim=1).sub_(1)` writes the new tensor `norm` made: a copy of `g`
+/// would not change what is written).
+fn written_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
+    chain_root(body, e, &|attr| {
+        let m = ctx.name(attr);
+        crate::ops::is_view_op(m) || m == "detach" || (m.ends_with('_') && !m.ends_with("__"))
     })
 }
 

@@ -21,8 +21,8 @@ pub(crate) use copy::{
 };
 pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
-    aug_assign_out_of_place, call_out_of_place, inplace_false, nested_call_out_of_place,
-    rebind_read_again, return_from_hook, straight_through,
+    aug_assign_out_of_place, call_out_of_place, fresh_result_out_of_place, inplace_false,
+    nested_call_out_of_place, rebind_read_again, return_from_hook, straight_through,
 };
 pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{
@@ -641,7 +641,11 @@ pub(crate) fn root_place(body: &Body, e: ExprId) -> Option<ExprId> {
 
 /// The place a chain of subscripts and method calls starts from, through the methods
 /// `through` accepts (by name).
-fn chain_root(body: &Body, mut e: ExprId, through: &dyn Fn(Name) -> bool) -> Option<ExprId> {
+pub(crate) fn chain_root(
+    body: &Body,
+    mut e: ExprId,
+    through: &dyn Fn(Name) -> bool,
+) -> Option<ExprId> {
     loop {
         if is_place(body, e) {
             return Some(e);

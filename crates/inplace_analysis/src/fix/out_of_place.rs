@@ -175,6 +175,32 @@ pub(crate) fn nested_call_out_of_place(
     ))
 }
 
+/// `g.norm(2, dim=1).sub_(1)`: the write's receiver is the very call whose output was saved,
+/// made in the same expression, so no name holds it: its out-of-place twin (`.sub(1)`) changes
+/// nothing else (a copy of `g` would not separate them).
+pub(crate) fn fresh_result_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    saved_at: Span,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let crate::events::WriteKind::Method(name) = w.kind else {
+        return None;
+    };
+    let (s, call) = (w.stmt?, w.call?);
+    let body = ctx.body(s.item)?;
+    let Expr::Call { func, .. } = *body.expr(call) else {
+        return None;
+    };
+    let Expr::Attr { value, .. } = *body.expr(func) else {
+        return None;
+    };
+    if w.under_no_grad || saved_at.item != s.item || body.expr_span(value) != saved_at.rel {
+        return None;
+    }
+    nested_call_out_of_place(ctx, w, name, applicability)
+}
+
 /// Whether `e` is the element a comprehension builds.
 fn comp_element(body: &Body, e: ExprId) -> bool {
     (body.exprs.iter()).any(|x| matches!(*x, Expr::Comp { elt, .. } if elt == e))

@@ -80,6 +80,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
-        fix: out_of_place(ctx, w, applicability),
+        fix: out_of_place(ctx, w, applicability)
+            .or_else(|| crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability)),
     })
 }
