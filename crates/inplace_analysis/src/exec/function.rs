@@ -139,15 +139,59 @@ impl Interp<'_, '_> {
             .iter()
             .filter_map(|v| self.tensor(*v).map(|t| t.storage))
             .collect();
-        for s in saved_flat {
+        let saved = saved_flat.into_iter().map(|s| (s, None));
+        for (s, stash) in saved.chain(self.stashed_on(class, ctx)) {
             let Some(storage) = self.tensor(s).map(|t| t.storage) else {
                 continue;
             };
             let output = output_storages.contains(&storage);
             let id = self.record_save(storage, output, label, call, assumes);
+            self.saves.get_mut(id).stash = stash;
             self.nodes.get_mut(node).saves.push(id);
         }
         results
+    }
+
+    /// The tensors a custom Function's `forward` kept as attributes of `ctx` (`ctx.x = x`,
+    /// `ctx.stash = (x, w)`) that its `backward` reads (`ctx.x` in its text), each with the
+    /// attribute: the backward reads them as they are then.
+    fn stashed_on(&mut self, class: &ClassObj, ctx: ObjId) -> Vec<(ObjId, Option<Name>)> {
+        let Some(def) = self.find_method(class, known::BACKWARD) else {
+            return Vec::new();
+        };
+        let Some((body, f)) = self.resolve_def(def) else {
+            return Vec::new();
+        };
+        let backward = self
+            .prog
+            .text_of(Span::new(def.item, body.func(f).span))
+            .to_string();
+        let attrs: Vec<(Name, Vals)> = match self.obj(ctx) {
+            Obj::Module(m) => (m.attrs.iter())
+                .filter(|(n, _)| {
+                    ![
+                        known::SAVED_TENSORS,
+                        known::MARK_DIRTY,
+                        known::MARK_NON_DIFFERENTIABLE,
+                    ]
+                    .contains(*n)
+                })
+                .filter(|(n, _)| backward.contains(&format!(".{}", self.name(**n))))
+                .map(|(n, vs)| (*n, vs.clone()))
+                .collect(),
+            _ => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (name, vals) in attrs {
+            let mut flat = Vals::new();
+            self.flatten(&vals, &mut flat, &mut FxHashSet::default());
+            out.extend(
+                (flat.into_iter())
+                    .filter(|v| self.tensor(*v).is_some())
+                    .map(|v| (v, Some(name))),
+            );
+        }
+        out
     }
 
     /// `ctx.mark_dirty(*tensors)` (`how`; or `ctx.mark_non_differentiable`) inside a custom

@@ -697,6 +697,7 @@ impl Interp<'_, '_> {
             range,
             assumes,
             stmt: self.unit_stmt,
+            stash: None,
         });
         self.state.live.entry(storage).or_default().push(id);
         id

@@ -25,7 +25,16 @@
 //! state (`avg = self.avg; avg.mul_(m).add_(x); return avg`) is state kept on purpose.
 //!
 //! `t.data = s.data` (or `= s.detach()`) makes `t` show `s`'s memory: a later write through `t`
-//! changes what `s` reads, a parameter's too (a teacher initialised on the student's memory).
+//! changes what `s` reads, a parameter's too (a teacher initialised on the student's memory,
+//! pair by pair over `zip(teacher.parameters(), student.parameters())`, then frozen: its EMA
+//! update, through `.data` too, rescales the student, whose layers read it at the next call).
+//! The finding names the `.data` assignment, where a copy (`s_p.data.clone()`) fixes it.
+//!
+//! A custom `torch.autograd.Function` whose `forward` keeps a tensor as an attribute of `ctx`
+//! (`ctx.x = x`, `ctx.stash = (x, w)`) that its `backward` reads, instead of handing it to
+//! `ctx.save_for_backward`: torch checks the versions of saved tensors only, so an in-place
+//! write of `x` before the backward raises nothing, and the gradient is computed from the new
+//! values (a straight-through quantiser's mask, a residual scaled in place after it).
 //!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
@@ -58,6 +67,7 @@
 //! ```
 //!
 //! **Fix.** Copy where the alias or view is made (`y = x.clone()`, `x1 = x[..., :d].clone()`,
+//! `t_p.data = s_p.data.clone()`,
 //! `best = {k: v.clone() for k, v in model.state_dict().items()}`, `p.detach().clone()`),
 //! or write out of place
 //! (`h = torch.relu(feat)`, `inplace=False`, `return t.clamp(lo, hi)` in a helper). A loop
@@ -68,7 +78,7 @@
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
 //! changes the values the program computes.
 
-use super::{out_of_place, write_of, write_related, RuleImpl};
+use super::{clobber_any, out_of_place, write_of, write_related, RuleImpl};
 use crate::events::{Event, Keeper, WriteId, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Related, Severity};
@@ -86,6 +96,9 @@ pub(crate) const RULE: RuleImpl = RuleImpl {
 
 /// A module built with `inplace=True` clobbers where it is called.
 fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
+    if let Some((w, save, _)) = clobber_any(ev, u) {
+        return save.stash.map(|_| w.range);
+    }
     let (Event::StaleRead { write, .. } | Event::SelfOverlap { write, .. }) = ev else {
         return None;
     };
@@ -99,6 +112,9 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     if let Event::SelfOverlap { write, operand } = ev {
         return render_overlap(ctx, *write, *operand);
+    }
+    if let Some((w, save, trigger)) = clobber_any(ev, ctx.unit) {
+        return render_stash(ctx, w, save, trigger);
     }
     let Event::StaleRead {
         write,
@@ -319,6 +335,56 @@ fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Findin
         ),
         related,
         fix,
+    })
+}
+
+/// A write into a tensor a custom Function's `forward` kept on `ctx` (`ctx.x = x`) for its
+/// backward: torch checks no version there (only `save_for_backward` is checked), so the
+/// backward computes silently from the new values.
+fn render_stash(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    save: &crate::domain::graph::Save,
+    trigger: crate::events::Trigger,
+) -> Option<Finding> {
+    let attr = ctx.name(save.stash?);
+    let mut related = Vec::new();
+    for (range, message) in [
+        (
+            ctx.range(save.range),
+            format!(
+                "`{}` keeps it as `ctx.{attr}` here, for its backward",
+                ctx.op(save.op)
+            ),
+        ),
+        (
+            ctx.range(trigger.range),
+            "the backward reads the changed values here, without an error".to_string(),
+        ),
+    ] {
+        if let Some(range) = range {
+            related.push(Related {
+                source: None,
+                range,
+                message,
+            });
+        }
+    }
+    write_related(ctx, w, &mut related);
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into a tensor `{}` ({}) kept as `ctx.{attr}` for its backward; torch checks no version there (only `ctx.save_for_backward` is checked), so `{}` ({}) silently computes the gradient from the new values",
+            ctx.snippet(w.site),
+            ctx.op(save.op),
+            ctx.line(save.range),
+            ctx.snippet(trigger.range),
+            ctx.line(trigger.range),
+        ),
+        related,
+        fix: out_of_place(ctx, w, Applicability::Unsafe),
     })
 }
 
