@@ -87,8 +87,9 @@ pub(crate) struct Write {
     /// The written tensor was read out of a list or dict (`outs[i].add_(1)`): the element is
     /// what a copy replaces, not the container.
     pub element: Option<Span>,
-    /// Every tensor written is a parameter (a leaf that requires grad, or a frozen one) or a
-    /// view of one: a copy would not be what the module and the optimizer hold.
+    /// Every tensor written is a parameter (a leaf that requires grad, or a frozen one, one
+    /// shown another's memory included) or a view of one (not of a detached alias of one): a
+    /// copy would not be what the module and the optimizer hold.
     pub into_leaf: bool,
     /// No tensor written can require grad (position ids, a tensor made from a NumPy array): a
     /// rewrite out of place under `no_grad` loses no history.

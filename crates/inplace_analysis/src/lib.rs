@@ -305,7 +305,8 @@ pub(crate) fn finding_remains(finding: &Finding, after: &[Finding]) -> bool {
         return false;
     };
     let (first, end) = fix_window(finding, fix);
-    reported_between(finding, first, end, after)
+    let own = moved_range(finding, fix, &|pos| pos);
+    reported_between(finding, (first, end), own, after)
 }
 
 /// Where a fixed text is looked at for its finding: from the fix's first edit (or from the
@@ -320,15 +321,31 @@ fn fix_window(finding: &Finding, fix: &Fix) -> (usize, usize) {
     (first, finding.range.end + written.saturating_sub(removed))
 }
 
-/// Whether `after` reports `finding` again between `first` and `end`, or, for an error, any
-/// error there: the statement still raises (`w.div_(2 * w.abs().max())` written on a copy made
-/// before it: `abs` saves the copy the write then changes).
-fn reported_between(finding: &Finding, first: usize, end: usize, after: &[Finding]) -> bool {
+/// The finding's own range in the fixed text: moved by what the fix's edits before it add,
+/// and by `shift` (the other edits of a round).
+fn moved_range(finding: &Finding, fix: &Fix, shift: &dyn Fn(usize) -> usize) -> (usize, usize) {
+    let delta: isize = (fix.edits.iter())
+        .filter(|e| e.range.end <= finding.range.start)
+        .map(|e| e.content.len() as isize - (e.range.end - e.range.start) as isize)
+        .sum();
+    let at = |pos: usize| shift(pos).saturating_add_signed(delta);
+    (at(finding.range.start), at(finding.range.end))
+}
+
+/// Whether `after` reports `finding` again in the fix's window, or, for an error, any error on
+/// the finding's own (moved) range: the statement still raises (`w.div_(2 * w.abs().max())`
+/// written on a copy made before it: `abs` saves the copy the write then changes).
+fn reported_between(
+    finding: &Finding,
+    (first, end): (usize, usize),
+    (start, stop): (usize, usize),
+    after: &[Finding],
+) -> bool {
     let raises = |g: &Finding| finding.severity == Severity::Error && g.severity == Severity::Error;
     after.iter().any(|g| {
-        (g.rule == finding.rule || raises(g))
-            && g.range.start < end.max(first + 1)
-            && first <= g.range.end
+        let again = g.rule == finding.rule && g.range.start < end.max(first + 1);
+        let still = raises(g) && g.range.start < stop.max(start + 1);
+        (again && first <= g.range.end) || (still && start <= g.range.end)
     })
 }
 
@@ -482,8 +499,9 @@ fn stuck_fixes(findings: &[Finding], edits: &[Edit], after: &[Finding]) -> Vec<u
                 return None;
             }
             let (first, end) = fix_window(f, fix);
-            let (first, end) = (shift(first, &fix.edits), shift(end, &fix.edits));
-            reported_between(f, first, end, after).then_some(i)
+            let window = (shift(first, &fix.edits), shift(end, &fix.edits));
+            let own = moved_range(f, fix, &|pos| shift(pos, &fix.edits));
+            reported_between(f, window, own, after).then_some(i)
         })
         .collect()
 }

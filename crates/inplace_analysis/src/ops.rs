@@ -389,51 +389,18 @@ pub const FACTORIES: &[&str] = &[
     "load",
 ];
 
-/// Methods of the op table that NumPy arrays (and array-likes built on them) have too: called on
-/// a value the analysis only takes for a tensor (what an unseen call returned), they do not
-/// tell that it is one. Any other op of the table called as a method (`deg.rsqrt()`,
-/// `x.sigmoid()`, `a.clamp(0)`) does: its result is a tensor.
+/// Methods of the op table that NumPy arrays, pandas series and frames, or SciPy's sparse
+/// matrices have too: called on a value the analysis only takes for a tensor (what an unseen
+/// call returned), they do not tell that it is one. Any other op of the table called as a
+/// method (`deg.rsqrt()`, `x.sigmoid()`, `a.clamp(0)`) does: its result is a tensor.
 pub const ARRAY_METHODS: &[&str] = &[
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "clip",
-    "round",
-    "reshape",
-    "transpose",
-    "std",
-    "var",
-    "cumsum",
-    "cumprod",
-    "prod",
-    "all",
-    "any",
-    "dot",
-    "astype",
-    "argmax",
-    "argmin",
-    "sort",
-    "argsort",
-    "squeeze",
-    "repeat",
-    "take",
-    "flatten",
-    "ravel",
-    "copy",
-    "fill",
-    "nonzero",
-    "conj",
-    "trace",
-    "diagonal",
-    "view",
-    "swapaxes",
-    "ptp",
-    "put",
-    "choose",
-    "compress",
-    "partition",
-    "resize",
+    // NumPy
+    "sum", "mean", "max", "min", "clip", "round", "std", "var", "cumsum", "cumprod", "prod", "dot",
+    "sort", // pandas
+    "abs", "add", "sub", "mul", "div", "pow", "where", "median", "cummax", "cummin",
+    // SciPy sparse
+    "sqrt", "sign", "floor", "ceil", "maximum", "minimum", "log1p", "expm1", "sin", "tan", "tanh",
+    "sinh", "trunc", "deg2rad", "rad2deg",
 ];
 
 /// Tensor methods and attributes whose result is no tensor.
@@ -820,5 +787,16 @@ mod operator_tests {
         assert_eq!(inplace_dunder("__add__"), None);
         assert_eq!(inplace_dunder("iadd"), None);
         assert_eq!(inplace_operator("add"), None);
+    }
+}
+
+#[cfg(test)]
+mod array_methods_tests {
+    /// Each name is an op of the table: the list only takes back what the table would say.
+    #[test]
+    fn every_array_method_is_a_table_op() {
+        for m in super::ARRAY_METHODS {
+            assert!(super::table().op(m).is_some(), "{m}");
+        }
     }
 }

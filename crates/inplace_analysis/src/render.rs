@@ -181,7 +181,7 @@ pub(crate) fn findings(
             };
             // A save that rests on an argument requiring grad, where every call of the file
             // passes one that does not: the callers are analysed with what they pass.
-            if let Some((_, save, _)) = rules::clobber(ev, unit) {
+            if let Some((_, save, _)) = rules::clobber_any(ev, unit) {
                 if save
                     .assumes
                     .is_some_and(|g| passed_grad.get(&g.at) == Some(&false))

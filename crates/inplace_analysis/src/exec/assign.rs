@@ -253,7 +253,7 @@ impl Interp<'_, '_> {
         let (_, mine, key) =
             (self.each_element.iter()).rfind(|(n, ts, _)| *n == name && ts == owners)?;
         let sources = |v: &ObjId| self.tensor(*v).and_then(|t| t.detached_from);
-        let (_, theirs, _) = self.each_element.iter().find(|(n, ts, k)| {
+        let (_, theirs, _) = self.each_element.iter().rfind(|(n, ts, k)| {
             k == key
                 && *n != name
                 && ts.len() == mine.len()
@@ -399,9 +399,10 @@ impl Interp<'_, '_> {
         if let Some(t) = self.tensor_mut(o) {
             t.storage = storage;
             t.detached_from = Some(src);
-            if let Some(at) = at {
-                self.shown_memory.insert(o, at);
-            }
+            match at {
+                Some(at) => self.shown_memory.insert(o, at),
+                None => self.shown_memory.remove(&o),
+            };
         }
     }
 

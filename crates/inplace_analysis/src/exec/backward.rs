@@ -105,8 +105,14 @@ impl Interp<'_, '_> {
         name: Name,
         writes: &[WriteId],
         read: Span,
-        container: Option<ObjId>,
+        container: Option<(ObjId, Slot)>,
     ) {
+        // (What the read sees: the slot's values, or the name's.)
+        let seen: Vals = match container {
+            Some((o, slot)) => self.slot_values(o, slot),
+            None => self.state.env.get(&name).cloned().unwrap_or_default(),
+        };
+        let container = container.map(|(o, _)| o);
         for w in writes {
             let written = self.write_targets[*w as usize];
             // (A piece of a `chunk` or a loop's row is not copied where it is made: that is
@@ -122,7 +128,7 @@ impl Interp<'_, '_> {
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
-            let shared = self.shared_site(written, container);
+            let shared = self.shared_site(written, &seen);
             let snapshot = (write.kind == WriteKind::Step && shared.is_none())
                 .then(|| match container {
                     Some(o) => self.snapshot_in(o),
@@ -150,32 +156,36 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// Where `t.data = s.data` made the memory written shared, when it did: the tensor written
-    /// (or what its `.data` was taken from) shows another's memory, or a tensor the container
-    /// read keeps shows the written one's (a teacher's layer after the student's step).
-    pub(super) fn shared_site(
-        &self,
-        written: ObjId,
-        container: Option<ObjId>,
-    ) -> Option<(Span, Span)> {
+    /// Where `t.data = s.data` made the memory written shared, when the read sees it from the
+    /// other side (`seen`: what the read sees, not the tensor written nor what its `.data` was
+    /// taken from): the tensor written (or the tensor of its `.data`) shows another's memory, a
+    /// teacher's update read through the student; or what the read sees shows it, a teacher's
+    /// layer read after the student's step.
+    pub(super) fn shared_site(&self, written: ObjId, seen: &[ObjId]) -> Option<(Span, Span)> {
         if self.shown_memory.is_empty() {
             return None;
         }
         let shown = |o: ObjId| self.shown_memory.get(&o).copied();
         let from = |o: ObjId| self.tensor(o).and_then(|t| t.detached_from);
-        let kept = |c: ObjId| -> Option<(Span, Span)> {
-            let slots: Vals = match self.obj(c) {
-                Obj::Module(m) => m.attrs.values().flatten().copied().collect(),
-                Obj::Seq(items) => items.iter().flatten().copied().collect(),
-                _ => return None,
-            };
-            (slots.into_iter())
-                .filter(|v| from(*v) == Some(written))
-                .find_map(shown)
-        };
+        // (The tensor written itself, and, for a `.data` alias written, the tensor it is of.)
+        let writer =
+            |v: ObjId| v == written || (shown(written).is_none() && Some(v) == from(written));
+        let other: SmallVec<[ObjId; 2]> = (seen.iter().copied()).filter(|v| !writer(*v)).collect();
+        if other.is_empty() {
+            return None;
+        }
         (shown(written))
             .or_else(|| from(written).and_then(shown))
-            .or_else(|| kept(container?))
+            .or_else(|| other.into_iter().find_map(shown))
+    }
+
+    /// The values slot `slot` of container `o` holds.
+    pub(super) fn slot_values(&self, o: ObjId, slot: Slot) -> Vals {
+        match (self.obj(o), slot) {
+            (Obj::Module(m), Slot::Attr(a)) => m.attrs.get(&a).cloned().unwrap_or_default(),
+            (Obj::Seq(items), Slot::At(k)) => items.get(k as usize).cloned().unwrap_or_default(),
+            _ => Vals::new(),
+        }
     }
 
     /// Where what `name` holds was made, when it is a snapshot of parameters sharing their

@@ -244,6 +244,11 @@ pub(crate) struct Frozen {
     /// unit keeps its numbers).
     pub ints: Arc<FxHashMap<i64, ObjId>>,
     pub int_values: Arc<FxHashMap<ObjId, i64>>,
+    /// [`Interp::parameters`], [`Interp::frozen`] and [`Interp::shown_memory`] of the heap
+    /// above.
+    pub parameters: Arc<FxHashSet<ObjId>>,
+    pub frozen: Arc<FxHashSet<ObjId>>,
+    pub shown_memory: Arc<FxHashMap<ObjId, (Span, Span)>>,
 }
 
 /// What one unit observed.
@@ -365,6 +370,10 @@ pub(crate) struct Interp<'p, 't> {
     pub shown_memory: FxHashMap<ObjId, (Span, Span)>,
     /// Parameters (leaves) made not to require grad (`p.requires_grad_(False)`): still their
     /// module's parameters, which an optimizer's step skips (they get no `.grad`).
+    /// Tensors made as parameters (`nn.Parameter(...)`, a layer's weights): only those are
+    /// frozen by `requires_grad_(False)` (a plain leaf made not to require grad is no
+    /// parameter).
+    pub parameters: FxHashSet<ObjId>,
     pub frozen: FxHashSet<ObjId>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
@@ -526,8 +535,6 @@ impl<'p, 't> Interp<'p, 't> {
             ran_backward: false,
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
-            shown_memory: FxHashMap::default(),
-            frozen: FxHashSet::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
             elements_at: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
@@ -560,6 +567,9 @@ impl<'p, 't> Interp<'p, 't> {
             strings: FxHashMap::default(),
             ints: (*frozen.ints).clone(),
             int_values: (*frozen.int_values).clone(),
+            parameters: (*frozen.parameters).clone(),
+            frozen: (*frozen.frozen).clone(),
+            shown_memory: (*frozen.shown_memory).clone(),
             field_defaults: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             object_keys: FxHashMap::default(),
@@ -878,6 +888,9 @@ impl<'p, 't> Interp<'p, 't> {
             modules: Arc::new(std::mem::take(&mut self.modules)),
             ints: Arc::new(std::mem::take(&mut self.ints)),
             int_values: Arc::new(std::mem::take(&mut self.int_values)),
+            parameters: Arc::new(std::mem::take(&mut self.parameters)),
+            frozen: Arc::new(std::mem::take(&mut self.frozen)),
+            shown_memory: Arc::new(std::mem::take(&mut self.shown_memory)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),

@@ -274,6 +274,7 @@ impl Interp<'_, '_> {
                 continue;
             }
             let t = self.new_leaf(true, origin);
+            self.parameters.insert(t);
             let name = self.intern(leaf);
             let Some(owner) = owner else {
                 attrs.insert(name, smallvec![t]);
@@ -1127,7 +1128,7 @@ impl Interp<'_, '_> {
                     self.module_params(*ch, out, seen);
                 }
             }
-            Obj::Tensor(t) if t.leaf || self.frozen.contains(&m) => out.push(m),
+            Obj::Tensor(_) if self.is_param(m) => out.push(m),
             Obj::Seq(items) => {
                 for v in items.iter().flatten() {
                     self.module_params(*v, out, seen);
@@ -1153,7 +1154,7 @@ impl Interp<'_, '_> {
             };
             let mut own: Vec<(ObjId, Name)> = (module.attrs.iter())
                 .filter_map(|(n, vs)| match vs.as_slice() {
-                    [v] if matches!(self.obj(*v), Obj::Tensor(t) if t.leaf || self.frozen.contains(v)) => Some((*v, *n)),
+                    [v] if self.is_param(*v) => Some((*v, *n)),
                     _ => None,
                 })
                 .collect();
@@ -1376,17 +1377,23 @@ impl Interp<'_, '_> {
                 self.module_list(m, &name)
             }
             "apply" => self.apply_to_tree(c, e, m, args),
-            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen; the module
-            // itself is returned. (`requires_grad_(True)` is left as it is: the leaves the walk
-            // finds include buffers, which it does not touch.)
+            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen, as the
+            // tensor-level call freezes one; `requires_grad_()` / `(True)` unfreezes them. The
+            // module itself is returned.
             "requires_grad_" => {
                 let flag = (args.positional.first().map(|(v, _)| v))
                     .or_else(|| args.keyword(known::REQUIRES_GRAD).map(|(v, ..)| v));
-                if flag.is_some_and(|v| v.as_slice() == [FALSE]) {
+                let on = match flag.map(|v| v.as_slice()) {
+                    None => Some(true),
+                    Some([f]) if *f == FALSE => Some(false),
+                    Some([t]) if *t == TRUE => Some(true),
+                    _ => None,
+                };
+                if let Some(on) = on {
                     let mut params = Vals::new();
                     self.module_params(m, &mut params, &mut FxHashSet::default());
                     for p in params {
-                        self.set_requires_grad(p, false);
+                        self.set_requires_grad(p, on);
                     }
                 }
                 smallvec![m]

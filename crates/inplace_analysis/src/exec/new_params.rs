@@ -51,6 +51,7 @@ impl Interp<'_, '_> {
                 continue;
             };
             let weight = smallvec![self.new_leaf(true, c.span(e))];
+            self.parameters.extend(weight.iter().copied());
             if let Some(s) = stmt {
                 let target = arg.filter(|a| *a != ExprId::NONE).unwrap_or(e);
                 // Named as the user reaches it (`net.fc.weight`) where the argument spells it.

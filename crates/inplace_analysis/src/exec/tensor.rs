@@ -935,9 +935,14 @@ impl Interp<'_, '_> {
     /// `detach()`) becomes a view of a leaf too, so writing it in place is form ② (measured
     /// with torch 2.15).
     pub(super) fn set_requires_grad(&mut self, o: ObjId, on: bool) {
+        // (Unfrozen after an optimizer listed it, it is not taken to be held by it: a name
+        // rebound from it later is no replaced parameter. Not followed.)
         match on {
             true => self.frozen.remove(&o),
-            false => self.tensor(o).is_some_and(|t| t.leaf) && self.frozen.insert(o),
+            false => {
+                let param = self.tensor(o).is_some_and(|t| t.leaf) && self.parameters.contains(&o);
+                param && self.frozen.insert(o)
+            }
         };
         if let Some(t) = self.tensor_mut(o) {
             t.grad = if on { Tri::Yes } else { Tri::No };

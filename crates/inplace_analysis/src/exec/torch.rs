@@ -341,9 +341,17 @@ impl Interp<'_, '_> {
                 return self.variable(&first_arg, args, call);
             }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
-                let grad =
-                    p.ends_with("Parameter") && !self.arg_is_false(args, 1, known::REQUIRES_GRAD);
-                return smallvec![self.new_leaf(grad, call)];
+                let param = p.ends_with("Parameter");
+                let grad = param && !self.arg_is_false(args, 1, known::REQUIRES_GRAD);
+                let t = self.new_leaf(grad, call);
+                if param {
+                    self.parameters.insert(t);
+                    // (`nn.Parameter(x, requires_grad=False)`: a frozen one.)
+                    if !grad {
+                        self.frozen.insert(t);
+                    }
+                }
+                return smallvec![t];
             }
             _ => {}
         }

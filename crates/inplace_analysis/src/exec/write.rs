@@ -132,7 +132,9 @@ impl Interp<'_, '_> {
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
-            into_leaf: !tensors.is_empty() && tensors.iter().all(|t| self.parameter_memory(t)),
+            into_leaf: !tensors.is_empty()
+                && (targets.iter())
+                    .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
             record_field: w.record_field,
             call_arg: self.call_site.and(tensors.first()).and_then(|t| {
@@ -445,7 +447,7 @@ impl Interp<'_, '_> {
         }
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
-        if !(tt.leaf || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
+        if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             self.mark_stale_slots(t, wid, Taken::Any);
         } else {
             // ... but not a parameter made to show another's memory.
@@ -461,7 +463,7 @@ impl Interp<'_, '_> {
         let Some(src) = tt.detached_from.filter(|s| *s != t && shown) else {
             return;
         };
-        if self.tensor(src).is_some_and(|st| st.leaf) {
+        if self.is_param(src) {
             self.mark_stale_slots_where(wid, Taken::None, true, |_, x| x == src);
         }
     }
@@ -530,22 +532,30 @@ impl Interp<'_, '_> {
             .is_some_and(|a| a.numpy.is_some_and(|n| !n.from_tensor) && a.detached_from == Some(t))
     }
 
+    /// Whether `t` is a parameter (one that requires grad, or a frozen one) or a view of one,
+    /// under any grad mode: what a module and an optimizer hold, which no copy can stand for.
+    /// (A parameter made to show another's memory, `t_p.data = s_p.data`, is one still; a
+    /// view of a detached alias is not.)
+    fn parameter_memory(&self, o: ObjId, t: &TensorObj) -> bool {
+        let viewed = || t.view_of.is_some() && self.is_param(t.storage);
+        let own = || t.detached_from.is_none() && (t.view_of_leaf || viewed());
+        t.counter && (t.leaf || self.frozen.contains(&o) || own())
+    }
+
+    /// Whether `o` is a parameter: a leaf that requires grad, or a frozen one.
+    pub(super) fn is_param(&self, o: ObjId) -> bool {
+        self.tensor(o).is_some_and(|t| t.leaf) || self.frozen.contains(&o)
+    }
+
     /// Whether `t` is a `.data` alias whose writes IP402 follows to the tensor's other names:
     /// not a NumPy array's share, and not a parameter's `.data` (how older code updates one
     /// where it is kept).
-    /// Whether `t` is a parameter (one that requires grad, or a frozen one) or a view of one,
-    /// under any grad mode: what a module and an optimizer hold, which no copy can stand for.
-    fn parameter_memory(&self, t: &TensorObj) -> bool {
-        let frozen = || self.frozen.contains(&t.storage);
-        let viewed = || t.view_of.is_some() && self.tensor(t.storage).is_some_and(|b| b.leaf);
-        t.counter && t.detached_from.is_none() && (t.leaf || t.view_of_leaf || frozen() || viewed())
-    }
-
     pub(super) fn names_data_of_non_leaf(&self, t: &TensorObj) -> bool {
         !t.counter
             && t.numpy.is_none()
-            && (t.detached_from.and_then(|b| self.tensor(b)))
-                .is_some_and(|b| !b.leaf && !b.view_of_leaf)
+            && (t.detached_from).is_some_and(|b| {
+                !self.is_param(b) && self.tensor(b).is_some_and(|b| !b.view_of_leaf)
+            })
     }
 
     /// Whether a write of this kind into memory some of whose elements overlap is refused
@@ -825,7 +835,7 @@ impl Interp<'_, '_> {
         if let Some(writes) = self.state.stale_slots.remove(&(o, slot)) {
             let name = self.prog.text_of(at).to_string();
             let name = self.intern(&name);
-            self.report_stale_read(name, &writes, at, Some(o));
+            self.report_stale_read(name, &writes, at, Some((o, slot)));
         }
     }
 
@@ -851,15 +861,16 @@ impl Interp<'_, '_> {
             return;
         }
         for (slot, writes) in self.stale_slots_of(m) {
+            let seen = self.slot_values(m, slot);
             let shared = |w: &WriteId| {
                 let written = self.write_targets[*w as usize];
-                self.shared_site(written, Some(m)).is_some()
+                self.shared_site(written, &seen).is_some()
             };
             if writes.iter().any(shared) {
                 self.state.stale_slots.remove(&(m, slot));
                 let name = self.prog.text_of(layer).to_string();
                 let name = self.intern(&name);
-                self.report_stale_read(name, &writes, at, Some(m));
+                self.report_stale_read(name, &writes, at, Some((m, slot)));
             }
         }
     }

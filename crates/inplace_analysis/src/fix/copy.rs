@@ -261,10 +261,15 @@ fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
 /// attributes, and `.detach()` only (`h[:, 0].view(-1)` -> `h`). A chain through any other
 /// call (`torch.sigmoid(h).view(-1)`, `self.head(h).view(-1)`) views a new tensor: None.
 fn view_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
-    chain_root(body, e, &|attr| {
-        let m = ctx.name(attr);
-        crate::ops::is_view_op(m) || m == "detach"
-    })
+    chain_root(body, e, &|attr| same_memory(ctx.name(attr), false))
+}
+
+/// Whether method `m` returns its receiver's memory: a view, `.detach()`, or (`inplace`) an
+/// in-place call, which returns its receiver.
+fn same_memory(m: &str, inplace: bool) -> bool {
+    crate::ops::is_view_op(m)
+        || m == "detach"
+        || (inplace && crate::ops::table().inplace_method_base(m).is_some())
 }
 
 /// The tensor a write's target expression is: through subscripts, views, `.detach()` and
@@ -272,10 +277,7 @@ fn view_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
 /// another call (`g.norm(2, dim=1).sub_(1)` writes the new tensor `norm` made: a copy of `g`
 /// would not change what is written).
 fn written_root(ctx: &RenderCtx<'_>, body: &Body, e: ExprId) -> Option<ExprId> {
-    chain_root(body, e, &|attr| {
-        let m = ctx.name(attr);
-        crate::ops::is_view_op(m) || m == "detach" || (m.ends_with('_') && !m.ends_with("__"))
-    })
+    chain_root(body, e, &|attr| same_memory(ctx.name(attr), true))
 }
 
 /// The outermost `with ...no_grad():` (or `inference_mode`) statement around `stmt`.

@@ -299,8 +299,7 @@ fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Findin
     };
     let w = ctx.write(*write);
     let name = ctx.name(*name);
-    let mut related = Vec::new();
-    for (range, message) in [
+    let mut related = located([
         (
             ctx.range(made),
             format!("`{name}` is made here: it shares the parameters' memory"),
@@ -309,15 +308,7 @@ fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Findin
             ctx.range(*read),
             format!("`{name}` is read here and sees the updated values"),
         ),
-    ] {
-        if let Some(range) = range {
-            related.push(Related {
-                source: None,
-                range,
-                message,
-            });
-        }
-    }
+    ]);
     write_related(ctx, w, &mut related);
     let fix = (!crate::project::is_module_item(made.item))
         .then(|| fix::copy_snapshot(ctx, made))
@@ -348,8 +339,7 @@ fn render_stash(
     trigger: crate::events::Trigger,
 ) -> Option<Finding> {
     let attr = ctx.name(save.stash?);
-    let mut related = Vec::new();
-    for (range, message) in [
+    let mut related = located([
         (
             ctx.range(save.range),
             format!(
@@ -361,22 +351,14 @@ fn render_stash(
             ctx.range(trigger.range),
             "the backward reads the changed values here, without an error".to_string(),
         ),
-    ] {
-        if let Some(range) = range {
-            related.push(Related {
-                source: None,
-                range,
-                message,
-            });
-        }
-    }
+    ]);
     write_related(ctx, w, &mut related);
     Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into a tensor `{}` ({}) kept as `ctx.{attr}` for its backward; torch checks no version there (only `ctx.save_for_backward` is checked), so `{}` ({}) silently computes the gradient from the new values",
+            "`{}` writes in place into a tensor that `{}` ({}) keeps as `ctx.{attr}` for its backward; torch checks no version there (only `ctx.save_for_backward` is checked), so `{}` ({}) silently computes the gradient from the new values",
             ctx.snippet(w.site),
             ctx.op(save.op),
             ctx.line(save.range),
@@ -400,25 +382,17 @@ fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -
     };
     let w = ctx.write(*write);
     let name = ctx.name(*name);
-    let mut related = Vec::new();
-    for (range, message) in [
-        (
-            ctx.range(stmt),
-            "the memory is shared here: assigning `.data` points at the other tensor's memory and copies nothing".to_string(),
-        ),
-        (
-            ctx.range(*read),
-            format!("`{name}` is read here and sees the values written in place"),
-        ),
-    ] {
-        if let Some(range) = range {
-            related.push(Related {
-                source: None,
-                range,
-                message,
-            });
-        }
-    }
+    let mut related = located([
+            (
+                ctx.range(stmt),
+                "the memory is shared here: assigning `.data` points at the other tensor's memory and copies nothing".to_string(),
+            ),
+            (
+                ctx.range(*read),
+                format!("`{name}` is read here and sees the values written in place"),
+            ),
+        ],
+    );
     write_related(ctx, w, &mut related);
     let fix = (!crate::project::is_module_item(value.item))
         .then(|| fix::insert_clone(ctx, value, Applicability::Unsafe))
@@ -428,7 +402,7 @@ fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into memory `{name}` also reads: `{}` ({}) made two tensors share it (it copies nothing); `{name}` is read later ({}) and silently sees the new values",
+            "`{}` writes in place into memory that `{name}` also reads: `{}` ({}) made the two share it (assigning `.data` copies nothing); `{name}` is read later ({}) and silently sees the new values",
             ctx.snippet(w.site),
             ctx.snippet(stmt),
             ctx.line(stmt),
@@ -437,6 +411,21 @@ fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -
         related,
         fix,
     })
+}
+
+/// Related locations from `(range, message)` pairs, those with a range.
+fn located<const N: usize>(
+    pairs: [(Option<crate::finding::TextRange>, String); N],
+) -> Vec<Related> {
+    (pairs.into_iter())
+        .filter_map(|(range, message)| {
+            Some(Related {
+                source: None,
+                range: range?,
+                message,
+            })
+        })
+        .collect()
 }
 
 /// `a -= a[:, :1]`: the operand is a view of elements the write changes.
