@@ -291,6 +291,38 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 /// `w0 = p.detach()`) still holds: the snapshot is no copy, and a later read of it sees the
 /// weights of every step since.
 fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Finding> {
+    let fix = (!crate::project::is_module_item(made.item))
+        .then(|| fix::copy_snapshot(ctx, made))
+        .flatten();
+    render_from_origin(ctx, ev, made, fix, |name, write, made_line, read_line| {
+        Messages {
+        origin: format!("`{name}` is made here: it shares the parameters' memory"),
+        read: format!("`{name}` is read here and sees the updated values"),
+        finding: format!(
+            "`{write}` updates in place the parameters `{name}` holds (`{}` ({made_line}) shares their memory: it is no copy); `{name}` is read later ({read_line}) and silently sees the weights of every step since",
+            ctx.snippet(made),
+        ),
+    }
+    })
+}
+
+/// The texts of a stale read rendered from where its memory came to be shared.
+struct Messages {
+    origin: String,
+    read: String,
+    finding: String,
+}
+
+/// A stale read whose cause is where the memory came to be shared (`origin`: a snapshot made,
+/// a `.data` assigned), a related location with the read; `texts` gets the name read, the
+/// write's snippet, and the lines of the origin and of the read.
+fn render_from_origin(
+    ctx: &RenderCtx<'_>,
+    ev: &Event,
+    origin: Span,
+    fix: Option<crate::finding::Fix>,
+    texts: impl FnOnce(&str, &str, String, String) -> Messages,
+) -> Option<Finding> {
     let Event::StaleRead {
         write, name, read, ..
     } = ev
@@ -299,31 +331,19 @@ fn render_snapshot(ctx: &RenderCtx<'_>, ev: &Event, made: Span) -> Option<Findin
     };
     let w = ctx.write(*write);
     let name = ctx.name(*name);
-    let mut related = located([
-        (
-            ctx.range(made),
-            format!("`{name}` is made here: it shares the parameters' memory"),
-        ),
-        (
-            ctx.range(*read),
-            format!("`{name}` is read here and sees the updated values"),
-        ),
-    ]);
+    let m = texts(
+        name,
+        &ctx.snippet(w.site),
+        ctx.line(origin),
+        ctx.line(*read),
+    );
+    let mut related = located([(ctx.range(origin), m.origin), (ctx.range(*read), m.read)]);
     write_related(ctx, w, &mut related);
-    let fix = (!crate::project::is_module_item(made.item))
-        .then(|| fix::copy_snapshot(ctx, made))
-        .flatten();
     Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` updates in place the parameters `{name}` holds (`{}` ({}) shares their memory: it is no copy); `{name}` is read later ({}) and silently sees the weights of every step since",
-            ctx.snippet(w.site),
-            ctx.snippet(made),
-            ctx.line(made),
-            ctx.line(*read)
-        ),
+        message: m.finding,
         related,
         fix,
     })
@@ -374,42 +394,18 @@ fn render_stash(
 /// its value): assigning `.data` points at the other tensor's memory, it copies nothing, so a
 /// mean teacher set up this way is the student, and its update rescales the student's weights.
 fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -> Option<Finding> {
-    let Event::StaleRead {
-        write, name, read, ..
-    } = ev
-    else {
-        return None;
-    };
-    let w = ctx.write(*write);
-    let name = ctx.name(*name);
-    let mut related = located([
-            (
-                ctx.range(stmt),
-                "the memory is shared here: assigning `.data` points at the other tensor's memory and copies nothing".to_string(),
-            ),
-            (
-                ctx.range(*read),
-                format!("`{name}` is read here and sees the values written in place"),
-            ),
-        ],
-    );
-    write_related(ctx, w, &mut related);
     let fix = (!crate::project::is_module_item(value.item))
         .then(|| fix::insert_clone(ctx, value, Applicability::Unsafe))
         .flatten();
-    Some(Finding {
-        rule: Rule::ClobberedAlias,
-        severity: Severity::Warning,
-        range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into memory that `{name}` also reads: `{}` ({}) made the two share it (assigning `.data` copies nothing); `{name}` is read later ({}) and silently sees the new values",
-            ctx.snippet(w.site),
+    render_from_origin(ctx, ev, stmt, fix, |name, write, stmt_line, read_line| {
+        Messages {
+        origin: "the memory is shared here: assigning `.data` points at the other tensor's memory and copies nothing".to_string(),
+        read: format!("`{name}` is read here and sees the values written in place"),
+        finding: format!(
+            "`{write}` writes in place into memory that `{name}` also reads: `{}` ({stmt_line}) made the two share it (assigning `.data` copies nothing); `{name}` is read later ({read_line}) and silently sees the new values",
             ctx.snippet(stmt),
-            ctx.line(stmt),
-            ctx.line(*read)
         ),
-        related,
-        fix,
+    }
     })
 }
 
