@@ -153,7 +153,7 @@ impl Interp<'_, '_> {
     }
 
     /// The tensors a custom Function's `forward` kept as attributes of `ctx` (`ctx.x = x`,
-    /// `ctx.stash = (x, w)`) that its `backward` reads (`ctx.x` in its text, `ctx` its first
+    /// `ctx.stash = (x, w)`) that its `backward` reads (`ctx.x` in its body, `ctx` its first
     /// parameter), each with the attribute: the backward reads them as they are then.
     fn stashed_on(&mut self, class: &ClassObj, ctx: ObjId) -> Vec<(ObjId, Option<Name>)> {
         let Some(def) = self.find_method(class, known::BACKWARD) else {
@@ -162,20 +162,22 @@ impl Interp<'_, '_> {
         let Some((body, f)) = self.resolve_def(def) else {
             return Vec::new();
         };
+        // (Read as `<ctx>.<attr>` in its body, `<ctx>` its first parameter.)
         let fd = body.func(f);
-        let backward = self.prog.text_of(Span::new(def.item, fd.span));
-        // (Read as `<ctx>.<attr>`, `<ctx>` the backward's first parameter.)
-        let ctx_name = (body.list(fd.params).first())
-            .map_or("ctx", |p| self.name(body.params[*p as usize].name));
-        let ident = |c: char| c.is_alphanumeric() || c == '_';
-        let reads = |attr: &str| {
-            let pat = format!("{ctx_name}.{attr}");
-            backward.match_indices(&pat).any(|(i, _)| {
-                let before = backward[..i].chars().next_back();
-                let after = backward[i + pat.len()..].chars().next();
-                !before.is_some_and(ident) && !after.is_some_and(ident)
-            })
+        let Some(&first) = body.list(fd.params).first() else {
+            return Vec::new();
         };
+        let ctx_name = body.params[first as usize].name;
+        let read: FxHashSet<Name> = (body.exprs.iter().zip(&body.expr_spans))
+            .filter(|(_, sp)| fd.span.contains(**sp))
+            .filter_map(|(e, _)| match *e {
+                Expr::Attr { value, attr, .. } => {
+                    matches!(*body.expr(value), Expr::Name { name, .. } if name == ctx_name)
+                        .then_some(attr)
+                }
+                _ => None,
+            })
+            .collect();
         let attrs: Vec<(Name, Vals)> = match self.obj(ctx) {
             Obj::Module(m) => (m.attrs.iter())
                 .filter(|(n, _)| {
@@ -186,7 +188,7 @@ impl Interp<'_, '_> {
                     ]
                     .contains(*n)
                 })
-                .filter(|(n, _)| reads(self.name(**n)))
+                .filter(|(n, _)| read.contains(*n))
                 .map(|(n, vs)| (*n, vs.clone()))
                 .collect(),
             _ => return Vec::new(),

@@ -168,12 +168,15 @@ impl Interp<'_, '_> {
                 .iter()
                 .any(|(name, ps, _)| *name == n && targets.iter().all(|t| ps.contains(t)))
         });
-        // (Or, through `.data`, the tensors such a loop takes: `for p in ...: p.data.mul_(a)`.)
-        let each_data = self.each_element.iter().any(|(_, ps, _)| {
-            (targets.iter()).all(|x| {
-                (self.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
+        // (Or, through `.data`, the tensors such a loop takes: `for p in ...: p.data.mul_(a)`;
+        // asked only of `.data` writes.)
+        let each_data = |it: &Self| {
+            it.each_element.iter().any(|(_, ps, _)| {
+                (targets.iter()).all(|x| {
+                    (it.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
+                })
             })
-        });
+        };
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
             && tensors
@@ -222,7 +225,8 @@ impl Interp<'_, '_> {
                 // (A parameter's own update through `.data` changes another's memory when it
                 // was made to show it.)
                 if let Some((b, bt)) = (tt.detached_from)
-                    .filter(|_| plain && w.kind != WriteKind::DataAssign && (single || each_data))
+                    .filter(|_| plain && w.kind != WriteKind::DataAssign)
+                    .filter(|_| single || each_data(self))
                     .and_then(|b| Some((b, self.tensor(b)?.clone())))
                 {
                     self.mark_shown_memory(b, &bt, wid);
