@@ -165,12 +165,14 @@ pub(crate) enum Event {
         save: SaveId,
         trigger: Trigger,
     },
-    /// A write through `.data`; `live`: into something saved for a backward that may run;
-    /// `leaf`: into the memory of a leaf that requires grad (a parameter).
+    /// A write through `.data`; `live`: into something saved for a backward that may run
+    /// (`trigger`: that backward, when one was reached); `leaf`: into the memory of a leaf that
+    /// requires grad (a parameter).
     DataWrite {
         write: WriteId,
         live: bool,
         leaf: bool,
+        trigger: Option<Trigger>,
     },
     /// A write through `.data` of a value that carries the graph of a gradient taken with
     /// `create_graph=True` (at `grad`): `.data` drops that graph (MAML's `p.data -= lr * g`).

@@ -34,6 +34,10 @@ impl Interp<'_, '_> {
             .collect();
         let mut visited = FxHashSet::default();
         let mut reached = Vec::new();
+        let trigger = Trigger {
+            range: trigger,
+            backward,
+        };
         while let Some(n) = stack.pop() {
             if !visited.insert(n) || stop.contains(&n) {
                 continue;
@@ -45,6 +49,7 @@ impl Interp<'_, '_> {
                         write,
                         live: true,
                         leaf,
+                        trigger: Some(trigger),
                     });
                 }
             }
@@ -52,10 +57,6 @@ impl Interp<'_, '_> {
             reached.extend(node.saves.iter().copied());
             stack.extend(node.parents.iter().copied());
         }
-        let trigger = Trigger {
-            range: trigger,
-            backward,
-        };
         for s in &reached {
             if let Some(ws) = self.state.data_clobbered.get(s).cloned() {
                 for (write, leaf) in ws {
@@ -63,6 +64,7 @@ impl Interp<'_, '_> {
                         write,
                         live: true,
                         leaf,
+                        trigger: Some(trigger),
                     });
                 }
             }

@@ -337,6 +337,7 @@ impl Interp<'_, '_> {
             write: wid,
             live: false,
             leaf,
+            trigger: None,
         });
     }
 

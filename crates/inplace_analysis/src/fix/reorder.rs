@@ -116,7 +116,21 @@ pub(crate) fn parameter_write_after(
     w: &crate::events::Write,
     trigger: &crate::events::Trigger,
 ) -> Option<Fix> {
-    if !w.into_leaf || !trigger.backward {
+    if !w.into_leaf {
+        return None;
+    }
+    write_after_backward(ctx, w, trigger)
+}
+
+/// The statement that writes `w`, or the call it is made in, or the smallest block around it
+/// made only of in-place writes, moved after the `backward()` that reads what it writes (a
+/// parameter written through `.data` between a forward and its backward).
+pub(crate) fn write_after_backward(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    trigger: &crate::events::Trigger,
+) -> Option<Fix> {
+    if !trigger.backward {
         return None;
     }
     // (The write itself when the `backward()` is in its own function: a method that writes

@@ -37,9 +37,10 @@
 //!
 //! **Fix.** Out of place, with the values the write made and the gradient autograd computed
 //! without it (what `.data` was used for): `y.data.clamp_(0, 1)` ->
-//! `y = y.clamp(0, 1).detach() + (y - y.detach())`. None when the tensor is a parameter that
-//! something saved (rebinding it would cut it off from its optimizer; do the update after
-//! `backward()`).
+//! `y = y.clamp(0, 1).detach() + (y - y.detach())`. When the tensor is a parameter that
+//! something saved (rebinding it would cut it off from its optimizer), the write, or the call
+//! it is made in (`prune(model)` between the loss and `loss.backward()`), moves after the
+//! `backward()`.
 //!
 //! For a NumPy array, one side gets its own memory where it is shared: `t.numpy().copy()`,
 //! `torch.from_numpy(a).clone()`.
@@ -48,7 +49,7 @@
 //! sharing some code may rely on).
 
 use super::{write_of, write_related, RuleImpl};
-use crate::events::{Event, WriteKind};
+use crate::events::{Event, Trigger, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
 use crate::fix;
@@ -77,7 +78,12 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 /// reads, IP410 for the rest).
 pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     match ev {
-        Event::DataWrite { write, live, leaf } => write_finding(ctx, *write, *live, *leaf),
+        Event::DataWrite {
+            write,
+            live,
+            leaf,
+            trigger,
+        } => write_finding(ctx, *write, *live, *leaf, *trigger),
         Event::DataDropsGraph { write, grad } => drops_graph_finding(ctx, *write, *grad),
         Event::DataRead {
             attr,
@@ -88,7 +94,13 @@ pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     }
 }
 
-fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) -> Option<Finding> {
+fn write_finding(
+    ctx: &RenderCtx<'_>,
+    write: u32,
+    in_graph: bool,
+    leaf: bool,
+    trigger: Option<Trigger>,
+) -> Option<Finding> {
     let w = ctx.write(write);
     if let Some(share) = w.numpy_share {
         // A NumPy array written where nothing saved its memory is just an array.
@@ -109,9 +121,12 @@ fn write_finding(ctx: &RenderCtx<'_>, write: u32, in_graph: bool, leaf: bool) ->
     };
     // `x.data = v` swaps the storage: no statement without `.data` does the same. A write
     // into something a backward still reads: out of place, outside autograd, unless it is a
-    // parameter (rebinding it would cut it off from its optimizer and `.grad`).
-    let fix = if in_graph {
-        (!leaf).then(|| fix::straight_through(ctx, w)).flatten()
+    // parameter (rebinding it would cut it off from its optimizer and `.grad`): then the write
+    // (or the call it is made in) moves after the `backward()` that reads the parameter.
+    let fix = if in_graph && leaf {
+        trigger.and_then(|t| fix::write_after_backward(ctx, w, &t))
+    } else if in_graph {
+        fix::straight_through(ctx, w)
     } else {
         fix::simple_statement(ctx, w.stmt)
             .filter(|_| w.kind != WriteKind::DataAssign)
