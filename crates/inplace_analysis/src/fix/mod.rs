@@ -19,7 +19,7 @@ pub(crate) use copy::{
     clone_argument, clone_before, clone_operand, clone_reads_in_value, clone_renormalised_weight,
     clone_saved_read, copy_detached, copy_snapshot, insert_clone, own_memory, written_expr,
 };
-pub(crate) use no_grad::{augmented_update, wrap_no_grad, write_under_no_grad};
+pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, fresh_result_out_of_place, inplace_false,
     nested_call_out_of_place, rebind_read_again, return_from_hook, straight_through,

@@ -133,6 +133,20 @@ fn out_arg_as_copy(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<(Tex
     Some((call, format!("{target}.copy_({stripped})")))
 }
 
+/// `torch.round(x, out=buf)` -> `buf.copy_(torch.round(x))`, where an input requires grad and
+/// `buf` does not: the op runs out of place and autograd records the copy into `buf`.
+pub(crate) fn out_arg_copied(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let (call, rewrite) = out_arg_as_copy(ctx, w)?;
+    Some(Fix {
+        title: format!("Copy the result into it: `{rewrite}`"),
+        applicability: Applicability::Unsafe,
+        edits: vec![Edit {
+            range: call,
+            content: rewrite,
+        }],
+    })
+}
+
 /// The most lines a fix puts under one `torch.no_grad()` block (else it wraps the write alone).
 const MAX_WRAPPED_LINES: usize = 60;
 

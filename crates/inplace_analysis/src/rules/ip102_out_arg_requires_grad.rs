@@ -20,16 +20,17 @@
 //! torch.mul(w, 2, out=buf)   # IP102
 //! ```
 //!
-//! **Fix.** To compute a value autograd follows, drop `out=` and bind the result
-//! (`buf = torch.mul(w, 2)`). To fill a parameter (an initialisation), copy into it under
+//! **Fix.** To compute a value autograd follows into the same memory, copy the result in:
+//! `buf.copy_(torch.mul(w, 2))` (autograd records a `copy_`; every name of `buf` sees the
+//! values, as with `out=`). To fill a parameter (an initialisation), copy into it under
 //! `with torch.no_grad():`: `w.copy_(torch.arange(n))`. (`out=` itself is no fix there: a factory
 //! called with `out=` turns the parameter's `requires_grad` off even under `no_grad`, measured
 //! with torch 2.15 for `arange`, `zeros`, `ones`, `full`, `linspace` and `rand`.)
 //!
-//! **Fix safety.** The `copy_` under `torch.no_grad()`, offered when the `out=` tensor is a
-//! parameter, is *unsafe*: it makes the write succeed, which changes what the program does from
-//! then on. No fix is offered for other tensors: binding a new result instead of writing into
-//! `buf` changes what other names of `buf` see.
+//! **Fix safety.** Both are *unsafe*: they make the write succeed, which changes what the
+//! program does from then on (the buffer now carries the graph of what was copied in; the
+//! parameter gets the values). No fix when the `out=` tensor itself requires grad and is no
+//! parameter: a write into it can clobber what autograd saved of it.
 
 use super::{write_of, write_related, RuleImpl};
 use crate::events::Event;
@@ -68,6 +69,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     write_related(ctx, w, &mut related);
     let fix = if w.into_leaf {
         fix::write_under_no_grad(ctx, w)
+    } else if !writes_grad {
+        fix::out_arg_copied(ctx, w)
     } else {
         None
     };
