@@ -75,6 +75,9 @@ pub(crate) struct Write {
     pub view_origin: Option<Span>,
     /// The outermost call that led here, when the write is inside an inlined function.
     pub call_site: Option<Span>,
+    /// Every inlined call that led here, outermost first (`worker.step()` then `self.pull()`):
+    /// a fix moves the one made in the function that runs the backward.
+    pub call_path: SmallVec<[Span; 2]>,
     /// The written memory is a NumPy array's, shared with a tensor by this call
     /// (`torch.from_numpy(a)`, `t.numpy()`).
     pub numpy_share: Option<crate::domain::NumpyShare>,

@@ -407,6 +407,7 @@ impl Interp<'_, '_> {
                 .collect();
         }
         self.inlining.push(def);
+        self.call_path.push(call);
         let mut frame = Frame::new(false);
         frame.captured = self.next_capture.take();
         self.frames.push(frame);
@@ -420,6 +421,7 @@ impl Interp<'_, '_> {
         self.assign_rhs = saved_assign;
         let frame = self.frames.pop().expect("the callee's frame");
         self.inlining.pop();
+        self.call_path.pop();
         self.call_site = saved_site;
         self.call_site_args = saved_args;
         (self.grad_enabled, self.implicit_no_grad) = saved_mode;

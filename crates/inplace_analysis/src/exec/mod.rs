@@ -327,6 +327,8 @@ pub(crate) struct Interp<'p, 't> {
     /// project modules, the innermost one made from the file's own code (where a write inside
     /// a module is reported, the same whichever unit ran the call).
     pub call_site: Option<Span>,
+    /// Every inlined call running now, outermost first.
+    pub call_path: SmallVec<[Span; 2]>,
     /// The tensors the call at `call_site` passed as positional arguments: their storages and
     /// argument expressions.
     pub call_site_args: SmallVec<[(ObjId, ExprId); 2]>,
@@ -515,6 +517,7 @@ impl<'p, 't> Interp<'p, 't> {
             frames: vec![Frame::new(false)],
             inlining: Vec::new(),
             call_site: None,
+            call_path: SmallVec::new(),
             call_site_args: SmallVec::new(),
             steps: 0,
             budget: 0,

@@ -127,6 +127,7 @@ impl Interp<'_, '_> {
             kind: w.kind,
             view_origin,
             call_site: self.call_site,
+            call_path: self.call_path.clone(),
             numpy_share: tensors.iter().find_map(|t| t.numpy),
             named: w.through.is_some(),
             through_bound,

@@ -48,6 +48,19 @@ pub(crate) fn move_after(
     // `self.opt_g.step()`: `self.disc(fake)` in between does not use it).
     let at = body.stmt_span(s.stmt);
     let between = text.get(to..target.start)?;
+    // (Where it may cross gradients being zeroed, a line that only zeroes them commutes with
+    // it: `self.pull()` loading weights moves past `self.model.zero_grad()`.)
+    let kept: String;
+    let between = if across_zero_grad {
+        kept = between
+            .lines()
+            .filter(|l| !only_zeroes_grad(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        kept.as_str()
+    } else {
+        between
+    };
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     if used_paths(ctx.slice(moved))
         .iter()
@@ -108,6 +121,19 @@ pub(crate) fn move_after(
     })
 }
 
+/// A line that is one call zeroing gradients (`opt.zero_grad()`, `self.model.zero_grad(set_to_none=True)`).
+fn only_zeroes_grad(line: &str) -> bool {
+    let code = line.split('#').next().unwrap_or_default().trim();
+    code.split_once(".zero_grad(").is_some_and(|(path, args)| {
+        !path.is_empty()
+            && path
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.'))
+            && args.ends_with(')')
+            && !args[..args.len() - 1].contains(['(', ')'])
+    })
+}
+
 /// A write into a parameter (under `no_grad`) between a forward and the `backward()` that
 /// reads what the forward saved of it: the statement that writes, or the call it is made in,
 /// moves after the `backward()` (a parameter cannot be written on a copy).
@@ -135,9 +161,12 @@ pub(crate) fn write_after_backward(
     }
     // (The write itself when the `backward()` is in its own function: a method that writes
     // and runs backward, called from elsewhere.)
+    // Else the innermost call made there (`self.pull()` in the method that runs the backward,
+    // called in turn from the module's code).
     let own = w.stmt.filter(|s| s.item == trigger.range.item);
-    let s = match (own, w.call_site) {
-        (None, Some(site)) => StmtRef {
+    let there = (w.call_path.iter().rev()).find(|c| c.item == trigger.range.item);
+    let s = match (own, there.or(w.call_site.as_ref())) {
+        (None, Some(&site)) => StmtRef {
             item: site.item,
             stmt: simple_statement_at(&*ctx.body(site.item)?, site.rel)?,
         },
