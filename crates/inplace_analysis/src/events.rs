@@ -223,6 +223,10 @@ pub(crate) enum Event {
         wraps: bool,
         /// The outermost call that led here, when it is inside an inlined function.
         call_site: Option<Span>,
+        /// Every inlined call that led here, outermost first: the fix builds the optimizer
+        /// again after the one made where it was built (`prune_(m)` in the training script,
+        /// when the replacement is inside `prune_`).
+        call_path: SmallVec<[Span; 2]>,
     },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },

@@ -116,6 +116,7 @@ impl Interp<'_, '_> {
             update,
             wraps: false,
             call_site: self.call_site,
+            call_path: self.call_path.clone(),
         }
     }
 

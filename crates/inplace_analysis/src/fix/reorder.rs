@@ -121,6 +121,40 @@ pub(crate) fn move_after(
     })
 }
 
+/// The outermost loop around the replacement `s` that only replaces (`for m in
+/// model.modules(): prune_(m)`): no `step()`, no `backward()` in it, nor the statement that
+/// built the optimizer. The optimizer is built again once, after it.
+fn replacing_loop(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    s: StmtRef,
+    built: TextRange,
+) -> Option<StmtId> {
+    let at = body.stmt_span(s.stmt);
+    let mut loops: Vec<(u32, StmtId)> = (0..body.stmts.len())
+        .filter(|&k| matches!(body.stmts[k], Stmt::For { .. } | Stmt::While { .. }))
+        .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
+        .map(|k| {
+            let sp = body.stmt_spans[k];
+            (sp.end - sp.start, StmtId(k as u32))
+        })
+        .collect();
+    loops.sort();
+    loops
+        .into_iter()
+        .map(|(_, k)| k)
+        .take_while(|k| {
+            ctx.range(Span::new(s.item, body.stmt_span(*k)))
+                .is_some_and(|r| {
+                    let text = ctx.slice(r);
+                    !(r.start <= built.start && built.end <= r.end)
+                        && !text.contains(".step(")
+                        && !text.contains("backward(")
+                })
+        })
+        .last()
+}
+
 /// A line that is one call zeroing gradients (`opt.zero_grad()`, `self.model.zero_grad(set_to_none=True)`).
 fn only_zeroes_grad(line: &str) -> bool {
     let code = line.split('#').next().unwrap_or_default().trim();
@@ -606,16 +640,42 @@ pub(super) fn names_in(body: &Body, e: ExprId, out: &mut Vec<(Name, ExprId)>) {
 /// After a statement that replaces what an optimizer holds, the statement that built the
 /// optimizer again (`opt = torch.optim.SGD(model.parameters(), lr=0.1)`), so that it holds
 /// the new parameters: when that statement is one line, earlier in the same block.
-pub(crate) fn rebuild_optimizer(ctx: &RenderCtx<'_>, s: StmtRef, optimizer: Span) -> Option<Fix> {
-    let body = ctx.body(s.item)?;
-    let rebind = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
-    let (indent, eol) = line_layout(ctx, rebind)?;
+pub(crate) fn rebuild_optimizer(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    optimizer: Span,
+    call_path: &[Span],
+) -> Option<Fix> {
     let other = ctx.body(optimizer.item)?;
     let built = simple_statement_at(&other, optimizer.rel)?;
     if !matches!(other.stmt(built), Stmt::Assign { .. }) {
         return None;
     }
     let built = ctx.range(Span::new(optimizer.item, other.stmt_span(built)))?;
+    // The replacement, or the call that leads to it from the scope that built the optimizer
+    // (`prune_(m)`, whose body assigns `layer.weight = nn.Parameter(...)`).
+    let scope = scope_items(ctx, optimizer.item);
+    let s = if scope.contains(&s.item) {
+        s
+    } else {
+        let call = call_path.iter().rev().find(|c| scope.contains(&c.item))?;
+        StmtRef {
+            item: call.item,
+            stmt: simple_statement_at(&*ctx.body(call.item)?, call.rel)?,
+        }
+    };
+    let body = ctx.body(s.item)?;
+    let (rebind, (indent, eol)) = match replacing_loop(ctx, &body, s, built) {
+        // (Inserted after the loop's last line.)
+        Some(k) => {
+            let r = ctx.range(Span::new(s.item, body.stmt_span(k)))?;
+            (r, indentation(ctx, r.start)?)
+        }
+        None => {
+            let r = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+            (r, line_layout(ctx, r)?)
+        }
+    };
     let outer = line_layout(ctx, built)?.0;
     // In the same block, or in one the replacement is nested in (`model = copy.deepcopy(best)`
     // inside the training loop, the optimizer built before it): the name is bound again in the

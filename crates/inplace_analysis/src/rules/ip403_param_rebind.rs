@@ -25,7 +25,8 @@
 //! optimizer do it (`opt.step()`). A replaced model, submodule or parameter: build the
 //! optimizer again right after the replacement (the fix repeats the statement that built it,
 //! when that is earlier in the same block or in a block the replacement is nested in, in the
-//! same scope), or build it after the model is final (or restore weights with
+//! same scope; after the call that replaces, when a helper does; once after a loop that only
+//! replaces, `for m in model.modules(): prune_(m)`), or build it after the model is final (or restore weights with
 //! `model.load_state_dict(...)`, which keeps the parameter objects).
 //!
 //! **Fix safety.** *Unsafe*: it changes which object the name refers to afterwards; a rebuilt
@@ -62,6 +63,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         name,
         optimizer,
         wraps,
+        call_path,
         ..
     } = ev
     else {
@@ -99,6 +101,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message,
         related,
         fix: fix::augmented_update(ctx, *stmt, *target)
-            .or_else(|| fix::rebuild_optimizer(ctx, *stmt, (*optimizer)?)),
+            .or_else(|| fix::rebuild_optimizer(ctx, *stmt, (*optimizer)?, call_path)),
     })
 }
