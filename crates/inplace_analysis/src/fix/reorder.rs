@@ -147,9 +147,8 @@ fn replacing_loop(
             ctx.range(Span::new(s.item, body.stmt_span(*k)))
                 .is_some_and(|r| {
                     let text = ctx.slice(r);
-                    !(r.start <= built.start && built.end <= r.end)
-                        && !text.contains(".step(")
-                        && !text.contains("backward(")
+                    let holds_built = r.start <= built.start && built.end <= r.end;
+                    !(holds_built || text.contains(".step(") || text.contains("backward("))
                 })
         })
         .last()
