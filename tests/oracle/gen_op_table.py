@@ -38,7 +38,10 @@ exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdis
 max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
 max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
 local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh acosh lgamma digamma
+softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather
+scaled_dot_product_attention
 """.split()
+# (`special.X` ops are keyed by their last name too: `torch.special.expit` -> `expit`.)
 # (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
 # `torch.linalg.vector_norm` -> `vector_norm`.)
 # (`X_` entries are the in-place kernels: what they save is not always what `X` saves; e.g.
@@ -163,7 +166,23 @@ EXTRA = {  # extra positional args some ops need
     "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (2,),
     "adaptive_max_pool1d": (2,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
-    "group_norm": (1,),
+    "group_norm": (1,), "softmin": (-1,), "gather": (1, torch.tensor([[0, 2], [1, 1]])),
+}
+# Inputs some ops need made from the measured tensor (which is then the op's input, written in
+# place by the measure): a symmetric positive definite matrix for `cholesky`, an invertible one
+# for `inv` and `det`.
+PREP = {
+    "cholesky": lambda t: t @ t.mT * 1.0 + 3 * torch.eye(3),
+    "inv": lambda t: t + 3 * torch.eye(3),
+    "det": lambda t: t + 3 * torch.eye(3),
+}
+# Ops called with more operands than the measured one: the others are tensors of their own that
+# require grad (`scaled_dot_product_attention(q, k, v)` measured on `q`).
+CALL = {
+    # (`torch.cholesky` is removed; `torch.linalg.cholesky` is the op.)
+    "cholesky": torch.linalg.cholesky,
+    "scaled_dot_product_attention": lambda q: F.scaled_dot_product_attention(
+        q, torch.rand(1, 4, 3).requires_grad_(), torch.rand(1, 4, 3).requires_grad_()),
 }
 # Input shapes of the unary ops that need more dimensions than (2, 3).
 UNARY_SHAPE = {
@@ -173,6 +192,8 @@ UNARY_SHAPE = {
     "avg_pool2d": (1, 2, 4, 4), "adaptive_avg_pool2d": (1, 2, 3, 3),
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
     "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
+    "cholesky": (3, 3), "inv": (3, 3), "det": (3, 3), "matrix_exp": (3, 3),
+    "scaled_dot_product_attention": (1, 2, 3),
 }
 
 
@@ -224,9 +245,11 @@ def leafs(shape=(2, 3)):
     return a0, a0 * 1.0  # a0 is a leaf; a0 * 1.0 saves nothing and may be written in place
 
 
-def measure_unary(f, extra=(), shape=(2, 3)):
+def measure_unary(f, extra=(), shape=(2, 3), prep=None):
     def build():
         _, x = leafs(shape)
+        if prep is not None:
+            x = prep(x)
         return f(x, *extra), {"self": x}
     flags = {}
     for name in ("result", "self"):
@@ -241,6 +264,8 @@ def measure_unary(f, extra=(), shape=(2, 3)):
     try:
         torch.manual_seed(0)
         _, x = leafs(shape)
+        if prep is not None:
+            x = prep(x)
         flags["saved_attrs"] = saved_attrs(f(x, *extra))
     except Exception:
         flags["saved_attrs"] = []
@@ -346,6 +371,8 @@ def measure_indexed(name, extra):
 
 def forms(name):
     out = ["linalg"] if hasattr(torch.linalg, name) else []
+    if hasattr(torch.special, name):
+        out.append("special")
     if hasattr(torch, name) and callable(getattr(torch, name)):
         out.append("torch")
     if hasattr(torch.Tensor, name):
@@ -356,7 +383,9 @@ def forms(name):
 
 
 def resolve(name):
-    for owner in (torch, torch.Tensor, F, torch.linalg):
+    if name in CALL:
+        return CALL[name]
+    for owner in (torch, torch.Tensor, F, torch.linalg, torch.special):
         fn = getattr(owner, name, None)
         if callable(fn):
             return fn
@@ -454,7 +483,8 @@ def main(argv):
         f = resolve(name)
         if f is None:
             continue
-        flags = measure_unary(f, EXTRA.get(name, ()), UNARY_SHAPE.get(name, (2, 3)))
+        flags = measure_unary(f, EXTRA.get(name, ()), UNARY_SHAPE.get(name, (2, 3)),
+                              PREP.get(name))
         if flags is not None:
             ops[name] = {"forms": forms(name), "unary": flags}
     for name in UNARY_DIM:

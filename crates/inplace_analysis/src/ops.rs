@@ -9,6 +9,16 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::sync::LazyLock;
 
+/// Ops of several tensor operands measured on the first one, the others tensors that require
+/// grad (`gen_op_table.py`'s `CALL`): `scaled_dot_product_attention(q, k, v)` saves `q` and its
+/// result, whatever `k` and `v` are.
+const MEASURED_ON_FIRST: &[&str] = &["scaled_dot_product_attention"];
+
+/// Ops that save their source for its own gradient but are as often applied to integer tensors
+/// (token ids, labels): the source is saved only when it surely requires grad (an op's result
+/// over parameters), not when that is an argument's assumption.
+pub const INTEGER_SOURCES: &[&str] = &["gather"];
+
 /// Which tensors an op's backward reads: writing one of them in place after the op and then
 /// calling `backward()` raises form ③.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -132,6 +142,7 @@ impl OpTable {
         }
         use ArgKind::*;
         let pick = match (a, b) {
+            (Grad, Some(_)) if MEASURED_ON_FIRST.contains(&name) => spec.unary,
             (Grad, None) | (Grad, Some(Scalar)) if spec.unary.is_some() && b.is_none() => {
                 spec.unary
             }

@@ -101,6 +101,18 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// A read, in the statement of a shift (`x.sub_(m)`, `x.add_(b)`), that only takes a
+    /// statistic shifting does not change: `x.sub_(x.mean(0)).div_(x.std(0))` divides by the
+    /// same standard deviation before and after the shift.
+    fn shift_invariant_read(&self, kind: WriteKind, read: Span) -> bool {
+        let WriteKind::Method(m) = kind else {
+            return false;
+        };
+        let after = self.prog.text_after(read);
+        matches!(self.name(m), "sub_" | "add_")
+            && [".std(", ".var("].iter().any(|s| after.starts_with(s))
+    }
+
     /// `container`: the read is of a slot of it (`d["w"]`, `load_state_dict(d)`).
     pub fn report_stale_read(
         &mut self,
@@ -130,6 +142,9 @@ impl Interp<'_, '_> {
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
+            if nested && self.shift_invariant_read(write.kind, read) {
+                continue;
+            }
             let shared = self.shared_site(written, &seen);
             let snapshot = (write.kind == WriteKind::Step && shared.is_none())
                 .then(|| match container {

@@ -8,13 +8,27 @@ use super::*;
 impl Interp<'_, '_> {
     pub(super) fn eval_call(&mut self, c: Code<'_>, e: ExprId, func: ExprId, args: u32) -> Vals {
         self.drop_orphans_given_back(c, func);
+        // Python evaluates the receiver before the arguments: a receiver that is itself a call
+        // (`cum.add_(step // 2).div_(step.clamp_(min=1))`) runs first, so a write the arguments
+        // make comes after what it read. (`super()` is looked at with the arguments.)
+        let early = match *c.expr(func) {
+            Expr::Attr { value, .. } if receiver_runs_code(c, value) => {
+                Some(self.eval_opt(c, value))
+            }
+            _ => None,
+        };
         let a = self.eval_args(c, args);
         let call = c.span(e);
         if let Expr::Attr { value, attr, .. } = *c.expr(func) {
-            if let Some(res) = self.call_super(c, value, attr, &a, call) {
-                return res;
+            if early.is_none() {
+                if let Some(res) = self.call_super(c, value, attr, &a, call) {
+                    return res;
+                }
             }
-            let recv = self.eval_opt(c, value);
+            let recv = match early {
+                Some(recv) => recv,
+                None => self.eval_opt(c, value),
+            };
             let mut out = Vals::new();
             let mut tensors = Vals::new();
             let uncertain = recv.len() > 1;
@@ -1461,4 +1475,15 @@ impl Interp<'_, '_> {
 /// The method names a module's data arguments come in through.
 fn is_forward_name(name: &str) -> bool {
     matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl")
+}
+
+/// Whether evaluating receiver `value` runs a call (other than `super()`) that may write in
+/// place before the call's arguments are evaluated.
+fn receiver_runs_code(c: Code<'_>, value: ExprId) -> bool {
+    match *c.expr(value) {
+        Expr::Call { func, .. } => {
+            !matches!(*c.expr(func), Expr::Name { name, .. } if name == known::SUPER)
+        }
+        _ => false,
+    }
 }

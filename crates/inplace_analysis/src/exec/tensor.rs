@@ -454,11 +454,20 @@ impl Interp<'_, '_> {
         // (An adaptive average pool to size 1 is a mean: it saves nothing.)
         let global_pool = name.starts_with("adaptive_avg_pool")
             && inputs.get(1).is_some_and(|v| self.all_ones(v));
-        let saves = if self.grad_enabled && !global_pool {
+        let mut saves = if self.grad_enabled && !global_pool {
             ops::table().saves(name, a, b)
         } else {
             OpSaves::default()
         };
+        // (`gather` reads its source for the source's own gradient, and is as often applied to
+        // token ids (`shift_tokens_right(labels)`): a source only assumed to require grad, an
+        // argument, is taken to be such ids.)
+        if saves.input
+            && ops::INTEGER_SOURCES.contains(&name)
+            && !inputs.first().is_some_and(|v| self.surely_grad(v))
+        {
+            saves.input = false;
+        }
         // An operand saved only for the other's gradient (`a * b` keeps `a` for `b`'s) is saved
         // only when the other requires grad: when that is an argument's assumption, the save
         // rests on it (not on what the result's history rests on).

@@ -835,7 +835,7 @@ impl Interp<'_, '_> {
     }
 
     /// Whether `vals` are tensors that all surely require grad.
-    fn surely_grad(&self, vals: &Vals) -> bool {
+    pub(super) fn surely_grad(&self, vals: &Vals) -> bool {
         !vals.is_empty()
             && vals
                 .iter()
@@ -1378,7 +1378,13 @@ impl Interp<'_, '_> {
             .flatten();
         inputs.extend(bag.clone());
         let index = self.index_operand(f, args, CallForm::Functional);
-        let out = self.op_result(f, OpLabel::Functional(fname), &inputs, call, true);
+        // (Attention with dropout, `dropout_p=p` not surely 0, runs torch's math kernel on the
+        // CPU, which keeps neither the result nor `q`: measured with torch 2.15.)
+        let attention_dropout = f == "scaled_dot_product_attention"
+            && args.named_or_at(known::DROPOUT_P, 4).is_some()
+            && !self.zero_arg(c, args, known::DROPOUT_P, 4);
+        let op = if attention_dropout { "" } else { f };
+        let out = self.op_result(op, OpLabel::Functional(fname), &inputs, call, true);
         let label = OpLabel::Functional(fname);
         if let Some(index) = index {
             self.save_with(&out, &index, label, call);

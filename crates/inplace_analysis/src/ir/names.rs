@@ -90,6 +90,7 @@ known! {
     COPY = "copy",
     EMPTY = "",
     DICT_ITEMS = "<dict items>",
+    DROPOUT_P = "dropout_p",
 }
 
 /// The interner of one file or document.
