@@ -38,7 +38,8 @@ exp2_ abs_ log_ sin_ cos_ neg_ square_ clamp_ clip_ vector_norm matrix_norm pdis
 max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_shuffle
 max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
 local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh acosh lgamma digamma
-softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather
+softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather inverse rms_norm
+batch_norm instance_norm
 scaled_dot_product_attention
 """.split()
 # (`special.X` ops are keyed by their last name too: `torch.special.expit` -> `expit`.)
@@ -86,7 +87,7 @@ ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2
 ZeroPad1d ZeroPad2d ConstantPad1d ConstantPad2d ConstantPad3d CircularPad1d CircularPad2d
 Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle
 Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Softmax2d Unflatten
-MultiheadAttention""".split()
+MultiheadAttention RMSNorm""".split()
 # Loss modules, called with an input and a target (`criterion(logits, labels)`).
 LOSSES = """MSELoss L1Loss SmoothL1Loss HuberLoss BCELoss BCEWithLogitsLoss KLDivLoss
 CrossEntropyLoss NLLLoss SoftMarginLoss MultiLabelSoftMarginLoss PoissonNLLLoss
@@ -116,7 +117,7 @@ MODULE_ARGS = {
     "UpsamplingBilinear2d": dict(scale_factor=2), "PixelShuffle": (2,), "PixelUnshuffle": (2,),
     "ChannelShuffle": (2,), "Dropout1d": dict(p=0.5), "Dropout2d": dict(p=0.5),
     "Dropout3d": dict(p=0.5), "AlphaDropout": dict(p=0.5), "FeatureAlphaDropout": dict(p=0.5),
-    "Unflatten": (1, (3, 1)),
+    "Unflatten": (1, (3, 1)), "RMSNorm": (3,),
     **{f"{k}{d}d": (2,) for k in ("MaxPool", "AvgPool") for d in (1, 2, 3)},
     **{f"Adaptive{k}Pool{d}d": (2,) for k in ("Avg", "Max") for d in (1, 2, 3)},
     **{f"{k}Pad{d}d": (1,) for k in ("Reflection", "Replication", "Zero", "Circular")
@@ -166,7 +167,8 @@ EXTRA = {  # extra positional args some ops need
     "max_pool1d": (2,), "avg_pool1d": (2,), "adaptive_avg_pool1d": (2,),
     "adaptive_max_pool1d": (2,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
-    "group_norm": (1,), "softmin": (-1,), "gather": (1, torch.tensor([[0, 2], [1, 1]])),
+    "group_norm": (1,), "softmin": (-1,), "rms_norm": ((3,),),
+    "batch_norm": (None, None, None, None, True), "gather": (1, torch.tensor([[0, 2], [1, 1]])),
 }
 # Inputs some ops need made from the measured tensor (which is then the op's input, written in
 # place by the measure): a symmetric positive definite matrix for `cholesky`, an invertible one
@@ -174,6 +176,7 @@ EXTRA = {  # extra positional args some ops need
 PREP = {
     "cholesky": lambda t: t @ t.mT * 1.0 + 3 * torch.eye(3),
     "inv": lambda t: t + 3 * torch.eye(3),
+    "inverse": lambda t: t + 3 * torch.eye(3),
     "det": lambda t: t + 3 * torch.eye(3),
 }
 # Ops called with more operands than the measured one: the others are tensors of their own that
@@ -181,6 +184,9 @@ PREP = {
 CALL = {
     # (`torch.cholesky` is removed; `torch.linalg.cholesky` is the op.)
     "cholesky": torch.linalg.cholesky,
+    # (`torch.batch_norm` and `torch.instance_norm` take other arguments: the functional ones.)
+    "batch_norm": F.batch_norm,
+    "instance_norm": F.instance_norm,
     "scaled_dot_product_attention": lambda q: F.scaled_dot_product_attention(
         q, torch.rand(1, 4, 3).requires_grad_(), torch.rand(1, 4, 3).requires_grad_()),
 }
@@ -192,7 +198,7 @@ UNARY_SHAPE = {
     "avg_pool2d": (1, 2, 4, 4), "adaptive_avg_pool2d": (1, 2, 3, 3),
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
     "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
-    "cholesky": (3, 3), "inv": (3, 3), "det": (3, 3), "matrix_exp": (3, 3),
+    "cholesky": (3, 3), "inv": (3, 3), "inverse": (3, 3), "instance_norm": (2, 2, 3), "det": (3, 3), "matrix_exp": (3, 3),
     "scaled_dot_product_attention": (1, 2, 3),
 }
 

@@ -9,10 +9,18 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::sync::LazyLock;
 
-/// Ops of several tensor operands measured on the first one, the others tensors that require
-/// grad (`gen_op_table.py`'s `CALL`): `scaled_dot_product_attention(q, k, v)` saves `q` and its
-/// result, whatever `k` and `v` are.
-const MEASURED_ON_FIRST: &[&str] = &["scaled_dot_product_attention"];
+/// Ops of several tensor operands measured on the first one (`gen_op_table.py`'s `CALL`, and
+/// the norms given statistics and affine tensors): `scaled_dot_product_attention(q, k, v)`
+/// saves `q` and its result, `batch_norm(x, mean, var, w, b)` saves `x`, whatever the others
+/// are.
+const MEASURED_ON_FIRST: &[&str] = &[
+    "scaled_dot_product_attention",
+    "batch_norm",
+    "instance_norm",
+    "rms_norm",
+    "layer_norm",
+    "group_norm",
+];
 
 /// Ops that save their source for its own gradient but are as often applied to integer tensors
 /// (token ids, labels): the source is saved only when it surely requires grad (an op's result

@@ -592,6 +592,16 @@ impl Interp<'_, '_> {
             .filter(|t| self.maybe_tensor(*t))
             .collect();
         let span = c.stmt_span(s);
+        // A tensor has no `__imatmul__`: `y @= m` is `y = y @ m` (a store into `x[i]` or
+        // `self.w` for such a target), measured with torch 2.15.
+        if op == BinOp::MatMul && !tensors.is_empty() {
+            let result = self.binary(op, &current, &value, span);
+            match *c.expr(target) {
+                Expr::Name { name, .. } => self.bind_name(c, name, None, result, None),
+                _ => self.bind_target(c, target, result, None),
+            }
+            return;
+        }
         if tensors.is_empty() {
             // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
             let result = self.binary(op, &current, &value, span);
