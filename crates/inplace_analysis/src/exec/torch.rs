@@ -207,6 +207,15 @@ impl Interp<'_, '_> {
                 return v;
             }
         }
+        // `copy.copy(x)`: a module copied so shares its parameters (its `_parameters` dict is the
+        // same), a tensor so shares its memory but not its version counter (as `.detach()`
+        // does), a dict so holds the same values: measured with torch 2.15. So does
+        // `collections.OrderedDict(d)` of a dict.
+        if p == "copy.copy" || p == "collections.OrderedDict" {
+            if let Some(v) = self.shallow_copy(&first_arg, args, call, p == "copy.copy") {
+                return v;
+            }
+        }
         if p == "copy.deepcopy" {
             if let Some(v) = self.deepcopy(args) {
                 return v;
@@ -628,6 +637,24 @@ impl Interp<'_, '_> {
                 None => smallvec![self.alloc(Obj::Unknown)],
             },
             _ => self.opaque_call(args, call),
+        }
+    }
+
+    /// `copy.copy(x)` (`any`) or `OrderedDict(x)` of one argument: see [`Interp::call_path`];
+    /// `None` for what it does not know.
+    fn shallow_copy(&mut self, x: &Vals, args: &Args, call: Span, any: bool) -> Option<Vals> {
+        let ([one], 1, true) = (
+            x.as_slice(),
+            args.positional.len(),
+            args.keywords.is_empty(),
+        ) else {
+            return None;
+        };
+        match self.obj(*one) {
+            _ if self.dict_objs.contains(one) => Some(smallvec![self.copy_seq(*one, false)]),
+            Obj::Module(_) if any => Some(smallvec![*one]),
+            Obj::Tensor(_) if any => Some(smallvec![self.detach_of(*one, call)]),
+            _ => None,
         }
     }
 
