@@ -22,6 +22,18 @@ const MEASURED_ON_FIRST: &[&str] = &[
     "group_norm",
 ];
 
+/// Torch functions that read every tensor of the list or tuple they are given.
+pub const JOINS_LIST: &[&str] = &[
+    "stack",
+    "cat",
+    "concat",
+    "concatenate",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+];
+
 /// Ops that save their source for its own gradient but are as often applied to integer tensors
 /// (token ids, labels): the source is saved only when it surely requires grad (an op's result
 /// over parameters), not when that is an argument's assumption.

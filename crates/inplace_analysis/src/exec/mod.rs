@@ -403,6 +403,12 @@ pub(crate) struct Interp<'p, 't> {
     /// of when each was last read (a slot a callee read works through it, see
     /// [`Interp::mark_stale_slots`]).
     pub taken_slots: FxHashMap<(ObjId, Slot), usize>,
+    /// When each container slot was last stored ([`Interp::slot_clock`]).
+    pub stored_slots: FxHashMap<(ObjId, Slot), usize>,
+    /// The loops over an iterable running, innermost last: the values their target takes (one
+    /// abstract row for every element) and when the running iteration began. A slot stored
+    /// in an earlier iteration holds another element than the one written now.
+    pub loop_rows: Vec<(Vals, usize)>,
     /// Counts slot reads and inlined calls: orders a read against a call's start.
     pub slot_clock: usize,
     /// Evaluating what only metadata is read of (`x.shape`, `x is None`).
@@ -547,6 +553,8 @@ impl<'p, 't> Interp<'p, 't> {
             positions: FxHashSet::default(),
             element_reads: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
+            stored_slots: FxHashMap::default(),
+            loop_rows: Vec::new(),
             slot_clock: 0,
             metadata_read: false,
             exact_seqs: FxHashSet::default(),

@@ -358,10 +358,13 @@ impl Interp<'_, '_> {
         let pushed = each.len();
         (self.each_element).extend(each.into_iter().map(|(n, ts)| (n, ts, c.span(target))));
         self.run_loop(c, body, |it| {
+            it.slot_clock += 1;
+            it.loop_rows.push((elems.clone(), it.slot_clock));
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);
             }
             it.exec_block(c, body);
+            it.loop_rows.pop();
         });
         let kept = self.each_element.len() - pushed;
         self.each_element.truncate(kept);

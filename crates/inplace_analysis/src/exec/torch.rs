@@ -1211,6 +1211,11 @@ impl Interp<'_, '_> {
         let f = qualified.rsplit('.').next().unwrap_or(qualified);
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
+        // `torch.stack(states)` reads every tensor the list holds: one a write changed since it
+        // was appended is read stale (IP402).
+        if ops::JOINS_LIST.contains(&f) {
+            self.read_entries(&first, call);
+        }
         // (`out=None` is no `out=`: the op makes its result.)
         let out_arg = args
             .keyword(known::OUT)

@@ -453,8 +453,12 @@ impl Interp<'_, '_> {
         }
         // (A parameter or other leaf is meant to be updated where it is kept; so is what
         // `nn.init` fills.)
+        // (Nor is a masking fill, `log_probs[ended] = -inf` on a tensor a list keeps: the list
+        // is meant to see it.)
         if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
-            self.mark_stale_slots(t, wid, Taken::Any);
+            if !w.masking {
+                self.mark_stale_slots(t, wid, Taken::Any);
+            }
         } else {
             // ... but not a parameter made to show another's memory.
             self.mark_shown_memory(t, tt, wid);
@@ -728,6 +732,17 @@ impl Interp<'_, '_> {
         self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t));
     }
 
+    /// Whether slot `key`, holding `vs`, was stored in an earlier iteration of a loop whose
+    /// target takes `vs` (`for mask in masks: mask[...] = 0; out.append(mask)`): it holds the
+    /// row of that iteration, another tensor than the one this iteration writes.
+    fn earlier_row(&self, key: (ObjId, Slot), vs: &Vals) -> bool {
+        let Some(stored) = self.stored_slots.get(&key) else {
+            return false;
+        };
+        (self.loop_rows.iter())
+            .any(|(rows, began)| stored < began && vs.iter().all(|x| rows.contains(x)))
+    }
+
     /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts; `children`:
     /// the children of containers too (`model[0].weight`).
     fn mark_stale_slots_where(
@@ -778,6 +793,9 @@ impl Interp<'_, '_> {
                 let key = (o, slot);
                 // (Every alternative the slot may hold: a slot of certain ones.)
                 if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
+                    if self.earlier_row(key, vs) {
+                        continue;
+                    }
                     // (Nor a slot a hook that may not run on this layer stored.)
                     let taken = match (self.taken_slots.get(&key), taken) {
                         (Some(_), Taken::Any) => true,
@@ -808,6 +826,10 @@ impl Interp<'_, '_> {
         let key = (o, slot);
         self.state.stale_slots.remove(&key);
         self.taken_slots.remove(&key);
+        if !self.loop_rows.is_empty() {
+            self.slot_clock += 1;
+            self.stored_slots.insert(key, self.slot_clock);
+        }
         if self.storing_maybe {
             self.maybe_slots.insert(key, ());
         } else {
