@@ -42,6 +42,8 @@ pub(crate) enum WriteKind {
     /// `model.load_state_dict(sd)`: every parameter of the tree copied into in place (under no
     /// grad), meant to be seen by whoever holds them.
     LoadState,
+    /// `loss.backward()` accumulating a leaf's new gradient into the `.grad` tensor it has.
+    GradAccumulate,
 }
 
 impl WriteKind {

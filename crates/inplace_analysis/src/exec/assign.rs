@@ -337,6 +337,19 @@ impl Interp<'_, '_> {
                     }
                 }
             }
+            // `p.grad = None` (or a new tensor): the next backward makes a new gradient tensor
+            // (what `g = p.grad` held before is no longer accumulated into).
+            Obj::Tensor(_) if attr == known::GRAD => {
+                let tensors: Vals = (vals.iter().copied())
+                    .filter(|v| matches!(self.obj(*v), Obj::Tensor(_)))
+                    .collect();
+                if let Some(t) = self.tensor_mut(o) {
+                    t.grad_tensor = match tensors.as_slice() {
+                        [one] => Some(*one),
+                        _ => None,
+                    };
+                }
+            }
             Obj::Tensor(_) if attr == known::DATA => {
                 let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
                 // Replacing `.data` writes new contents without a version bump.

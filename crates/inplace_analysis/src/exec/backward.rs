@@ -79,6 +79,9 @@ impl Interp<'_, '_> {
                 });
             }
         }
+        if backward && inputs.is_empty() {
+            self.accumulate_grads(&visited, trigger.range);
+        }
         if backward && !self.state.gradless.is_empty() {
             for n in &visited {
                 for leaf in &self.nodes.get(*n).leaves {
@@ -111,6 +114,26 @@ impl Interp<'_, '_> {
         let after = self.prog.text_after(read);
         matches!(self.name(m), "sub_" | "add_")
             && [".std(", ".var("].iter().any(|s| after.starts_with(s))
+    }
+
+    /// A backward reaching leaves that already have a `.grad` tensor adds the new gradient
+    /// into it in place (`g1 = w.grad; loss2.backward()` changes what `g1` holds: IP402 where it
+    /// is read).
+    fn accumulate_grads(&mut self, visited: &FxHashSet<NodeId>, at: Span) {
+        let mut grads: SmallVec<[ObjId; 4]> = SmallVec::new();
+        for n in visited {
+            for leaf in &self.nodes.get(*n).leaves {
+                let g = self.tensor(*leaf).and_then(|t| t.grad_tensor);
+                if let Some(g) = g.filter(|g| !grads.contains(g)) {
+                    grads.push(g);
+                }
+            }
+        }
+        for g in grads {
+            let spec =
+                super::write::WriteSpec::new(WriteKind::GradAccumulate, at, at).no_leaf_check();
+            self.write(&smallvec![g], spec);
+        }
     }
 
     /// `container`: the read is of a slot of it (`d["w"]`, `load_state_dict(d)`).

@@ -204,6 +204,10 @@ impl Interp<'_, '_> {
                 let storage = t.storage;
                 self.state.gradless.insert(storage);
             }
+            // (The next backward makes new gradient tensors.)
+            if let Some(t) = self.tensor_mut(*p) {
+                t.grad_tensor = None;
+            }
         }
     }
 

@@ -272,6 +272,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             "`{through}` writes `{name}` in place and its result is used as a new value, but the same statement reads `{name}` again ({}), which silently sees the written values, not the ones before",
             ctx.line(*read)
         )
+    } else if w.kind == WriteKind::GradAccumulate {
+        format!(
+            "`{through}` adds its gradient in place into the `.grad` tensor `{name}` holds (a backward accumulates into an existing `.grad`); `{name}` is read later ({}) and silently sees the sum, not the gradient it was taken as",
+            ctx.line(*read)
+        )
     } else if view.is_some() {
         format!(
             "`{through}` writes in place into memory the view `{name}` shows; `{name}` is read later ({}) and silently sees the new values",
