@@ -9,8 +9,9 @@ Outcome of a fixture, from what the runtime printed (stdout + stderr, including 
   form3  "modified by an inplace operation"
   refusedview  "This view is the output of a function that returns multiple views", "A view
          was created in no_grad mode and is being modified inplace", "This view was created
-         inside a custom Function" or "more than one element of the written-to tensor refers to
-         a single memory location" (an expanded view; IP202)
+         inside a custom Function", "more than one element of the written-to tensor refers to
+         a single memory location" (an expanded view) or "Inplace update to inference tensor
+         outside InferenceMode is not allowed" (IP202)
   silent the fixture printed SILENT-HARM (it computed the right value a second way and differed)
   clean  none of these
 
@@ -56,6 +57,7 @@ FORMS = [
     ("refusedview", "A view was created in no_grad mode and is being modified inplace"),
     ("refusedview", "This view was created inside a custom Function"),
     ("refusedview", "more than one element of the written-to tensor refers to a single memory location"),
+    ("refusedview", "Inplace update to inference tensor outside InferenceMode is not allowed"),
 ]
 
 

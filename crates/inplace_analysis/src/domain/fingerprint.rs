@@ -209,6 +209,7 @@ impl Walk<'_, '_> {
                     super::GradCtx::Set(false) => 2,
                     super::GradCtx::Set(true) => 3,
                     super::GradCtx::Anomaly => 4,
+                    super::GradCtx::Inference => 5,
                 };
                 self.put((11u8, g));
             }

@@ -58,6 +58,9 @@ pub(crate) struct TensorObj {
     /// of an iteration), a view made under `no_grad`, or a view of one: autograd refuses to
     /// write it in place while grad mode is on.
     pub refused_view: Option<RefusedView>,
+    /// Made under `torch.inference_mode()` (where): an inference tensor, which torch refuses
+    /// to write in place outside inference mode; its views and detached aliases are too.
+    pub inference: Option<Span>,
     pub node: Option<NodeId>,
     /// Known to be a tensor (not just "maybe", as a function argument is).
     pub known: bool,
@@ -150,6 +153,9 @@ pub(crate) enum RefusedBy {
     /// write that computes from the old values, or copies a tensor in, is refused whatever
     /// grad mode says (a scalar fill is allowed; measured with torch 2.15).
     Expand,
+    /// A tensor made under `torch.inference_mode()` (or a view of one), written outside it:
+    /// refused in any grad mode (measured with torch 2.15).
+    Inference,
 }
 
 impl RefusedBy {
@@ -176,7 +182,8 @@ impl RefusedBy {
             | RefusedBy::BackwardHook
             | RefusedBy::CustomFunction(_)
             | RefusedBy::ReturnedInput(_)
-            | RefusedBy::Expand => None,
+            | RefusedBy::Expand
+            | RefusedBy::Inference => None,
         }
     }
 }
@@ -212,6 +219,7 @@ impl TensorObj {
             view_of_leaf: false,
             view_origin: None,
             refused_view: None,
+            inference: None,
             node: None,
             known,
             origin,
@@ -295,6 +303,8 @@ pub(crate) struct ClassObj {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GradCtx {
     NoGrad,
+    /// `torch.inference_mode()`: grad off, and the tensors made are inference tensors.
+    Inference,
     EnableGrad,
     /// `set_grad_enabled(x)`: `false` disables, `true` / unknown enables.
     Set(bool),

@@ -403,10 +403,12 @@ impl Interp<'_, '_> {
         let saved_stale = std::mem::take(&mut self.state.stale);
         self.outer_envs.push(saved_env);
         let saved_mode = (self.grad_enabled, self.implicit_no_grad);
+        let saved_inference = self.inference_mode;
         if !fd.lambda && self.runs_without_grad(c, fd) {
             self.grad_enabled = false;
             self.implicit_no_grad = false;
         }
+        self.inference_mode |= fd.decorators.inference;
         let saved_site = self.call_site;
         let saved_args = self.call_site_args.clone();
         if self.call_site.is_none() || self.calls_from_entry(call) {
@@ -439,6 +441,7 @@ impl Interp<'_, '_> {
         self.call_site = saved_site;
         self.call_site_args = saved_args;
         (self.grad_enabled, self.implicit_no_grad) = saved_mode;
+        self.inference_mode = saved_inference;
         self.join_here(&frame.ret_state);
         self.state.lapse_orphans(&frame.local_rebinds);
         self.state.dead = false;

@@ -329,6 +329,9 @@ pub(crate) struct Interp<'p, 't> {
     pub call_site: Option<Span>,
     /// Every inlined call running now, outermost first.
     pub call_path: SmallVec<[Span; 2]>,
+    /// Inside `torch.inference_mode()` (a block, or a function decorated with it): the
+    /// tensors made are inference tensors.
+    pub inference_mode: bool,
     /// The tensors the call at `call_site` passed as positional arguments: their storages and
     /// argument expressions.
     pub call_site_args: SmallVec<[(ObjId, ExprId); 2]>,
@@ -524,6 +527,7 @@ impl<'p, 't> Interp<'p, 't> {
             inlining: Vec::new(),
             call_site: None,
             call_path: SmallVec::new(),
+            inference_mode: false,
             call_site_args: SmallVec::new(),
             steps: 0,
             budget: 0,
@@ -603,10 +607,13 @@ impl<'p, 't> Interp<'p, 't> {
         it
     }
 
-    pub fn alloc(&mut self, obj: Obj) -> ObjId {
+    pub fn alloc(&mut self, mut obj: Obj) -> ObjId {
         // Every object is charged: containers read element by element could otherwise
         // allocate without bound inside one statement.
         self.steps += 1;
+        if let (true, Obj::Tensor(t)) = (self.inference_mode, &mut obj) {
+            t.inference.get_or_insert(t.origin);
+        }
         self.heap.push(obj)
     }
 

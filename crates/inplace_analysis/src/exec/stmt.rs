@@ -683,12 +683,18 @@ impl Interp<'_, '_> {
 
     fn exec_with(&mut self, c: Code<'_>, items: List, body: Block) {
         let saved_mode = (self.grad_enabled, self.implicit_no_grad);
+        let saved_inference = self.inference_mode;
         for i in c.body.list(items) {
             let item = c.body.with_items[*i as usize];
             let vals = self.eval(c, item.expr);
             for v in &vals {
+                // (Inference mode lasts through the other modes entered inside it.)
                 let mode = match self.obj(*v) {
                     Obj::GradCtx(GradCtx::NoGrad) => false,
+                    Obj::GradCtx(GradCtx::Inference) => {
+                        self.inference_mode = true;
+                        false
+                    }
                     Obj::GradCtx(GradCtx::EnableGrad) => true,
                     Obj::GradCtx(GradCtx::Set(on)) => *on,
                     _ => continue,
@@ -704,6 +710,7 @@ impl Interp<'_, '_> {
         }
         self.exec_block(c, body);
         (self.grad_enabled, self.implicit_no_grad) = saved_mode;
+        self.inference_mode = saved_inference;
     }
 }
 

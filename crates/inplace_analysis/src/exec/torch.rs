@@ -474,7 +474,7 @@ impl Interp<'_, '_> {
                 if self.arg_is_false(args, 0, known::MODE) {
                     GradCtx::EnableGrad
                 } else {
-                    GradCtx::NoGrad
+                    GradCtx::Inference
                 }
             }
             "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {

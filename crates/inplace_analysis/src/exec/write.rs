@@ -378,6 +378,26 @@ impl Interp<'_, '_> {
             .filter(|v| v.op == RefusedBy::Expand && tt.counter && all_refused)
             .filter(|v| tt.view_origin == Some(v.at))
             .filter(|_| self.overlap_refused(w.kind));
+        // An inference tensor (or a view of one) written outside inference mode: refused first,
+        // in any grad mode (measured with torch 2.15).
+        if let (Some(at), false) = (tt.inference, self.inference_mode) {
+            // (Reported once: the fix, an out-of-place write or a copy, makes it a normal tensor
+            // for the writes after it.)
+            let written = self.write_targets[wid as usize];
+            if let Some(t) = self.tensor_mut(written) {
+                t.inference = None;
+            }
+            self.raise_here(Event::RefusedViewWrite {
+                write: wid,
+                view: RefusedView {
+                    op: RefusedBy::Inference,
+                    at,
+                    grad: false,
+                },
+                plain: false,
+            });
+            return true;
+        }
         let leaf_first = !no_grad && all_leaf && (tt.leaf || tt.view_of_leaf);
         if let (Some(view), false) = (expanded, leaf_first) {
             self.raise_here(Event::RefusedViewWrite {

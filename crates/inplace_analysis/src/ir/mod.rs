@@ -468,6 +468,8 @@ pub struct Decorators {
     pub classmethod: bool,
     /// `@torch.no_grad()`, `@torch.inference_mode()`.
     pub no_grad: bool,
+    /// `@torch.inference_mode()`: the tensors it makes are inference tensors.
+    pub inference: bool,
     /// `@property` (a getter: reading the attribute runs it).
     pub property: bool,
     /// `@x.setter` (assigning the attribute runs it).

@@ -21,7 +21,10 @@
 //! - in any grad mode, an expanded view (`x.unsqueeze(2).expand(b, n, k, c)`, `expand_as`,
 //!   `torch.broadcast_to`) written by an op that computes from its values or copies a tensor in
 //!   (`edge -= nbr`, `pe += x`, `e.relu_()`, `e.copy_(v)`); a scalar fill (`fill_`, `zero_`,
-//!   `masked_fill_`) is allowed.
+//!   `masked_fill_`) is allowed;
+//! - in any grad mode, a tensor made under `torch.inference_mode()` (a block, or a function
+//!   decorated with it: a rollout buffer, precomputed features), or a view of one, written
+//!   outside inference mode.
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
 //! history onto its base. For one output of a multi-output view function it cannot do that
@@ -42,7 +45,10 @@
 //! BackwardHookFunction is a view and is being modified inplace. This view was created inside a
 //! custom Function ...` An expanded view: `RuntimeError: unsupported operation: more than one
 //! element of the written-to tensor refers to a single memory location. Please clone() the
-//! tensor before performing the operation.`
+//! tensor before performing the operation.` An inference tensor: `RuntimeError: Inplace update
+//! to inference tensor outside InferenceMode is not allowed.You can make a clone to get a
+//! normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for
+//! more details.`
 //!
 //! **Example**
 //! ```python
@@ -58,7 +64,7 @@
 //! name changes nothing the tensor keeps; write the whole tensor out of place
 //! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block. An expanded
 //! view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered), or
-//! `repeat`.
+//! `repeat`. An inference tensor: out of place, or a copy (`.clone()`, a normal tensor) first.
 //!
 //! **Fix safety.** *Unsafe*: the tensor viewed no longer sees the write (it never could while
 //! autograd recorded, but code after it may have read it expecting the change); under
@@ -135,6 +141,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ),
             format!("`{made}` repeats elements without copying them (a stride of 0)"),
         ),
+        RefusedBy::Inference => (
+            format!(
+                "a tensor made under `torch.inference_mode()` (`{made}`, {}), outside inference mode",
+                ctx.line(view.at)
+            ),
+            format!("`{made}` makes an inference tensor here (inside `torch.inference_mode()`)"),
+        ),
         _ => (
             format!("one of the views `{made}` returns ({})", ctx.line(view.at)),
             format!("`{made}` returns several views here"),
@@ -183,6 +196,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ctx.name(name)
         ),
         RefusedBy::Expand => OVERLAP.to_string(),
+        RefusedBy::Inference => INFERENCE.to_string(),
         _ if *plain => format!("{NO_GRAD_VIEW} {MULTI_VIEW}"),
         _ => format!("Output N of {node} {VIEW_MODIFIED} {MULTI_VIEW}"),
     };
@@ -201,6 +215,7 @@ const VIEW_MODIFIED: &str = "is a view and is being modified inplace.";
 const MULTI_VIEW: &str = "This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
 const CUSTOM_FUNCTION_VIEW: &str = "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
 const OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+const INFERENCE: &str = "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.";
 const NO_GRAD_VIEW: &str =
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled.";
 const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";

@@ -453,6 +453,7 @@ impl Lowerer<'_> {
             flags.staticmethod |= t.contains("staticmethod");
             flags.classmethod |= t.contains("classmethod");
             flags.no_grad |= t.contains("no_grad") || t.contains("inference_mode");
+            flags.inference |= t.contains("inference_mode") && !t.contains("False");
             flags.property |= t.contains("property");
             flags.setter |= t.contains(".setter");
             flags.deleter |= t.contains(".deleter");
