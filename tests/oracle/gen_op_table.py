@@ -39,7 +39,7 @@ max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_
 max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
 local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh acosh lgamma digamma
 softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather inverse rms_norm
-batch_norm instance_norm
+batch_norm instance_norm logcumsumexp renorm
 scaled_dot_product_attention
 """.split()
 # (`special.X` ops are keyed by their last name too: `torch.special.expit` -> `expit`.)
@@ -51,7 +51,7 @@ scaled_dot_product_attention
 BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
 dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
-xlogy copysign lerp conv1d conv2d prelu cdist dist grid_sample mv ger inner tensordot vecdot
+xlogy copysign lerp logaddexp logaddexp2 conv1d conv2d prelu cdist dist grid_sample mv ger inner tensordot vecdot
 kron""".split()
 
 # Ops that add a product of two operands to a base, `op(base, a, b)` (`addmm(bias, x, w)`): the
@@ -168,7 +168,7 @@ EXTRA = {  # extra positional args some ops need
     "adaptive_max_pool1d": (2,),
     "interpolate": (None, 2.0, "bilinear"), "pixel_shuffle": (2,), "local_response_norm": (2,),
     "group_norm": (1,), "softmin": (-1,), "rms_norm": ((3,),),
-    "batch_norm": (None, None, None, None, True), "gather": (1, torch.tensor([[0, 2], [1, 1]])),
+    "batch_norm": (None, None, None, None, True), "logcumsumexp": (0,), "renorm": (2, 0, 0.5), "gather": (1, torch.tensor([[0, 2], [1, 1]])),
 }
 # Inputs some ops need made from the measured tensor (which is then the op's input, written in
 # place by the measure): a symmetric positive definite matrix for `cholesky`, an invertible one
@@ -199,7 +199,7 @@ UNARY_SHAPE = {
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
     "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
     "cholesky": (3, 3), "inv": (3, 3), "inverse": (3, 3), "instance_norm": (2, 2, 3), "det": (3, 3), "matrix_exp": (3, 3),
-    "scaled_dot_product_attention": (1, 2, 3),
+    "scaled_dot_product_attention": (1, 2, 3), "glu": (2, 4),
 }
 
 
