@@ -343,12 +343,11 @@ impl Interp<'_, '_> {
                 let tensors: Vals = (vals.iter().copied())
                     .filter(|v| matches!(self.obj(*v), Obj::Tensor(_)))
                     .collect();
-                if let Some(t) = self.tensor_mut(o) {
-                    t.grad_tensor = match tensors.as_slice() {
-                        [one] => Some(*one),
-                        _ => None,
-                    };
-                }
+                let grad = match tensors.as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                };
+                self.set_grad_tensor(o, grad);
             }
             Obj::Tensor(_) if attr == known::DATA => {
                 let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));

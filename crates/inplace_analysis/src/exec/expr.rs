@@ -1346,6 +1346,13 @@ impl Interp<'_, '_> {
     /// gives its keys; an object whose class defines `__iter__` (called at `at`), what that
     /// gives; anything else itself (its elements are taken by [`Self::elements`]).
     pub(super) fn iterated(&mut self, iter: Vals, at: Option<Span>) -> Vals {
+        // (Iterating over a list reads the tensors it holds: one written in place since it was
+        // stored is read stale, as `xs[0]` would be.)
+        if let Some(at) = at {
+            if !self.state.stale_slots.is_empty() {
+                self.read_entries(&iter, at);
+            }
+        }
         let [m] = iter.as_slice() else { return iter };
         if let Some(keys) = self.module_dict_key_list(*m) {
             return smallvec![keys];

@@ -205,9 +205,7 @@ impl Interp<'_, '_> {
                 self.state.gradless.insert(storage);
             }
             // (The next backward makes new gradient tensors.)
-            if let Some(t) = self.tensor_mut(*p) {
-                t.grad_tensor = None;
-            }
+            self.set_grad_tensor(*p, None);
         }
     }
 

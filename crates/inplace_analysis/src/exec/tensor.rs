@@ -965,6 +965,23 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// The tensor whose `.grad` tensor `o`'s is: a leaf's memory owner (every name or element
+    /// that stands for the same leaf reads one `.grad`, the one a backward accumulates into).
+    fn grad_owner(&self, o: ObjId) -> ObjId {
+        match self.tensor(o) {
+            Some(t) if t.leaf && t.counter => t.storage,
+            _ => o,
+        }
+    }
+
+    /// `o.grad` is `grad` now (`None`: the next backward makes a new one).
+    pub(super) fn set_grad_tensor(&mut self, o: ObjId, grad: Option<ObjId>) {
+        let owner = self.grad_owner(o);
+        if let Some(t) = self.tensor_mut(owner) {
+            t.grad_tensor = grad;
+        }
+    }
+
     pub fn detach_of(&mut self, base: ObjId, origin: Span) -> ObjId {
         let Some(t) = self.tensor(base) else {
             return self.alloc(Obj::Unknown);
@@ -1231,13 +1248,14 @@ impl Interp<'_, '_> {
             return smallvec![alias];
         }
         if attr == known::GRAD {
-            if let Some(g) = t.grad_tensor {
+            // (Kept on the tensor that owns the memory: every name or element that stands for
+            // the same leaf reads one `.grad`, the one a backward accumulates into.)
+            let owner = self.grad_owner(o);
+            if let Some(g) = self.tensor(owner).and_then(|t| t.grad_tensor) {
                 return smallvec![g];
             }
             let g = self.new_leaf(false, range);
-            if let Some(t) = self.tensor_mut(o) {
-                t.grad_tensor = Some(g);
-            }
+            self.set_grad_tensor(o, Some(g));
             return smallvec![g];
         }
         // What autograd records of it, as far as it is known: `if x.requires_grad:`,
