@@ -60,7 +60,17 @@ fn append_clone(
 /// Where a NumPy array and a tensor came to share memory, one side gets its own:
 /// `t.numpy()` -> `t.numpy().copy()`, `torch.from_numpy(a)` -> `torch.from_numpy(a).clone()`.
 /// Unsafe: code may rely on the sharing.
-pub(crate) fn own_memory(ctx: &RenderCtx<'_>, share: crate::domain::NumpyShare) -> Option<Fix> {
+pub(crate) fn own_memory(
+    ctx: &RenderCtx<'_>,
+    share: crate::domain::NumpyShare,
+    w: &crate::events::Write,
+) -> Option<Fix> {
+    // The tensor read by its name after the array was written (`p = probs.detach().numpy();
+    // p[~legal] = 0; masked = probs`): the write is meant to reach it, and a copy would
+    // silently drop it.
+    if share.from_tensor && tensor_read_after(ctx, share.at, w) {
+        return None;
+    }
     let (copy, what) = if share.from_tensor {
         (".copy()", "the array")
     } else {
@@ -73,6 +83,24 @@ pub(crate) fn own_memory(ctx: &RenderCtx<'_>, share: crate::domain::NumpyShare) 
         TextRange::new(r.end, r.end),
         copy.into(),
     ))
+}
+
+/// Whether the name the tensor of `t.numpy()` (at `at`) was taken from is read after the
+/// write's statement, in the same function.
+fn tensor_read_after(ctx: &RenderCtx<'_>, at: Span, w: &crate::events::Write) -> bool {
+    let Some(s) = w.stmt.filter(|s| s.item == at.item) else {
+        return false;
+    };
+    let Some(body) = ctx.body(at.item) else {
+        return false;
+    };
+    let call = (0..body.exprs.len()).find(|&k| body.expr_spans[k] == at.rel);
+    let root = call.and_then(|k| root_place(&body, ExprId(k as u32)));
+    let Some(Expr::Name { name, .. }) = root.map(|r| *body.expr(r)) else {
+        return false;
+    };
+    let after = Rel::new(body.stmt_span(s.stmt).end, u32::MAX);
+    names_read(&body, after).contains(&name)
 }
 
 /// `R = R.clone()` on a line of its own before the statement that makes the tensor a write

@@ -43,7 +43,8 @@
 //! `backward()`.
 //!
 //! For a NumPy array, one side gets its own memory where it is shared: `t.numpy().copy()`,
-//! `torch.from_numpy(a).clone()`.
+//! `torch.from_numpy(a).clone()`; none when the tensor is read by its name after the write
+//! (the write is meant to reach it: mask it out of place instead).
 //!
 //! **Fix safety.** *Unsafe*: it changes which tensor the name holds (or, for an array, stops the
 //! sharing some code may rely on).
@@ -219,7 +220,7 @@ fn numpy_finding(
             ctx.line(share.at)
         ),
         related,
-        fix: fix::own_memory(ctx, share),
+        fix: fix::own_memory(ctx, share, w),
     })
 }
 
