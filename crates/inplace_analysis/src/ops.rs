@@ -22,6 +22,22 @@ const MEASURED_ON_FIRST: &[&str] = &[
     "group_norm",
 ];
 
+/// Methods that reduce a tensor to a statistic (what a normalising chain divides or shifts by).
+pub const REDUCTIONS: &[&str] = &[
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "norm",
+    "std",
+    "var",
+    "logsumexp",
+    "prod",
+    "median",
+];
+
 /// Torch functions that read every tensor of the list or tuple they are given.
 pub const JOINS_LIST: &[&str] = &[
     "stack",

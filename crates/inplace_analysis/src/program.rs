@@ -261,15 +261,6 @@ impl<'t> Program<'t> {
             .unwrap_or("")
     }
 
-    /// The source text after a span, to the end of its line (for what follows a name: `.std(`).
-    pub fn text_after(&self, s: Span) -> &'t str {
-        let Some(r) = self.range(s) else {
-            return "";
-        };
-        let rest = self.text.get(r.end..).unwrap_or("");
-        &rest[..rest.find('\n').unwrap_or(rest.len())]
-    }
-
     /// The item's body, lowered now if it was not yet (or its version changed).
     pub fn body(&self, id: ItemId, names: &mut Interner) -> Option<Arc<Body>> {
         let item = self.item(id)?;

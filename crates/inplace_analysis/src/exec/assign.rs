@@ -608,10 +608,7 @@ impl Interp<'_, '_> {
         // `self.w` for such a target), measured with torch 2.15.
         if op == BinOp::MatMul && !tensors.is_empty() {
             let result = self.binary(op, &current, &value, span);
-            match *c.expr(target) {
-                Expr::Name { name, .. } => self.bind_name(c, name, None, result, None),
-                _ => self.bind_target(c, target, result, None),
-            }
+            self.bind_target(c, target, result, Some(s));
             return;
         }
         if tensors.is_empty() {

@@ -79,7 +79,7 @@ impl Interp<'_, '_> {
                 });
             }
         }
-        if backward && inputs.is_empty() {
+        if backward && inputs.is_empty() && !self.new_grads {
             self.accumulate_grads(&visited, trigger.range);
         }
         if backward && !self.state.gradless.is_empty() {
@@ -104,16 +104,20 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// A read, in the statement of a shift (`x.sub_(m)`, `x.add_(b)`), that only takes a
-    /// statistic shifting does not change: `x.sub_(x.mean(0)).div_(x.std(0))` divides by the
-    /// same standard deviation before and after the shift.
-    fn shift_invariant_read(&self, kind: WriteKind, read: Span) -> bool {
-        let WriteKind::Method(m) = kind else {
+    /// A read, later in a chain of in-place calls on the same name, that takes a reduction of
+    /// it (`p.exp_().div_(p.sum(-1, keepdim=True))`, `x.sub_(x.min()).div_(x.max())`): the
+    /// chain means to normalise by the new values.
+    fn reduction_receiver(&mut self, read: Span) -> bool {
+        let Some(body) = self.body_of(read.item) else {
             return false;
         };
-        let after = self.prog.text_after(read);
-        matches!(self.name(m), "sub_" | "add_")
-            && [".std(", ".var("].iter().any(|s| after.starts_with(s))
+        body.exprs.iter().any(|e| match *e {
+            Expr::Attr { value, attr, .. } => {
+                body.expr_span(value) == read.rel
+                    && crate::ops::REDUCTIONS.contains(&self.name(attr))
+            }
+            _ => false,
+        })
     }
 
     /// A backward reaching leaves that already have a `.grad` tensor adds the new gradient
@@ -161,13 +165,13 @@ impl Interp<'_, '_> {
                 Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece)))))
             });
             let (view, view_copyable) = (view.map(|v| v.0), view.is_some_and(|v| v.1));
+            if self.stmt_stale.contains(&(name, *w)) && self.reduction_receiver(read) {
+                continue;
+            }
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
             let nested = self.stmt_stale.contains(&(name, *w));
-            if nested && self.shift_invariant_read(write.kind, read) {
-                continue;
-            }
             let shared = self.shared_site(written, &seen);
             let snapshot = (write.kind == WriteKind::Step && shared.is_none())
                 .then(|| match container {

@@ -1189,6 +1189,7 @@ impl Interp<'_, '_> {
         self.inlining = vec![Self::normalized(def, f)];
         self.unit_depth = 1;
         self.grad_enabled = !self.runs_without_grad(c, &fd);
+        self.inference_mode = fd.decorators.inference;
         let class = self.enclosing_class(c, &fd);
         if let Some(k) = &class {
             if self.instances.contains_key(&k.loc) {

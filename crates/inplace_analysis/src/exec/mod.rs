@@ -332,6 +332,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Inside `torch.inference_mode()` (a block, or a function decorated with it): the
     /// tensors made are inference tensors.
     pub inference_mode: bool,
+    /// The backward running gives the leaves new `.grad` tensors (`create_graph=True`)
+    /// instead of adding into the ones they have.
+    pub new_grads: bool,
     /// The tensors the call at `call_site` passed as positional arguments: their storages and
     /// argument expressions.
     pub call_site_args: SmallVec<[(ObjId, ExprId); 2]>,
@@ -409,9 +412,10 @@ pub(crate) struct Interp<'p, 't> {
     /// When each container slot was last stored ([`Interp::slot_clock`]).
     pub stored_slots: FxHashMap<(ObjId, Slot), usize>,
     /// The loops over an iterable running, innermost last: the values their target takes (one
-    /// abstract row for every element) and when the running iteration began. A slot stored
-    /// in an earlier iteration holds another element than the one written now.
-    pub loop_rows: Vec<(Vals, usize)>,
+    /// abstract row for every element), when the loop began and when the running iteration
+    /// did. A slot stored in an earlier iteration holds another element than the one written
+    /// now.
+    pub loop_rows: Vec<(Vals, usize, usize)>,
     /// Counts slot reads and inlined calls: orders a read against a call's start.
     pub slot_clock: usize,
     /// Evaluating what only metadata is read of (`x.shape`, `x is None`).
@@ -528,6 +532,7 @@ impl<'p, 't> Interp<'p, 't> {
             call_site: None,
             call_path: SmallVec::new(),
             inference_mode: false,
+            new_grads: false,
             call_site_args: SmallVec::new(),
             steps: 0,
             budget: 0,
@@ -611,8 +616,12 @@ impl<'p, 't> Interp<'p, 't> {
         // Every object is charged: containers read element by element could otherwise
         // allocate without bound inside one statement.
         self.steps += 1;
+        // (A fresh result: a view, `.detach()` or `.data` of a normal tensor stays normal, and
+        // takes its base's status when it is made.)
         if let (true, Obj::Tensor(t)) = (self.inference_mode, &mut obj) {
-            t.inference.get_or_insert(t.origin);
+            if t.view_of.is_none() && t.detached_from.is_none() && t.counter {
+                t.inference.get_or_insert(t.origin);
+            }
         }
         self.heap.push(obj)
     }

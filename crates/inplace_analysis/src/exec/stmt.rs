@@ -357,9 +357,11 @@ impl Interp<'_, '_> {
         let each = self.each_element_loop(c, target, &iter);
         let pushed = each.len();
         (self.each_element).extend(each.into_iter().map(|(n, ts)| (n, ts, c.span(target))));
+        self.slot_clock += 1;
+        let started = self.slot_clock;
         self.run_loop(c, body, |it| {
             it.slot_clock += 1;
-            it.loop_rows.push((elems.clone(), it.slot_clock));
+            it.loop_rows.push((elems.clone(), started, it.slot_clock));
             if !target.is_none() {
                 it.bind_target(c, target, elems.clone(), None);
             }

@@ -79,7 +79,11 @@ impl Interp<'_, '_> {
         match m.as_str() {
             "backward" => {
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH);
+                // (With `create_graph=True` torch makes new `.grad` tensors: none is added into.)
+                let create_graph = self.keyword_on(args, known::CREATE_GRAPH);
+                let outer = std::mem::replace(&mut self.new_grads, create_graph);
                 self.check_graph(recv, call, retain, true);
+                self.new_grads = outer;
                 return smallvec![OTHER];
             }
             "detach" => return recv.iter().map(|v| self.detach_of(*v, call)).collect(),
@@ -460,8 +464,9 @@ impl Interp<'_, '_> {
             OpSaves::default()
         };
         // (`gather` reads its source for the source's own gradient, and is as often applied to
-        // token ids (`shift_tokens_right(labels)`): a source only assumed to require grad, an
-        // argument, is taken to be such ids.)
+        // token ids (`shift_tokens_right(labels)`, which gathers from a copy of its argument):
+        // a source only assumed to require grad, through an argument, is taken to be such ids.
+        // (So is `log_softmax(logits)` of an argument: the op's dtype is not followed.))
         if saves.input
             && ops::INTEGER_SOURCES.contains(&name)
             && !inputs.first().is_some_and(|v| self.surely_grad(v))
@@ -969,7 +974,8 @@ impl Interp<'_, '_> {
     /// that stands for the same leaf reads one `.grad`, the one a backward accumulates into).
     fn grad_owner(&self, o: ObjId) -> ObjId {
         match self.tensor(o) {
-            Some(t) if t.leaf && t.counter => t.storage,
+            // (A leaf made of another's memory, `w.detach().requires_grad_()`, has its own.)
+            Some(t) if t.leaf && t.counter && t.detached_from.is_none() => t.storage,
             _ => o,
         }
     }
@@ -1255,6 +1261,9 @@ impl Interp<'_, '_> {
                 return smallvec![g];
             }
             let g = self.new_leaf(false, range);
+            if let Some(gt) = self.tensor_mut(g) {
+                gt.inference = None;
+            }
             self.set_grad_tensor(o, Some(g));
             return smallvec![g];
         }

@@ -208,8 +208,8 @@ impl Interp<'_, '_> {
             }
         }
         // `copy.copy(x)`: a module copied so shares its parameters (its `_parameters` dict is the
-        // same), a tensor so shares its memory but not its version counter (as `.detach()`
-        // does), a dict so holds the same values: measured with torch 2.15. So does
+        // same), a tensor so shares its memory but not its version counter (as `.data` does), a
+        // dict so holds the same values: measured with torch 2.15. So does
         // `collections.OrderedDict(d)` of a dict.
         if p == "copy.copy" || p == "collections.OrderedDict" {
             if let Some(v) = self.shallow_copy(&first_arg, args, call, p == "copy.copy") {
@@ -471,10 +471,17 @@ impl Interp<'_, '_> {
             }
             "torch.enable_grad" | "torch.autograd.enable_grad" => GradCtx::EnableGrad,
             "torch.inference_mode" | "torch.autograd.inference_mode" => {
+                // (Inference tensors only where it surely is on: no argument, or `True`.)
+                let on = (args.positional.is_empty() && args.keywords.is_empty())
+                    || args
+                        .named_or_at(known::MODE, 0)
+                        .is_some_and(|v| v.as_slice() == [TRUE]);
                 if self.arg_is_false(args, 0, known::MODE) {
                     GradCtx::EnableGrad
-                } else {
+                } else if on {
                     GradCtx::Inference
+                } else {
+                    GradCtx::NoGrad
                 }
             }
             "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => {
@@ -653,7 +660,8 @@ impl Interp<'_, '_> {
         match self.obj(*one) {
             _ if self.dict_objs.contains(one) => Some(smallvec![self.copy_seq(*one, false)]),
             Obj::Module(_) if any => Some(smallvec![*one]),
-            Obj::Tensor(_) if any => Some(smallvec![self.detach_of(*one, call)]),
+            // (Its own version counter, as `.data`'s: measured.)
+            Obj::Tensor(_) if any => Some(smallvec![self.data_alias(*one, call)]),
             _ => None,
         }
     }

@@ -190,6 +190,7 @@ impl Interp<'_, '_> {
                 .is_some_and(|s| !s.is_empty())
         });
         let all_refused = !tensors.is_empty() && tensors.iter().all(|t| t.refused_view.is_some());
+        let all_inference = !tensors.is_empty() && tensors.iter().all(|t| t.inference.is_some());
         // (A value carrying a `create_graph=True` gradient, written through `.data`.)
         let mut second_order = match tensors.iter().any(|t| !t.counter) {
             true => w.value.and_then(|v| self.second_order_in(v)),
@@ -199,7 +200,8 @@ impl Interp<'_, '_> {
             let Some(tt) = self.tensor(*t).cloned() else {
                 continue;
             };
-            if self.report_raising(wid, &tt, &w, no_grad, all_leaf, all_refused, value_grad) {
+            let all = (no_grad, all_leaf, all_refused, all_inference);
+            if self.report_raising(*t, wid, &tt, &w, all, value_grad) {
                 // (The statement stops here: nothing after this write runs.)
                 break;
             }
@@ -359,12 +361,11 @@ impl Interp<'_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn report_raising(
         &mut self,
+        t: ObjId,
         wid: WriteId,
         tt: &TensorObj,
         w: &WriteSpec<'_>,
-        no_grad: bool,
-        all_leaf: bool,
-        all_refused: bool,
+        (no_grad, all_leaf, all_refused, all_inference): (bool, bool, bool, bool),
         value_grad: Option<Tri>,
     ) -> bool {
         // A view autograd refuses to rebase (a split's, one made under `no_grad`, a hooked
@@ -380,11 +381,10 @@ impl Interp<'_, '_> {
             .filter(|_| self.overlap_refused(w.kind));
         // An inference tensor (or a view of one) written outside inference mode: refused first,
         // in any grad mode (measured with torch 2.15).
-        if let (Some(at), false) = (tt.inference, self.inference_mode) {
+        if let (Some(at), false, true) = (tt.inference, self.inference_mode, all_inference) {
             // (Reported once: the fix, an out-of-place write or a copy, makes it a normal tensor
             // for the writes after it.)
-            let written = self.write_targets[wid as usize];
-            if let Some(t) = self.tensor_mut(written) {
+            if let Some(t) = self.tensor_mut(t) {
                 t.inference = None;
             }
             self.raise_here(Event::RefusedViewWrite {
@@ -759,8 +759,9 @@ impl Interp<'_, '_> {
         let Some(stored) = self.stored_slots.get(&key) else {
             return false;
         };
-        (self.loop_rows.iter())
-            .any(|(rows, began)| stored < began && vs.iter().all(|x| rows.contains(x)))
+        (self.loop_rows.iter()).any(|(rows, started, began)| {
+            started <= stored && stored < began && vs.iter().all(|x| rows.contains(x))
+        })
     }
 
     /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts; `children`:

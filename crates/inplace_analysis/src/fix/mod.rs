@@ -27,7 +27,7 @@ pub(crate) use out_of_place::{
 pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{
     detach_carried_state, detach_loop_input, move_after, parameter_write_after,
-    parameter_write_before, rebuild_optimizer, write_after_backward,
+    parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
 };
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.

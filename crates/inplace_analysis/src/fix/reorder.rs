@@ -8,15 +8,16 @@ use crate::syntax::outline::ItemKind;
 /// A one-line statement `s` moved to just after the statement around `after` (later in the
 /// same block: same indentation, and no line between them less indented; checked on the
 /// text). For a `step()` that runs before a `backward()` through what it updates.
-/// `across_zero_grad`: whether it may move past gradients being zeroed (`actor_opt.zero_grad()`
-/// of another optimizer over a shared trunk), after which a step would apply other gradients
+/// `zero_grad`: whether it may move past gradients being zeroed (`actor_opt.zero_grad()` of
+/// another optimizer over a shared trunk), after which a step would apply other gradients
 /// than its own.
 pub(crate) fn move_after(
     ctx: &RenderCtx<'_>,
     s: StmtRef,
     after: Span,
-    across_zero_grad: bool,
+    zero_grad: ZeroGrad,
 ) -> Option<Fix> {
+    let across_zero_grad = zero_grad != ZeroGrad::Blocks;
     let body = ctx.body(s.item)?;
     let moved = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
     // (A module-level statement is an item of its own: the two may be in different items.)
@@ -51,7 +52,7 @@ pub(crate) fn move_after(
     // (Where it may cross gradients being zeroed, a line that only zeroes them commutes with
     // it: `self.pull()` loading weights moves past `self.model.zero_grad()`.)
     let kept: String;
-    let between = if across_zero_grad {
+    let between = if zero_grad == ZeroGrad::Commutes {
         kept = between
             .lines()
             .filter(|l| !only_zeroes_grad(l))
@@ -131,6 +132,14 @@ fn replacing_loop(
     built: TextRange,
 ) -> Option<StmtId> {
     let at = body.stmt_span(s.stmt);
+    // The name the optimizer is bound to (`opt = torch.optim.SGD(...)`).
+    let optimizer_name = (ctx.slice(built).split_once('='))
+        .map(|(lhs, _)| lhs.trim())
+        .filter(|n| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.'))
+        });
     let mut loops: Vec<(u32, StmtId)> = (0..body.stmts.len())
         .filter(|&k| matches!(body.stmts[k], Stmt::For { .. } | Stmt::While { .. }))
         .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
@@ -148,10 +157,27 @@ fn replacing_loop(
                 .is_some_and(|r| {
                     let text = ctx.slice(r);
                     let holds_built = r.start <= built.start && built.end <= r.end;
-                    !(holds_built || text.contains(".step(") || text.contains("backward("))
+                    // (Nor one that hands the optimizer on: `train_epoch(model, opt, loader)`.)
+                    let names_opt = optimizer_name.is_some_and(|n| mentions_path(text, n));
+                    !(holds_built
+                        || names_opt
+                        || text.contains(".step(")
+                        || text.contains("backward("))
                 })
         })
         .last()
+}
+
+/// How a statement moved after a `backward()` may pass a line that zeroes gradients.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ZeroGrad {
+    /// Not at all (a step would then apply other gradients than its own).
+    Blocks,
+    /// It may, when nothing else it uses is in between (another optimizer's `zero_grad()`).
+    Crossed,
+    /// It may, whatever that line names: a write into parameters commutes with zeroing their
+    /// gradients (`self.pull()` loading weights past `self.model.zero_grad()`).
+    Commutes,
 }
 
 /// A line that is one call zeroing gradients (`opt.zero_grad()`, `self.model.zero_grad(set_to_none=True)`).
@@ -240,7 +266,10 @@ pub(crate) fn write_after_backward(
     around.sort();
     std::iter::once(s.stmt)
         .chain(around.into_iter().map(|(_, k)| k))
-        .find_map(|stmt| move_after(ctx, StmtRef { item: s.item, stmt }, trigger.range, true))
+        .find_map(|stmt| {
+            let s = StmtRef { item: s.item, stmt };
+            move_after(ctx, s, trigger.range, ZeroGrad::Commutes)
+        })
 }
 
 /// A write into a parameter (under `no_grad`) after the op that saved it, in the same block

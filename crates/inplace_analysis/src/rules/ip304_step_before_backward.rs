@@ -82,14 +82,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         // (Moved past another optimizer's `zero_grad()`, a step would apply the later loss's
         // gradients instead of its own: computing the forward again is preferred there.)
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
-            crate::fix::move_after(ctx, s, t.range, false)
+            crate::fix::move_after(ctx, s, t.range, crate::fix::ZeroGrad::Blocks)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
                 .or_else(|| {
                     let others = other_origins(ctx, ev);
                     crate::fix::recompute_after_step(ctx, s, save.stmt, &others, t.range)
                 })
-                .or_else(|| crate::fix::move_after(ctx, s, t.range, true))
+                .or_else(|| crate::fix::move_after(ctx, s, t.range, crate::fix::ZeroGrad::Crossed))
         }),
     })
 }

@@ -453,7 +453,9 @@ impl Lowerer<'_> {
             flags.staticmethod |= t.contains("staticmethod");
             flags.classmethod |= t.contains("classmethod");
             flags.no_grad |= t.contains("no_grad") || t.contains("inference_mode");
-            flags.inference |= t.contains("inference_mode") && !t.contains("False");
+            flags.inference |= t.ends_with("inference_mode")
+                || t.ends_with("inference_mode()")
+                || t.ends_with("inference_mode(True)");
             flags.property |= t.contains("property");
             flags.setter |= t.contains(".setter");
             flags.deleter |= t.contains(".deleter");
