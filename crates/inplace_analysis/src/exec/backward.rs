@@ -133,10 +133,18 @@ impl Interp<'_, '_> {
                 }
             }
         }
-        for g in grads {
+        let mut last = None;
+        for g in &grads {
             let spec =
                 super::write::WriteSpec::new(WriteKind::GradAccumulate, at, at).no_leaf_check();
-            self.write(&smallvec![g], spec);
+            last = Some(self.write(&smallvec![*g], spec));
+        }
+        // (One backward adds into all of them: a slot that holds any of several, `[p.grad for
+        // p in model.parameters()]` read as one element, is changed whichever it is.)
+        if let (Some(wid), true) = (last, grads.len() > 1) {
+            self.mark_stale_slots_where(wid, super::write::Taken::Any, false, |_, x| {
+                grads.contains(&x)
+            });
         }
     }
 

@@ -766,7 +766,7 @@ impl Interp<'_, '_> {
 
     /// [`Interp::mark_stale_slots`] for the slots holding one object `hit` accepts; `children`:
     /// the children of containers too (`model[0].weight`).
-    fn mark_stale_slots_where(
+    pub(super) fn mark_stale_slots_where(
         &mut self,
         wid: WriteId,
         taken: Taken,
