@@ -1347,10 +1347,13 @@ impl Interp<'_, '_> {
     /// gives; anything else itself (its elements are taken by [`Self::elements`]).
     pub(super) fn iterated(&mut self, iter: Vals, at: Option<Span>) -> Vals {
         // (Iterating over a list reads the tensors it holds: one written in place since it was
-        // stored is read stale, as `xs[0]` would be.)
+        // stored is read stale, as `xs[0]` would be. Over a dict, its keys: no tensor is read.)
         if let Some(at) = at {
             if !self.state.stale_slots.is_empty() {
-                self.read_entries(&iter, at);
+                let lists: Vals = (iter.iter().copied())
+                    .filter(|o| !self.dict_objs.contains(o))
+                    .collect();
+                self.read_entries(&lists, at);
             }
         }
         let [m] = iter.as_slice() else { return iter };
