@@ -144,6 +144,18 @@ pub(crate) enum Keeper {
     Instance,
 }
 
+/// How [`Event::Rebind`] replaced what the optimizer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Replacement {
+    /// A new object bound to the name or attribute.
+    Replaces,
+    /// The new module keeps the old one's parameters but brings trainable ones of its own
+    /// that the optimizer does not hold (`model.q = LoRA(model.q)`).
+    Wraps,
+    /// `load_state_dict(sd, assign=True)` put new parameter objects into the module.
+    Loads,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Event {
     /// A write into a leaf that requires grad (`through_view`: into a view of it).
@@ -220,9 +232,8 @@ pub(crate) enum Event {
         name: Name,
         optimizer: Option<Span>,
         update: bool,
-        /// The new module keeps the old one's parameters but brings trainable ones of its own
-        /// that the optimizer does not hold (`model.q = LoRA(model.q)`).
-        wraps: bool,
+        /// How the parameters were replaced.
+        how: Replacement,
         /// The outermost call that led here, when it is inside an inlined function.
         call_site: Option<Span>,
         /// Every inlined call that led here, outermost first: the fix builds the optimizer

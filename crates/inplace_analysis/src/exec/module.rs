@@ -37,7 +37,7 @@ struct ParamsRead {
 
 /// How [`Interp::submodules`] walks a module tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TreeWalk {
+pub(super) enum TreeWalk {
     /// The direct children.
     Children,
     /// Each module before its submodules.
@@ -1182,7 +1182,7 @@ impl Interp<'_, '_> {
     /// children (`named_children()`). Only registered modules: a plain list is not walked. Submodules come in the order they were registered: a container's
     /// children by position (named by their key where they have one), then attributes in the
     /// order their modules were made; an attribute that holds one of several modules gives each.
-    fn submodules(&self, m: ObjId, walk: TreeWalk, out: &mut Vec<(String, ObjId)>) {
+    pub(super) fn submodules(&self, m: ObjId, walk: TreeWalk, out: &mut Vec<(String, ObjId)>) {
         let mut seen = FxHashSet::default();
         if walk == TreeWalk::Children {
             seen.insert(m);
@@ -1503,6 +1503,10 @@ impl Interp<'_, '_> {
             "load_state_dict" => {
                 if let Some((v, Some(arg))) = args.positional.first() {
                     self.read_entries(v, c.span(*arg));
+                }
+                if (args.keyword(known::ASSIGN)).is_some_and(|(v, ..)| v.as_slice() == [TRUE]) {
+                    self.load_assigned(c, e, m);
+                    return smallvec![OTHER];
                 }
                 let mut params = Vals::new();
                 self.module_params(m, &mut params, &mut FxHashSet::default());

@@ -6,6 +6,7 @@
 //! optimizer was built would not be seen to replace the parameters it holds: IP403.)
 
 use super::*;
+use crate::events::{Event, Replacement};
 
 /// Objects copied per `deepcopy` call at most (a budget: the rest stay shared).
 const MAX_COPIED: usize = 4096;
@@ -61,6 +62,72 @@ impl Interp<'_, '_> {
             self.set_attribute(c, e, m, name, weight, None);
         }
         Some(first)
+    }
+
+    /// `m.load_state_dict(sd, assign=True)`: each parameter of the tree is replaced by a new
+    /// one holding the loaded tensor (its `requires_grad` kept from the module's), so what an
+    /// optimizer built before holds is no longer what the module trains (IP403, measured with
+    /// torch 2.15). (Without `assign`, the values are copied into the same objects.)
+    pub(super) fn load_assigned(&mut self, c: Code<'_>, e: ExprId, m: ObjId) {
+        let mut modules = Vec::new();
+        self.submodules(m, super::module::TreeWalk::PreOrder, &mut modules);
+        let mut replaced: FxHashMap<ObjId, ObjId> = FxHashMap::default();
+        for (_, sub) in modules {
+            let Obj::Module(module) = self.obj(sub) else {
+                continue;
+            };
+            let mut attrs: Vec<(Name, Vals)> = (module.attrs.iter())
+                .filter(|(_, vals)| vals.iter().any(|v| self.is_param(*v)))
+                .map(|(n, vals)| (*n, vals.clone()))
+                .collect();
+            for (_, vals) in &mut attrs {
+                for v in vals.iter_mut() {
+                    let old = *v;
+                    if !self.is_param(old) {
+                        continue;
+                    }
+                    *v = *replaced.entry(old).or_insert_with(|| {
+                        let grad = self.tensor(old).is_none_or(|t| t.grad != Tri::No);
+                        let new = self.new_leaf(grad, c.span(e));
+                        self.parameters.insert(new);
+                        new
+                    });
+                }
+            }
+            if let Obj::Module(module) = self.obj_mut(sub) {
+                module.attrs.extend(attrs);
+            }
+        }
+        let Some(s) = (self.stmt).and_then(|s| (s.item == c.item).then_some(s.stmt)) else {
+            return;
+        };
+        let receiver = match *c.expr(e) {
+            Expr::Call { func, .. } => match *c.expr(func) {
+                Expr::Attr { value, .. } => value,
+                _ => e,
+            },
+            _ => e,
+        };
+        let name = self.spelled(c, receiver).unwrap_or(known::EMPTY);
+        let (old, new): (Vals, Vals) = replaced.into_iter().unzip();
+        let Some(e) = self.check_rebind_objs(c, &old, &new, receiver, s, name) else {
+            return;
+        };
+        // (Left waiting for the optimizer's next use: marked as a load where it waits.)
+        for list in self.state.orphaned.values_mut() {
+            for ev in list.iter_mut().filter(|ev| **ev == e) {
+                if let Event::Rebind { how, .. } = ev {
+                    *how = Replacement::Loads;
+                }
+            }
+        }
+        if let Some(ev) =
+            (self.frames.last_mut()).and_then(|f| f.local_rebinds.iter_mut().find(|ev| **ev == e))
+        {
+            if let Event::Rebind { how, .. } = ev {
+                *how = Replacement::Loads;
+            }
+        }
     }
 
     /// The dotted name expression `e` spells (`net.fc`), when it is one.

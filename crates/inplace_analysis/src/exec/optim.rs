@@ -3,7 +3,7 @@
 
 use super::write::WriteSpec;
 use super::*;
-use crate::events::{Event, WriteKind};
+use crate::events::{Event, Replacement, WriteKind};
 
 impl Interp<'_, '_> {
     pub(super) fn new_optimizer(&mut self, params: &Vals, origin: Span) -> ObjId {
@@ -114,7 +114,7 @@ impl Interp<'_, '_> {
             name,
             optimizer,
             update,
-            wraps: false,
+            how: Replacement::Replaces,
             call_site: self.call_site,
             call_path: self.call_path.clone(),
         }
@@ -295,8 +295,8 @@ impl Interp<'_, '_> {
                         if !fresh {
                             continue;
                         }
-                        if let Event::Rebind { wraps, .. } = &mut e {
-                            *wraps = true;
+                        if let Event::Rebind { how, .. } = &mut e {
+                            *how = Replacement::Wraps;
                         }
                     }
                     // Reported once the optimizer is used again (a new one may replace it).

@@ -91,6 +91,7 @@ known! {
     EMPTY = "",
     DICT_ITEMS = "<dict items>",
     DROPOUT_P = "dropout_p",
+    ASSIGN = "assign",
 }
 
 /// The interner of one file or document.

@@ -33,7 +33,7 @@
 //! optimizer starts with fresh state (momentum, Adam's moments).
 
 use super::RuleImpl;
-use crate::events::Event;
+use crate::events::{Event, Replacement};
 use crate::exec::UnitOutput;
 use crate::finding::{Finding, Related, Severity};
 use crate::fix;
@@ -62,7 +62,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         target,
         name,
         optimizer,
-        wraps,
+        how,
         call_path,
         ..
     } = ev
@@ -79,7 +79,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         });
     }
     let message = match optimizer {
-        Some(o) if *wraps => format!(
+        Some(o) if *how == Replacement::Loads => format!(
+            "`{}` puts new parameter objects into `{name}` (`assign=True`); the optimizer built on {} holds the old ones and keeps updating them: training of `{name}` silently stops",
+            ctx.snippet(*span),
+            ctx.line(*o)
+        ),
+        Some(o) if *how == Replacement::Wraps => format!(
             "`{}` wraps `{name}` in a module with new parameters of its own, which the optimizer built on {} does not hold: they never train",
             ctx.snippet(*span),
             ctx.line(*o)
