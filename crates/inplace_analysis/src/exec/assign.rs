@@ -613,7 +613,13 @@ impl Interp<'_, '_> {
         }
         if tensors.is_empty() {
             // Numbers, strings, lists: `+=` rebinds or mutates something that is no tensor.
-            let result = self.binary(op, &current, &value, span);
+            let mut result = self.binary(op, &current, &value, span);
+            // A counter stepped while a loop runs (`self.n += 1` in a method the training loop
+            // calls) has a value per iteration, of which the runs analysed see only the first:
+            // no known integer (`if self.n % self.k == 0` is then taken on some iteration).
+            if self.one_int(&result).is_some() && self.frames.iter().any(|f| !f.loops.is_empty()) {
+                result = smallvec![OTHER];
+            }
             match *c.expr(target) {
                 Expr::Name { name, .. } => self.bind_name(c, name, None, result, None),
                 // `self.params += list(m.parameters())`: the attribute (or element) holds the

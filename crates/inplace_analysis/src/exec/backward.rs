@@ -190,7 +190,9 @@ impl Interp<'_, '_> {
             // A snapshot written through after the step (`W = layer.weight.data` re-masked
             // with `W.mul_(mask)` after each step) is a live handle on the parameter, kept so
             // on purpose.
-            if snapshot.is_some() && self.written_at(read) {
+            // (Unless that write also reads the parameter itself: `slow.add_(fast - slow)` or
+            // `ema.lerp_(p, 0.1)` on a snapshot that is `p`'s memory means an old copy.)
+            if snapshot.is_some() && self.kept_handle_write(read, &seen) {
                 continue;
             }
             self.report(Event::StaleRead {
@@ -361,6 +363,77 @@ impl Interp<'_, '_> {
                 ),
                 _ => false,
             })
+    }
+
+    /// Whether the read at `read` of a snapshot (`seen`) belongs to an in-place update made
+    /// through the snapshot itself, kept as a live handle on purpose: its receiver (`W.mul_(m)`,
+    /// `W += v`, `W[i] = v`) or an argument of an in-place call on it (`W.mul_(W.abs() > t)`)
+    /// -- unless that call also reads the parameter itself: `slow.add_(fast - slow)`,
+    /// `ema.mul_(d).add_(p)` on a snapshot of `p` means an old copy. Decided on the lowered
+    /// code of the item.
+    fn kept_handle_write(&mut self, read: Span, seen: &Vals) -> bool {
+        use crate::ir::Expr;
+        let Some(body) = self.body_of(read.item) else {
+            return false;
+        };
+        let text = |r: crate::ir::Rel| self.prog.text_of(Span::new(read.item, r));
+        let inplace = |it: &Self, e: &Expr| match *e {
+            Expr::Call { func, .. } => match *body.expr(func) {
+                Expr::Attr { value, attr, .. } => {
+                    let m = it.name(attr);
+                    (m.ends_with('_') && !m.starts_with('_')).then_some((value, func))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        // The in-place call on the snapshot (by the text of its receiver) whose receiver or
+        // arguments hold the read, and the argument ranges of it and of the calls chained on it.
+        let read_text = text(read.rel);
+        let first = (0..body.exprs.len()).find(|&i| {
+            inplace(self, &body.exprs[i]).is_some_and(|(value, _)| {
+                let recv = body.expr_spans[value.0 as usize];
+                let call = body.expr_spans[i];
+                recv == read.rel
+                    || (text(recv) == read_text
+                        && read.rel.start >= recv.end
+                        && read.rel.end <= call.end)
+            })
+        });
+        let Some(first) = first else {
+            return self.written_at(read);
+        };
+        let mut args = Vec::new();
+        let mut at = Some(first);
+        while let Some(i) = at {
+            let Some((_, func)) = inplace(self, &body.exprs[i]) else {
+                break;
+            };
+            let call = body.expr_spans[i];
+            args.push((body.expr_spans[func.0 as usize].end, call.end));
+            at = (0..body.exprs.len()).find(|&k| {
+                inplace(self, &body.exprs[k])
+                    .is_some_and(|(value, _)| body.expr_spans[value.0 as usize] == call)
+            });
+        }
+        let storages: SmallVec<[ObjId; 4]> = (seen.iter())
+            .filter_map(|v| self.tensor(*v).map(|t| t.storage))
+            .collect();
+        let other = (0..body.exprs.len()).any(|i| {
+            let Expr::Name { name, .. } = body.exprs[i] else {
+                return false;
+            };
+            let at = body.expr_spans[i];
+            args.iter()
+                .any(|(from, to)| at.start >= *from && at.end <= *to)
+                && (self.state.env.get(&name).into_iter().flatten()).any(|v| {
+                    !seen.contains(v)
+                        && self
+                            .tensor(*v)
+                            .is_some_and(|t| storages.contains(&t.storage))
+                })
+        });
+        !other
     }
 
     /// Where the snapshots container `o` holds were made: the `state_dict()` call that made
