@@ -749,6 +749,22 @@ impl Interp<'_, '_> {
                 self.eval(c, cond);
             }
         }
+        // An element that reads by its position, over a range of known bounds, runs at its
+        // first position, and again (below) at the next (`[step(emb(wave[t])) for t in
+        // range(6)]`: the second call writes into the cache the first one's conv saved).
+        let positions = match (c.body.list(gens), value.get()) {
+            ([g], None) if self.reads_by_position(c, gens, elt.get()) => {
+                let g = c.body.generators[*g as usize];
+                (self.range_bounds(c, g.iter))
+                    .filter(|(lo, hi)| hi - lo >= 2)
+                    .map(|(lo, _)| (g.target, lo))
+            }
+            _ => None,
+        };
+        if let Some((target, lo)) = positions {
+            let at = self.position(lo);
+            self.bind_target(c, target, smallvec![at], None);
+        }
         let before = self.heap.len() as ObjId;
         let result = match (elt.get(), value.get()) {
             (_, Some(v)) => self.eval(c, v),
@@ -771,8 +787,12 @@ impl Interp<'_, '_> {
             && made
             && !self.unrolling_comprehension
             && !self.exhausted()
-            && !self.reads_by_position(c, gens, elt.get());
+            && (positions.is_some() || !self.reads_by_position(c, gens, elt.get()));
         if let (Some(e), true) = (elt.get(), again_runs) {
+            if let Some((target, lo)) = positions {
+                let at = self.position(lo + 1);
+                self.bind_target(c, target, smallvec![at], None);
+            }
             self.unrolling_comprehension = true;
             let again = self.eval(c, e);
             self.unrolling_comprehension = false;
