@@ -44,6 +44,8 @@ pub(crate) enum WriteKind {
     LoadState,
     /// `loss.backward()` accumulating a leaf's new gradient into the `.grad` tensor it has.
     GradAccumulate,
+    /// `zero_grad(set_to_none=False)` zeroing the `.grad` tensors in place.
+    GradZero,
 }
 
 impl WriteKind {
@@ -92,6 +94,9 @@ pub(crate) struct Write {
     /// The written tensor was read out of a list or dict (`outs[i].add_(1)`): the element is
     /// what a copy replaces, not the container.
     pub element: Option<Span>,
+    /// A `.grad` tensor written (by a backward or `zero_grad(set_to_none=False)`): where it was
+    /// last read as `p.grad`, which a copy there keeps apart (`[p.grad.clone() for p in ...]`).
+    pub grad_read: Option<Span>,
     /// Every tensor written is a parameter (a leaf that requires grad, or a frozen one, one
     /// shown another's memory included) or a view of one (not of a detached alias of one): a
     /// copy would not be what the module and the optimizer hold.

@@ -154,8 +154,11 @@ impl Interp<'_, '_> {
         match (stmt, target) {
             (Some(s), Some(t)) => {
                 self.check_rebind(c, name, t, &vals, s);
+                // (Of a tensor: a list or a module bound so has no `.clone()`.)
+                let container =
+                    (vals.iter()).any(|v| matches!(self.obj(*v), Obj::Seq(_) | Obj::Module(_)));
                 let alias_of = match *c.body.stmt(s) {
-                    Stmt::Assign { targets, value } if targets.len == 1 => matches!(
+                    Stmt::Assign { targets, value } if targets.len == 1 && !container => matches!(
                         c.expr(value),
                         Expr::Name { .. } | Expr::Attr { .. } | Expr::Subscript { .. }
                     )

@@ -133,14 +133,20 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        self.write_grads(&grads, WriteKind::GradAccumulate, at);
+    }
+
+    /// `.grad` tensors `grads` written in place by one call (`kind`, at `at`): a backward adding
+    /// into them, or `zero_grad(set_to_none=False)` zeroing them.
+    pub(super) fn write_grads(&mut self, grads: &[ObjId], kind: WriteKind, at: Span) {
         let mut last = None;
-        for g in &grads {
-            let spec =
-                super::write::WriteSpec::new(WriteKind::GradAccumulate, at, at).no_leaf_check();
+        for g in grads {
+            let mut spec = super::write::WriteSpec::new(kind, at, at).no_leaf_check();
+            spec.grad_read = self.grad_reads.get(g).copied();
             last = Some(self.write(&smallvec![*g], spec));
         }
-        // (One backward adds into all of them: a slot that holds any of several, `[p.grad for
-        // p in model.parameters()]` read as one element, is changed whichever it is.)
+        // (One call writes all of them: a slot that holds any of several, `[p.grad for p in
+        // model.parameters()]` read as one element, is changed whichever it is.)
         if let (Some(wid), true) = (last, grads.len() > 1) {
             self.mark_stale_slots_where(wid, super::write::Taken::Any, false, |_, x| {
                 grads.contains(&x)

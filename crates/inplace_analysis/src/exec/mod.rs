@@ -411,6 +411,9 @@ pub(crate) struct Interp<'p, 't> {
     pub taken_slots: FxHashMap<(ObjId, Slot), usize>,
     /// When each container slot was last stored ([`Interp::slot_clock`]).
     pub stored_slots: FxHashMap<(ObjId, Slot), usize>,
+    /// Where each `.grad` tensor was last read as `p.grad` (a fix keeping a copy there, when
+    /// that read put it into a list: `[p.grad for p in params]`).
+    pub grad_reads: FxHashMap<ObjId, Span>,
     /// The loops over an iterable running, innermost last: the values their target takes (one
     /// abstract row for every element), when the loop began and when the running iteration
     /// did. A slot stored in an earlier iteration holds another element than the one written
@@ -563,6 +566,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
+            grad_reads: FxHashMap::default(),
             loop_rows: Vec::new(),
             slot_clock: 0,
             metadata_read: false,

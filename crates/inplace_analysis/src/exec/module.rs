@@ -1475,7 +1475,7 @@ impl Interp<'_, '_> {
             "zero_grad" => {
                 let mut params = Vals::new();
                 self.module_params(m, &mut params, &mut FxHashSet::default());
-                self.zero_grads(&params, args);
+                self.zero_grads(&params, args, call);
                 smallvec![OTHER]
             }
             "register_full_backward_hook" => {

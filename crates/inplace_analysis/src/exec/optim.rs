@@ -173,7 +173,7 @@ impl Interp<'_, '_> {
                 smallvec![OTHER]
             }
             "zero_grad" => {
-                self.zero_grads(params, args);
+                self.zero_grads(params, args, call);
                 smallvec![OTHER]
             }
             "add_param_group" => {
@@ -194,9 +194,19 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// `zero_grad()` sets the parameters' `.grad` to `None` (unless `set_to_none=False`).
-    pub(super) fn zero_grads(&mut self, params: &Vals, args: &Args) {
+    /// `zero_grad()` (called at `call`) sets the parameters' `.grad` to `None`; with
+    /// `set_to_none=False` it zeroes the `.grad` tensors they have in place (what a name kept of
+    /// them, `g = w.grad`, then reads zeros).
+    pub(super) fn zero_grads(&mut self, params: &Vals, args: &Args, call: Span) {
         if self.keyword_false(args, known::SET_TO_NONE) {
+            let mut grads: SmallVec<[ObjId; 4]> = SmallVec::new();
+            for p in params {
+                let g = self.tensor(*p).and_then(|t| t.grad_tensor);
+                if let Some(g) = g.filter(|g| !grads.contains(g)) {
+                    grads.push(g);
+                }
+            }
+            self.write_grads(&grads, WriteKind::GradZero, call);
             return;
         }
         for p in params {

@@ -1258,6 +1258,7 @@ impl Interp<'_, '_> {
             // the same leaf reads one `.grad`, the one a backward accumulates into.)
             let owner = self.grad_owner(o);
             if let Some(g) = self.tensor(owner).and_then(|t| t.grad_tensor) {
+                self.grad_reads.insert(g, range);
                 return smallvec![g];
             }
             let g = self.new_leaf(false, range);

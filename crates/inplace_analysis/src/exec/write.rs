@@ -24,6 +24,8 @@ pub(crate) struct WriteSpec<'v> {
     pub checks_leaf: bool,
     /// The receiver, when it is an element read out of a list or dict.
     pub element: Option<Span>,
+    /// Where the `.grad` tensor written was last read as `p.grad` ([`Write::grad_read`]).
+    pub grad_read: Option<Span>,
     /// The receiver was read as a field of a tuple-like record.
     pub record_field: bool,
     /// Which part of each target it writes (`x[..., :d] = v`: that index; else all of it).
@@ -45,6 +47,7 @@ impl<'v> WriteSpec<'v> {
             value: None,
             checks_leaf: true,
             element: None,
+            grad_read: None,
             record_field: false,
             part: Part::Whole,
             masking: false,
@@ -133,6 +136,7 @@ impl Interp<'_, '_> {
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
+            grad_read: w.grad_read,
             into_leaf: !tensors.is_empty()
                 && (targets.iter())
                     .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),

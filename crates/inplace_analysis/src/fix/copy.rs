@@ -12,6 +12,31 @@ pub(crate) fn insert_clone(
     append_clone(ctx, alias_of, "Copy instead of aliasing", applicability)
 }
 
+/// `[p.grad for p in params]` -> `[p.grad.clone() for p in params]`: a `.grad` tensor read at
+/// `read` and kept in a list there (a comprehension's element, a list or tuple item, or what
+/// `.append(...)` is given) is kept as a copy, which a later backward or
+/// `zero_grad(set_to_none=False)` does not change (unsafe: the list no longer follows `.grad`).
+pub(crate) fn clone_kept_grad(ctx: &RenderCtx<'_>, read: Span) -> Option<Fix> {
+    let body = ctx.body(read.item)?;
+    let mut at = ExprId((0..body.exprs.len()).find(|&i| body.expr_spans[i] == read.rel)? as u32);
+    // (Through the branches of a conditional kept so: `p.grad.clone() if copy else p.grad`.)
+    while let Some(k) = (0..body.exprs.len()).find(|&i| {
+        matches!(body.exprs[i], Expr::IfExp { body: b, orelse, .. } if b == at || orelse == at)
+    }) {
+        at = ExprId(k as u32);
+    }
+    let kept = body.exprs.iter().any(|e| match *e {
+        Expr::Comp { elt, .. } => elt == at,
+        Expr::Seq { items, .. } => body.exprs_of(items).any(|x| x == at),
+        Expr::Call { func, args } => {
+            matches!(*body.expr(func), Expr::Attr { attr, .. } if ctx.name(attr) == "append")
+                && body.exprs_of(body.args[args as usize].positional).eq([at])
+        }
+        _ => false,
+    });
+    kept.then(|| insert_clone(ctx, read, Applicability::Unsafe))?
+}
+
 /// A snapshot of parameters made a copy: `model.state_dict()` -> `{k: v.clone() for k, v in
 /// model.state_dict().items()}` (what `copy.deepcopy` of it holds), `p.detach()` and `p.data`
 /// -> `.clone()` after them (unsafe: the name no longer follows the training).

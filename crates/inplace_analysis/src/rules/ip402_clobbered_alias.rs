@@ -225,6 +225,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             // (An alias made in a module's code cannot be fixed from here.)
             .filter(|at| !crate::project::is_module_item(at.item))
             .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
+            // A `.grad` tensor a backward adds into, kept in a list: a copy kept there.
+            .or_else(|| {
+                (w.grad_read
+                    .filter(|at| !crate::project::is_module_item(at.item)))
+                .and_then(|at| fix::clone_kept_grad(ctx, at))
+            })
             // A write in an imported module's code: the call here passes it a copy.
             .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
             // A helper that converts what the object keeps: the call passes it a copy. A loop
@@ -275,6 +281,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     } else if w.kind == WriteKind::GradAccumulate {
         format!(
             "`{through}` adds its gradient in place into the `.grad` tensor `{name}` holds (a backward accumulates into an existing `.grad`); `{name}` is read later ({}) and silently sees the sum, not the gradient it was taken as",
+            ctx.line(*read)
+        )
+    } else if w.kind == WriteKind::GradZero {
+        format!(
+            "`{through}` zeroes in place the `.grad` tensor `{name}` holds (with `set_to_none=False` the `.grad` tensors are kept and filled with zeros); `{name}` is read later ({}) and silently sees zeros, not the gradient it was taken as",
             ctx.line(*read)
         )
     } else if view.is_some() {
