@@ -107,6 +107,9 @@ pub struct Program<'t> {
     /// Whether nothing here mentions an accelerator: decided on the first `.cpu()` the
     /// analysis meets (see [`Program::cpu_only`]), not on every analysis of every file.
     cpu_only: std::cell::OnceCell<bool>,
+    /// Whether nothing here mentions another floating dtype than float32 (see
+    /// [`Program::single_precision`]), decided on first use.
+    single_precision: std::cell::OnceCell<bool>,
 }
 
 impl<'t> Program<'t> {
@@ -166,6 +169,7 @@ impl<'t> Program<'t> {
             lowered: RefCell::new((0, 0)),
             shared: None,
             cpu_only: std::cell::OnceCell::new(),
+            single_precision: std::cell::OnceCell::new(),
         }
     }
 
@@ -175,6 +179,14 @@ impl<'t> Program<'t> {
         *self
             .cpu_only
             .get_or_init(|| !mentions_accelerator(self.text))
+    }
+
+    /// Whether nothing in the text mentions another floating dtype than float32 (half, bfloat16,
+    /// double, autocast): its floating tensors are then float32, and `.float()` of one is itself.
+    pub fn single_precision(&self) -> bool {
+        *self
+            .single_precision
+            .get_or_init(|| !mentions_other_precision(self.text))
     }
 
     /// A program of `text` on its own (no cache).
@@ -504,6 +516,24 @@ impl MethodRole {
 /// Whether `text` mentions an accelerator, in any case, comments included: a word containing
 /// `cuda` (`torch.cuda`, `"cuda:0"`, `CUDA_VISIBLE_DEVICES`) or the word `mps`, `xpu`, `xla`,
 /// `npu`, `hpu` or `tpu`.
+fn mentions_other_precision(text: &str) -> bool {
+    const OTHERS: &[&str] = &[
+        "half",
+        "float16",
+        "fp16",
+        "bfloat16",
+        "bf16",
+        "double",
+        "float64",
+        "fp64",
+        "autocast",
+        "amp",
+        "HalfTensor",
+        "DoubleTensor",
+    ];
+    (text.split(|c: char| !c.is_ascii_alphanumeric())).any(|w| OTHERS.contains(&w))
+}
+
 fn mentions_accelerator(text: &str) -> bool {
     text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
         w.as_bytes()
@@ -579,6 +609,22 @@ mod tests {
             "device = torch.device('cpu')",
         ] {
             assert!(!mentions_accelerator(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn other_floating_dtypes_are_mentioned_as_words() {
+        for t in [
+            "x.half()",
+            "dtype=torch.bfloat16",
+            "with torch.autocast('cpu'):",
+            "from torch.cuda import amp",
+            "model.double()",
+        ] {
+            assert!(mentions_other_precision(t), "{t}");
+        }
+        for t in ["x.float()", "x.to(torch.float32)", "example = 1", "halfway = 2"] {
+            assert!(!mentions_other_precision(t), "{t}");
         }
     }
 }

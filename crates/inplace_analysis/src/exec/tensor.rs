@@ -22,30 +22,90 @@ const COPIES: &[&str] = &[
 ];
 
 impl Interp<'_, '_> {
-    /// `.to(other)` / `.type_as(other)` returns its receiver itself when dtype and device already
-    /// match, as they do between two tensors of one float model on one device: both in the
-    /// graph (they may require grad, so both are floating). `self.cache_k =
-    /// self.cache_k.to(xq)` keeps the cache. (Not decided without a dtype to compare, so taken
-    /// for copies: `.float()`, `.contiguous()` (an elementwise op on a transposed view keeps its
-    /// strides), `.to(torch.float32)`, `.cuda()`, `.to(device)`, and `.cpu()` where CUDA is
-    /// mentioned; `copy=True` always is one.)
-    fn returns_itself(&self, recv: &Vals, m: &str, args: &Args) -> bool {
-        if !matches!(m, "to" | "type_as") {
+    /// Conversions that return their receiver itself when its dtype and device already are
+    /// those asked for (measured with torch 2.15: a write into the result bumps the receiver's
+    /// version), decided for a receiver in the graph (it may require grad, so it is floating
+    /// and lives where the model does):
+    /// - `.to(other)` / `.type_as(other)` of another tensor in the graph (`self.cache_k =
+    ///   self.cache_k.to(xq)` keeps the cache);
+    /// - `.to(x.device)`, `.to(device)` (where the model is), `.to(x.dtype)`;
+    /// - `.float()`, `.to(torch.float32)`, `.type(torch.float32)`, where nothing in the file
+    ///   mentions another floating dtype (half, bfloat16, double, autocast);
+    /// - `.contiguous()` of a tensor that is no view (an op's result).
+    ///
+    /// Copies: `copy=True`, `.double()`, `.half()`, `.cuda()`, a view made contiguous
+    /// (`x.t().contiguous()`), and any of these on a tensor outside the graph (a batch moved to
+    /// the device, labels cast to float), whose dtype and device are not known.
+    fn returns_itself(&self, c: Code<'_>, recv: &Vals, m: &str, args: &Args) -> bool {
+        if !self.in_graph(recv) {
             return false;
         }
-        let [(other, _)] = args.positional.as_slice() else {
-            return false;
+        match m {
+            "float" => args.positional.is_empty() && self.prog.single_precision(),
+            "contiguous" => recv
+                .iter()
+                .all(|v| self.tensor(*v).is_some_and(|t| t.view_of.is_none())),
+            "type" => matches!(args.positional.as_slice(), [(v, _)] if self.float32(v)),
+            "type_as" => matches!(args.positional.as_slice(), [(v, _)] if self.in_graph(v)),
+            "to" => {
+                let given = args.positional.len() + args.keywords.len();
+                given > 0 && self.converts_to_same(c, args, true)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a conversion's arguments (`args` of `.to(...)`, or the keywords of
+    /// `torch.as_tensor(t, ...)`; `positional`: the positional ones count) each keep what a
+    /// tensor in the graph has: another tensor in the graph, a device (any value but a dtype or
+    /// another tensor), the dtype of a tensor, or float32 in a single-precision file; and no
+    /// `copy=True`.
+    pub(super) fn converts_to_same(&self, c: Code<'_>, args: &Args, positional: bool) -> bool {
+        let attr_of = |e: Option<ExprId>, name: &str| {
+            e.is_some_and(
+                |e| matches!(*c.expr(e), Expr::Attr { attr, .. } if self.name(attr) == name),
+            )
         };
-        let in_graph = |vals: &Vals| {
-            !vals.is_empty()
-                && vals
-                    .iter()
-                    .all(|v| self.tensor(*v).is_some_and(|t| t.grad.is_possible()))
+        let keeps = |vals: &Vals, e: Option<ExprId>| {
+            self.in_graph(vals)
+                || self.float32(vals)
+                || (attr_of(e, "dtype") && self.prog.single_precision())
+                || attr_of(e, "device")
+                || (!vals.is_empty()
+                    && vals.iter().all(|v| match self.obj(*v) {
+                        Obj::Path(p) => {
+                            !self.name(*p).starts_with("torch.") || self.name(*p) == "torch.device"
+                        }
+                        Obj::Tensor(_) => false,
+                        _ => true,
+                    }))
         };
-        let copy = args
-            .keyword(known::COPY)
-            .is_some_and(|(v, ..)| !v.contains(&FALSE));
-        !copy && in_graph(recv) && in_graph(other)
+        let copy = (args.keyword(known::COPY)).is_some_and(|(v, ..)| !v.contains(&FALSE));
+        let kws_ok = (args.keywords.iter()).all(|(n, v, e, _)| {
+            *n == known::NON_BLOCKING
+                || *n == known::COPY
+                || (*n == known::DEVICE || *n == known::DTYPE) && keeps(v, Some(*e))
+        });
+        !copy && kws_ok && (!positional || args.positional.iter().all(|(v, e)| keeps(v, *e)))
+    }
+
+    /// Every value is a tensor that may require grad (so floating, where the model is).
+    pub(super) fn in_graph(&self, vals: &Vals) -> bool {
+        !vals.is_empty()
+            && vals
+                .iter()
+                .all(|v| self.tensor(*v).is_some_and(|t| t.grad.is_possible()))
+    }
+
+    /// `torch.float32` (or its string type) in a file where every floating tensor is float32.
+    fn float32(&self, vals: &Vals) -> bool {
+        self.prog.single_precision()
+            && !vals.is_empty()
+            && vals.iter().all(|v| match self.obj(*v) {
+                Obj::Path(p) => matches!(self.name(*p), "torch.float32" | "torch.float"),
+                Obj::Str(s) => self.name(*s) == "torch.FloatTensor",
+                _ => false,
+            })
     }
 
     /// `.cpu()`, or `.to(...)` given only device strings (`.to("cpu")`, `device="cpu"`): a move
@@ -114,7 +174,7 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
-            _ if self.returns_itself(recv, &m, args) => return recv.clone(),
+            _ if self.returns_itself(c, recv, &m, args) => return recv.clone(),
             // On the CPU, `.cpu()` and `.to("cpu")` return the tensor itself (measured with torch
             // 2.15: writing `x.cpu().detach()` in place bumps `x`'s version); taken so where
             // nothing mentions an accelerator (on a GPU it is a copy).

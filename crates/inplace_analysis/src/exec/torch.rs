@@ -1254,6 +1254,20 @@ impl Interp<'_, '_> {
             }
             return out;
         }
+        // `torch.as_tensor(t)` / `torch.asarray(t)` of a tensor, with no dtype or device to
+        // convert to (or those it has: `dtype=torch.float32` of a tensor in the graph of a
+        // single-precision file): `t` itself (measured with torch 2.15: a write into it bumps
+        // `t`'s version).
+        if matches!(f, "as_tensor" | "asarray") {
+            if let [(v, _)] = args.positional.as_slice() {
+                let tensors = !v.is_empty() && v.iter().all(|x| self.tensor(*x).is_some());
+                let same = args.keywords.is_empty()
+                    || (self.in_graph(v) && self.converts_to_same(c, args, false));
+                if tensors && same {
+                    return v.clone();
+                }
+            }
+        }
         if ops::FACTORIES.contains(&f) {
             let grad = self.keyword_on(args, known::REQUIRES_GRAD);
             let t = self.new_leaf(grad, call);

@@ -62,6 +62,7 @@ known! {
     HX = "hx",
     DEVICE = "device",
     NON_BLOCKING = "non_blocking",
+    DTYPE = "dtype",
     MODULES = "_modules",
     CREATE_GRAPH = "create_graph",
     OUTPUTS = "outputs",
