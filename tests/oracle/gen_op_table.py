@@ -41,7 +41,10 @@ local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh a
 softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather inverse rms_norm
 batch_norm instance_norm logcumsumexp renorm
 scaled_dot_product_attention
+fft ifft rfft irfft hfft ihfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn fftshift ifftshift
 """.split()
+# (Ops of `torch.fft` are keyed by their last name too: `torch.fft.rfft` -> `rfft`; their
+# outputs are complex, measured through their real part.)
 # (`special.X` ops are keyed by their last name too: `torch.special.expit` -> `expit`.)
 # (Ops of `torch.linalg` are keyed by their last name, as the analyzer looks them up:
 # `torch.linalg.vector_norm` -> `vector_norm`.)
@@ -174,6 +177,9 @@ EXTRA = {  # extra positional args some ops need
 # place by the measure): a symmetric positive definite matrix for `cholesky`, an invertible one
 # for `inv` and `det`.
 PREP = {
+    # (The inverse transforms are given what they are used on: a spectrum, complex.)
+    **{n: (lambda t: torch.complex(t, t * 0.5)) for n in
+       ("ifft", "ifft2", "ifftn", "irfft", "irfft2", "irfftn", "hfft")},
     "cholesky": lambda t: t @ t.mT * 1.0 + 3 * torch.eye(3),
     "inv": lambda t: t + 3 * torch.eye(3),
     "inverse": lambda t: t + 3 * torch.eye(3),
@@ -200,6 +206,7 @@ UNARY_SHAPE = {
     "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
     "cholesky": (3, 3), "inv": (3, 3), "inverse": (3, 3), "instance_norm": (2, 2, 3), "det": (3, 3), "matrix_exp": (3, 3),
     "scaled_dot_product_attention": (1, 2, 3), "glu": (2, 4),
+    "fft2": (2, 3, 4), "ifft2": (2, 3, 4), "rfft2": (2, 3, 4), "irfft2": (2, 3, 4),
 }
 
 
@@ -377,6 +384,8 @@ def measure_indexed(name, extra):
 
 def forms(name):
     out = ["linalg"] if hasattr(torch.linalg, name) else []
+    if callable(getattr(torch.fft, name, None)):
+        out.append("fft")
     if hasattr(torch.special, name):
         out.append("special")
     if hasattr(torch, name) and callable(getattr(torch, name)):
@@ -391,7 +400,7 @@ def forms(name):
 def resolve(name):
     if name in CALL:
         return CALL[name]
-    for owner in (torch, torch.Tensor, F, torch.linalg, torch.special):
+    for owner in (torch, torch.Tensor, F, torch.linalg, torch.special, torch.fft):
         fn = getattr(owner, name, None)
         if callable(fn):
             return fn

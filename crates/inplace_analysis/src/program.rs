@@ -623,7 +623,12 @@ mod tests {
         ] {
             assert!(mentions_other_precision(t), "{t}");
         }
-        for t in ["x.float()", "x.to(torch.float32)", "example = 1", "halfway = 2"] {
+        for t in [
+            "x.float()",
+            "x.to(torch.float32)",
+            "example = 1",
+            "halfway = 2",
+        ] {
             assert!(!mentions_other_precision(t), "{t}");
         }
     }

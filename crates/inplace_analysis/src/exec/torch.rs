@@ -401,7 +401,11 @@ impl Interp<'_, '_> {
             return smallvec![self.new_module(c, e, &last, args)];
         }
         if let Some(f) = p.strip_prefix("torch.") {
-            if !f.contains('.') || f.starts_with("special.") || f.starts_with("linalg.") {
+            if !f.contains('.')
+                || f.starts_with("special.")
+                || f.starts_with("linalg.")
+                || f.starts_with("fft.")
+            {
                 let moved = args.operands_by_position(false);
                 return self.call_torch_fn(c, e, f, moved.as_ref().unwrap_or(args));
             }
