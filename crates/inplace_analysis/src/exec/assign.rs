@@ -542,7 +542,14 @@ impl Interp<'_, '_> {
                 .value(Some(&vals))
                 .element(element)
                 .record_field(self.field_reads.contains(&c.span(object)));
-            self.write(&tensors, spec);
+            let w = self.write(&tensors, spec);
+            // `x[:, 1:] = x[:, :-1]`: a copy from elements of the same tensor that overlap
+            // the ones written (a shift done in place).
+            let value = stmt.and_then(|s| match *c.body.stmt(s) {
+                Stmt::Assign { targets, value } if targets.len == 1 => Some(value),
+                _ => None,
+            });
+            self.check_self_overlap(c, (target, &tensors), value, w);
         }
     }
 

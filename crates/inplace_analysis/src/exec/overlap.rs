@@ -42,6 +42,14 @@ struct Region {
 
 const ALL: (Bound, Bound) = ((false, 0), (true, 0));
 
+/// Bounds from here on stand for a part that is no constant, by its text (see
+/// [`Interp::region`]): equal only to the same part.
+const SYMBOLIC: i64 = 1 << 40;
+
+fn symbolic(d: (Bound, Bound)) -> bool {
+    d.0 .1 >= SYMBOLIC
+}
+
 fn bound(v: i64) -> Bound {
     (v < 0, v)
 }
@@ -77,6 +85,14 @@ impl Interp<'_, '_> {
         }
         let n = t.dims.len().max(o.dims.len());
         let dim = |r: &Region, k: usize| r.dims.get(k).copied().unwrap_or(ALL);
+        // (A part that is no constant decides only against the same part.)
+        let unknown = (0..n).any(|k| {
+            let (a, b) = (dim(&t, k), dim(&o, k));
+            a != b && (symbolic(a) || symbolic(b))
+        });
+        if unknown {
+            return;
+        }
         let overlap = (0..n).all(|k| {
             let ((a_lo, a_hi), (b_lo, b_hi)) = (dim(&t, k), dim(&o, k));
             a_lo.max(b_lo) < a_hi.min(b_hi)
@@ -161,7 +177,14 @@ impl Interp<'_, '_> {
                             };
                             dims.push((lo, hi));
                         }
-                        _ => return None,
+                        // A part that is no constant (`:fold`, `i`): the same elements as
+                        // a part of the same text, and nothing known otherwise.
+                        _ => {
+                            let text = self.prog.text_of(c.span(ExprId(*p)));
+                            let key = text.bytes().filter(|b| !b.is_ascii_whitespace());
+                            let h = key.fold(0i64, |h, b| (h * 31 + b as i64) % (1 << 30));
+                            dims.push(((false, SYMBOLIC + 2 * h), (false, SYMBOLIC + 2 * h + 1)));
+                        }
                     }
                 }
                 if from_last {
