@@ -47,6 +47,9 @@ pub(crate) fn rebind_read_again(
 ) -> Option<Fix> {
     use crate::events::WriteKind;
     let s = w.stmt?;
+    if view_base_read_after(ctx, w) {
+        return None;
+    }
     let body = ctx.body(s.item)?;
     if ctx
         .text(Span::new(s.item, body.stmt_span(s.stmt)))
@@ -68,6 +71,62 @@ pub(crate) fn rebind_read_again(
         WriteKind::Method(m) => call_out_of_place(ctx, w, m, true, Applicability::Unsafe),
         _ => None,
     }
+}
+
+/// Whether the tensor the write's view shows, spelled as where the view was taken
+/// (`self.weight` of `w = self.weight.view(n, -1)`), is read after the write in the write's
+/// item: the write through the view was meant to change it (weight standardisation done in
+/// place, then `F.conv2d(x, self.weight)`), which a rewrite of the view out of place drops.
+pub(crate) fn view_base_read_after(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    let (Some(v), Some(s)) = (w.view_origin, w.stmt) else {
+        return false;
+    };
+    let Some(body) = ctx.body(s.item).filter(|_| v.item == s.item) else {
+        return false;
+    };
+    // (What the view was taken of: the receiver of the view method, or what is subscripted.)
+    let Some(view) = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel) else {
+        return false;
+    };
+    let base = match body.exprs[view] {
+        Expr::Call { func, .. } => match *body.expr(func) {
+            Expr::Attr { value, .. } => value,
+            _ => return false,
+        },
+        Expr::Subscript { value, .. } => value,
+        _ => return false,
+    };
+    let text = ctx.text(Span::new(s.item, body.expr_span(base)));
+    let end = body.stmt_span(s.stmt).end;
+    // (Not a read: the target of an assignment (`mi.bias = nn.Parameter(b.view(-1))`), its
+    // metadata (`x.shape`), or the shape another takes (`flat.view_as(x)`).)
+    let targets: Vec<ExprId> = (body.stmts.iter())
+        .flat_map(|st| match *st {
+            Stmt::Assign { targets, .. } => body.exprs_of(targets).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let only_shape = |e: ExprId| {
+        body.exprs.iter().any(|x| match *x {
+            Expr::Attr { value, attr, .. } => {
+                value == e && crate::ops::METADATA.contains(&ctx.name(attr))
+            }
+            Expr::Call { func, args } => {
+                body.exprs_of(body.args[args as usize].positional).eq([e])
+                    && matches!(*body.expr(func), Expr::Attr { attr, .. }
+                        if ctx.name(attr).ends_with("_as"))
+            }
+            _ => false,
+        })
+    };
+    (0..body.exprs.len()).any(|i| {
+        let e = ExprId(i as u32);
+        matches!(body.exprs[i], Expr::Name { .. } | Expr::Attr { .. })
+            && body.expr_spans[i].start >= end
+            && ctx.text(Span::new(s.item, body.expr_spans[i])) == text
+            && !targets.contains(&e)
+            && !only_shape(e)
+    })
 }
 
 /// `y.mul_(2)` -> `y = y.mul(2)` (or `mul` for `mul_` when the result is assigned);

@@ -89,7 +89,24 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         // A name bound to the view and read again after the write (`cls = self.cls_token.
         // expand(b, -1, -1); cls += pos; torch.cat((cls, x))`) wanted a new tensor, not a
         // change of the parameter.
-        fix: crate::fix::rebind_read_again(ctx, w, false)
-            .or_else(|| crate::fix::write_under_no_grad(ctx, w)),
+        // (Not in a `forward` that reads the view's base after the write, which was meant to
+        // change it: weight standardisation through `w = self.weight.view(n, -1)`, then
+        // `F.conv2d(x, self.weight)`, wants the new weight computed with, not an update of the
+        // parameter that no gradient goes through.)
+        fix: if in_forward(ctx, w) && crate::fix::view_base_read_after(ctx, w) {
+            None
+        } else {
+            crate::fix::rebind_read_again(ctx, w, false)
+                .or_else(|| crate::fix::write_under_no_grad(ctx, w))
+        },
+    })
+}
+
+/// Whether the write is made in a method named `forward`.
+fn in_forward(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    let body = w.stmt.and_then(|s| ctx.body(s.item));
+    body.is_some_and(|b| {
+        b.root_def()
+            .is_some_and(|f| ctx.name(b.func(f).name) == "forward")
     })
 }
