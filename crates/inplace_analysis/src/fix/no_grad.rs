@@ -62,7 +62,13 @@ pub(crate) fn write_under_no_grad(ctx: &RenderCtx<'_>, w: &crate::events::Write)
         if ctx.unit.training_calls.contains(&site) {
             return None;
         }
-        let call = super::simple_statement_at(&*ctx.body(site.item)?, site.rel)?;
+        let body = ctx.body(site.item)?;
+        let call = super::simple_statement_at(&body, site.rel)?;
+        // (Nor a call whose result is kept, `z, logdet = flow(x)`: under `no_grad` it would
+        // have no history for the backward after it.)
+        if !matches!(body.stmt(call), Stmt::Expr(_)) {
+            return None;
+        }
         let stmt = simple_statement(
             ctx,
             Some(StmtRef {
