@@ -237,10 +237,12 @@ pub(crate) fn write_after_backward(
     // `losses.append(model(x))`, must stay before the backward).
     let body = ctx.body(s.item)?;
     let at = body.stmt_span(s.stmt);
+    // (Or an `if` around the call that writes, `if update_first: head.update_stats(r)`.)
     let only_writes = |span: Rel| {
         (body.stmts.iter().zip(&body.stmt_spans))
             .filter(|(_, sp)| span.contains(**sp) && **sp != span)
-            .all(|(st, _)| match *st {
+            .all(|(st, sp)| match *st {
+                _ if *sp == at => true,
                 Stmt::For { .. } | Stmt::With { .. } | Stmt::AugAssign { .. } => true,
                 Stmt::Expr(e) => match *body.expr(e) {
                     Expr::Call { func, .. } => matches!(
@@ -254,7 +256,12 @@ pub(crate) fn write_after_backward(
     };
     let mut around: Vec<(u32, StmtId)> = (0..body.stmts.len())
         .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
-        .filter(|&k| matches!(body.stmts[k], Stmt::For { .. } | Stmt::With { .. }))
+        .filter(|&k| {
+            matches!(
+                body.stmts[k],
+                Stmt::For { .. } | Stmt::With { .. } | Stmt::If { .. }
+            )
+        })
         .filter(|&k| only_writes(body.stmt_spans[k]))
         .map(|k| {
             (
