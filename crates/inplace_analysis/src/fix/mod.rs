@@ -574,6 +574,72 @@ fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Stmt
     (!read_after(body, name, at, the_loop)).then_some(StmtId(k as u32))
 }
 
+/// `for s in scores: s.clamp_(lo, hi)` -> `scores = [s.clamp(lo, hi) for s in scores]`: a loop
+/// over a list named by a plain name, whose one statement writes each element in place through
+/// the loop's name (the elements being what an op saved), rebuilt out of place as a list of the
+/// new tensors. Unsafe: the list is a new one; what else holds the old elements keeps them.
+pub(crate) fn loop_list_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let crate::events::WriteKind::Method(m) = w.kind else {
+        return None;
+    };
+    let (s, call) = (w.stmt?, w.call?);
+    let body = ctx.body(s.item)?;
+    let k = element_loop(&body, s.stmt, w)?;
+    let Stmt::For {
+        target,
+        iter,
+        body: block,
+        orelse,
+    } = *body.stmt(k)
+    else {
+        return None;
+    };
+    let one_statement = body.stmts_of(block).eq([s.stmt]) && body.stmts_of(orelse).next().is_none();
+    let (Expr::Name { .. }, Expr::Name { .. }, Stmt::Expr(e)) =
+        (*body.expr(target), *body.expr(iter), *body.stmt(s.stmt))
+    else {
+        return None;
+    };
+    // (The loop's name stays unbound after a comprehension: not where it is read later.)
+    let Expr::Name { name: x_name, .. } = *body.expr(target) else {
+        return None;
+    };
+    let after = Rel::new(body.stmt_span(k).end, u32::MAX);
+    if !one_statement || e != call || names_read(&body, after).contains(&x_name) {
+        return None;
+    }
+    let base = ctx.name(m).strip_suffix('_')?;
+    if !has_out_of_place(base) {
+        return None;
+    }
+    let Expr::Call { func, args } = *body.expr(call) else {
+        return None;
+    };
+    let Expr::Attr { value, .. } = *body.expr(func) else {
+        return None;
+    };
+    if value != target
+        && ctx.text(Span::new(s.item, body.expr_span(value)))
+            != ctx.text(Span::new(s.item, body.expr_span(target)))
+    {
+        return None;
+    }
+    let text = |e: Rel| ctx.text(Span::new(s.item, e));
+    let (x, list) = (text(body.expr_span(target)), text(body.expr_span(iter)));
+    let arguments = text(body.args[args as usize].span);
+    if arguments.contains('\n') || arguments.contains('#') {
+        return None;
+    }
+    let range = ctx.range(Span::new(s.item, body.stmt_span(k)))?;
+    let new = format!("{list} = [{x}.{base}{arguments} for {x} in {list}]");
+    Some(one(
+        format!("Rebuild the list out of place: `{new}`"),
+        Applicability::Unsafe,
+        range,
+        new,
+    ))
+}
+
 /// For a loop that changes the elements of a tensor its function was given (`for t, m in
 /// zip(tensor, mean): t.sub_(m)`, `for c in images.unbind(1): c.mul_(s)`): a copy of that
 /// tensor, bound to its name before the loop, so the loop changes the copy and what the caller

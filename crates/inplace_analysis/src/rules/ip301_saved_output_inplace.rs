@@ -81,6 +81,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         ),
         related: form3_related(ctx, w, save, &t),
         fix: out_of_place(ctx, w, applicability)
-            .or_else(|| crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability)),
+            .or_else(|| crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability))
+            .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
     })
 }

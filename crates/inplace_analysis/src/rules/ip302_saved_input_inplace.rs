@@ -93,6 +93,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .or_else(|| crate::fix::parameter_write_after(ctx, w, &t))
             .or_else(|| crate::fix::parameter_write_before(ctx, w, save.range))
             // `self.queue[:, p:p + b] = keys.T` after `einsum(..., [q, self.queue])`.
-            .or_else(|| crate::fix::clone_saved_read(ctx, w, save.range)),
+            .or_else(|| crate::fix::clone_saved_read(ctx, w, save.range))
+            .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
     })
 }
