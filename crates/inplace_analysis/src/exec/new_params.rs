@@ -114,16 +114,11 @@ impl Interp<'_, '_> {
             return;
         };
         // (Left waiting for the optimizer's next use: marked as a load where it waits.)
-        for list in self.state.orphaned.values_mut() {
-            for ev in list.iter_mut().filter(|ev| **ev == e) {
-                if let Event::Rebind { how, .. } = ev {
-                    *how = Replacement::Loads;
-                }
-            }
-        }
-        if let Some(ev) =
-            (self.frames.last_mut()).and_then(|f| f.local_rebinds.iter_mut().find(|ev| **ev == e))
-        {
+        let waiting = (self.state.orphaned.values_mut()).flat_map(|list| list.iter_mut());
+        let local = (self.frames.last_mut())
+            .into_iter()
+            .flat_map(|f| f.local_rebinds.iter_mut());
+        for ev in waiting.chain(local).filter(|ev| **ev == e) {
             if let Event::Rebind { how, .. } = ev {
                 *how = Replacement::Loads;
             }
