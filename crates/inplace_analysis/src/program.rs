@@ -513,9 +513,9 @@ impl MethodRole {
     }
 }
 
-/// Whether `text` mentions an accelerator, in any case, comments included: a word containing
-/// `cuda` (`torch.cuda`, `"cuda:0"`, `CUDA_VISIBLE_DEVICES`) or the word `mps`, `xpu`, `xla`,
-/// `npu`, `hpu` or `tpu`.
+/// Whether `text` mentions another floating dtype than float32, in any case, comments
+/// included: half precision, bfloat16, double, autocast or AMP, or NumPy arrays made tensors
+/// (`from_numpy` of float64 data): a word that is one of those names.
 fn mentions_other_precision(text: &str) -> bool {
     const OTHERS: &[&str] = &[
         "half",
@@ -528,12 +528,17 @@ fn mentions_other_precision(text: &str) -> bool {
         "fp64",
         "autocast",
         "amp",
-        "HalfTensor",
-        "DoubleTensor",
+        "halftensor",
+        "doubletensor",
     ];
-    (text.split(|c: char| !c.is_ascii_alphanumeric())).any(|w| OTHERS.contains(&w))
+    text.contains("from_numpy")
+        || (text.split(|c: char| !c.is_ascii_alphanumeric()))
+            .any(|w| OTHERS.iter().any(|o| w.eq_ignore_ascii_case(o)))
 }
 
+/// Whether `text` mentions an accelerator, in any case, comments included: a word containing
+/// `cuda` (`torch.cuda`, `"cuda:0"`, `CUDA_VISIBLE_DEVICES`) or the word `mps`, `xpu`, `xla`,
+/// `npu`, `hpu` or `tpu`.
 fn mentions_accelerator(text: &str) -> bool {
     text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
         w.as_bytes()
@@ -620,6 +625,8 @@ mod tests {
             "with torch.autocast('cpu'):",
             "from torch.cuda import amp",
             "model.double()",
+            "USE_AMP = True",
+            "x = torch.from_numpy(arr)",
         ] {
             assert!(mentions_other_precision(t), "{t}");
         }

@@ -627,7 +627,7 @@ impl Interp<'_, '_> {
             // A counter stepped while a loop runs (`self.n += 1` in a method the training loop
             // calls) has a value per iteration, of which the runs analysed see only the first:
             // no known integer (`if self.n % self.k == 0` is then taken on some iteration).
-            if self.one_int(&result).is_some() && self.frames.iter().any(|f| !f.loops.is_empty()) {
+            if self.one_int(&result).is_some() && self.rolled_loops > 0 {
                 result = smallvec![OTHER];
             }
             match *c.expr(target) {

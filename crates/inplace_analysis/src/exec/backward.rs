@@ -425,6 +425,11 @@ impl Interp<'_, '_> {
         let storages: SmallVec<[ObjId; 4]> = (seen.iter())
             .filter_map(|v| self.tensor(*v).map(|t| t.storage))
             .collect();
+        // (A name read inside a comparison makes a mask, `W.mul_(w.abs() > t)`: no old copy.)
+        let compared: SmallVec<[crate::ir::Rel; 2]> = (0..body.exprs.len())
+            .filter(|&i| matches!(body.exprs[i], Expr::Compare { .. }))
+            .map(|i| body.expr_spans[i])
+            .collect();
         let other = (0..body.exprs.len()).any(|i| {
             let Expr::Name { name, .. } = body.exprs[i] else {
                 return false;
@@ -432,6 +437,7 @@ impl Interp<'_, '_> {
             let at = body.expr_spans[i];
             args.iter()
                 .any(|(from, to)| at.start >= *from && at.end <= *to)
+                && !compared.iter().any(|c| c.contains(at))
                 && (self.state.env.get(&name).into_iter().flatten()).any(|v| {
                     !seen.contains(v)
                         && self

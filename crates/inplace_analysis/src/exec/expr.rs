@@ -755,7 +755,9 @@ impl Interp<'_, '_> {
         let positions = match (c.body.list(gens), value.get()) {
             ([g], None) if self.reads_by_position(c, gens, elt.get()) => {
                 let g = c.body.generators[*g as usize];
+                // (Not with a condition: the next position may be one it skips.)
                 (self.range_bounds(c, g.iter))
+                    .filter(|_| g.ifs.len == 0)
                     .filter(|(lo, hi)| hi - lo >= 2)
                     .map(|(lo, _)| (g.target, lo))
             }

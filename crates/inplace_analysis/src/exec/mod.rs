@@ -447,6 +447,9 @@ pub(crate) struct Interp<'p, 't> {
     /// A comprehension is being unrolled child by child (one inside it is not: at most 32
     /// evaluations of an element per comprehension).
     pub unrolling_comprehension: bool,
+    /// How many loops run as a whole (their body twice, not once per known element) are
+    /// running: a counter stepped in one has more values than the runs see.
+    pub rolled_loops: u32,
     /// The forward hook running (its definition and the name of its `output` parameter).
     pub running_hook: Option<(DefLoc, Name)>,
     /// The target of an augmented assignment is being read (`x[idx] += v` writes `x` itself
@@ -580,6 +583,7 @@ impl<'p, 't> Interp<'p, 't> {
             each_element: Vec::new(),
             running_hook: None,
             unrolling_comprehension: false,
+            rolled_loops: 0,
             running_pre_hook: None,
             index_target: false,
             field_reads: FxHashSet::default(),

@@ -177,10 +177,14 @@ impl Interp<'_, '_> {
                             };
                             dims.push((lo, hi));
                         }
-                        // A part that is no constant (`:fold`, `i`): the same elements as
-                        // a part of the same text, and nothing known otherwise.
+                        // A slice that is no constant (`:fold`): the same elements as a
+                        // slice of the same text, and nothing known otherwise. (Not another
+                        // index: a mask or index tensor gathers a copy, `h[done, 1:]`.)
                         _ => {
                             let text = self.prog.text_of(c.span(ExprId(*p)));
+                            if !text.contains(':') || text.contains('[') {
+                                return None;
+                            }
                             let key = text.bytes().filter(|b| !b.is_ascii_whitespace());
                             let h = key.fold(0i64, |h, b| (h * 31 + b as i64) % (1 << 30));
                             dims.push(((false, SYMBOLIC + 2 * h), (false, SYMBOLIC + 2 * h + 1)));

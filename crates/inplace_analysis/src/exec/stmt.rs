@@ -262,7 +262,9 @@ impl Interp<'_, '_> {
         let runs = if self.exhausted() { 1 } else { LOOP_RUNS };
         for _ in 0..runs {
             self.push_loop();
+            self.rolled_loops += 1;
             body(self);
+            self.rolled_loops -= 1;
             let (breaks, conts) = self.pop_loop();
             self.join_here(&conts);
             self.steps += self.state.weight() + breaks.weight();

@@ -40,16 +40,25 @@ impl Interp<'_, '_> {
         if !self.in_graph(recv) {
             return false;
         }
+        // (Only a tensor that surely requires grad is surely floating: an argument of unknown
+        // history may be a mask or labels, `mask.to(x.dtype)`, `labels.float()`, a copy.)
+        let surely = self.surely_grad(recv);
         match m {
-            "float" => args.positional.is_empty() && self.prog.single_precision(),
-            "contiguous" => recv
-                .iter()
-                .all(|v| self.tensor(*v).is_some_and(|t| t.view_of.is_none())),
-            "type" => matches!(args.positional.as_slice(), [(v, _)] if self.float32(v)),
+            "float" => surely && args.positional.is_empty() && self.prog.single_precision(),
+            "contiguous" => {
+                surely
+                    && recv
+                        .iter()
+                        .all(|v| self.tensor(*v).is_some_and(|t| t.view_of.is_none()))
+            }
+            "type" => surely && matches!(args.positional.as_slice(), [(v, _)] if self.float32(v)),
             "type_as" => matches!(args.positional.as_slice(), [(v, _)] if self.in_graph(v)),
             "to" => {
+                let copy = (args.keyword(known::COPY)).is_some_and(|(v, ..)| !v.contains(&FALSE));
+                let other = matches!(args.positional.as_slice(), [(v, _)] if self.in_graph(v))
+                    && args.keywords.is_empty();
                 let given = args.positional.len() + args.keywords.len();
-                given > 0 && self.converts_to_same(c, args, true)
+                !copy && (other || surely && given > 0 && self.converts_to_same(c, args, true))
             }
             _ => false,
         }
@@ -57,28 +66,33 @@ impl Interp<'_, '_> {
 
     /// Whether a conversion's arguments (`args` of `.to(...)`, or the keywords of
     /// `torch.as_tensor(t, ...)`; `positional`: the positional ones count) each keep what a
-    /// tensor in the graph has: another tensor in the graph, a device (any value but a dtype or
-    /// another tensor), the dtype of a tensor, or float32 in a single-precision file; and no
-    /// `copy=True`.
+    /// tensor in the graph has: another tensor in the graph, a device (spelled as one, or a
+    /// string where nothing mentions an accelerator), the dtype of a tensor, or float32 in a
+    /// single-precision file; and no `copy=True`.
     pub(super) fn converts_to_same(&self, c: Code<'_>, args: &Args, positional: bool) -> bool {
         let attr_of = |e: Option<ExprId>, name: &str| {
             e.is_some_and(
                 |e| matches!(*c.expr(e), Expr::Attr { attr, .. } if self.name(attr) == name),
             )
         };
+        // A device: `x.device`, a name or attribute spelled so (`device`, `self.device`), or a
+        // device string where nothing mentions an accelerator (every tensor is on the CPU).
+        let device = |vals: &Vals, e: Option<ExprId>| {
+            let spelled = e.is_some_and(|e| match *c.expr(e) {
+                Expr::Name { name, .. } | Expr::Attr { attr: name, .. } => {
+                    self.name(name).contains("device")
+                }
+                _ => false,
+            });
+            let strings =
+                !vals.is_empty() && vals.iter().all(|v| matches!(self.obj(*v), Obj::Str(_)));
+            spelled || (strings && self.prog.cpu_only())
+        };
         let keeps = |vals: &Vals, e: Option<ExprId>| {
             self.in_graph(vals)
                 || self.float32(vals)
                 || (attr_of(e, "dtype") && self.prog.single_precision())
-                || attr_of(e, "device")
-                || (!vals.is_empty()
-                    && vals.iter().all(|v| match self.obj(*v) {
-                        Obj::Path(p) => {
-                            !self.name(*p).starts_with("torch.") || self.name(*p) == "torch.device"
-                        }
-                        Obj::Tensor(_) => false,
-                        _ => true,
-                    }))
+                || device(vals, e)
         };
         let copy = (args.keyword(known::COPY)).is_some_and(|(v, ..)| !v.contains(&FALSE));
         let kws_ok = (args.keywords.iter()).all(|(n, v, e, _)| {

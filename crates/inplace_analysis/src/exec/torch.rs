@@ -1266,7 +1266,7 @@ impl Interp<'_, '_> {
             if let [(v, _)] = args.positional.as_slice() {
                 let tensors = !v.is_empty() && v.iter().all(|x| self.tensor(*x).is_some());
                 let same = args.keywords.is_empty()
-                    || (self.in_graph(v) && self.converts_to_same(c, args, false));
+                    || (self.surely_grad(v) && self.converts_to_same(c, args, false));
                 if tensors && same {
                     return v.clone();
                 }

@@ -663,7 +663,7 @@ impl Interp<'_, '_> {
             (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
         };
         self.mark_stale_where(wid, None, snapshot);
-        self.mark_stale_slots_where(wid, Taken::None, false, snapshot);
+        self.mark_stale_slots_where(wid, Taken::Any, false, snapshot);
     }
 
     /// Every other name bound to object `t`, or to `.detach()` of it (or to what `t` is

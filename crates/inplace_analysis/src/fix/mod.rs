@@ -608,6 +608,42 @@ pub(crate) fn loop_list_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Wri
     if !one_statement || e != call || names_read(&body, after).contains(&x_name) {
         return None;
     }
+    // (The list must be this scope's own, made by an assignment before the loop in a function:
+    // rebinding a parameter, a global or an outer loop's name would not change what the caller
+    // or the rest of the program sees.)
+    let Expr::Name {
+        name: list_name, ..
+    } = *body.expr(iter)
+    else {
+        return None;
+    };
+    let loop_span = body.stmt_span(k);
+    let is_param = body.root_def().is_some_and(|f| {
+        (body.list(body.func(f).params).iter()).any(|p| body.params[*p as usize].name == list_name)
+    });
+    let mut bound = Vec::new();
+    let outer_loop = (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| match *st {
+        Stmt::For { target, .. } if sp.contains(loop_span) && *sp != loop_span => {
+            bound.clear();
+            reorder::names_in(&body, target, &mut bound);
+            bound.iter().any(|(n, _)| *n == list_name)
+        }
+        _ => false,
+    });
+    let assigned = (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| match *st {
+        Stmt::Assign { targets, .. } => {
+            sp.end <= loop_span.start
+                && body
+                    .exprs_of(targets)
+                    .any(|t| matches!(*body.expr(t), Expr::Name { name, .. } if name == list_name))
+        }
+        _ => false,
+    });
+    // (At module level the list is the module's own.)
+    let in_function = body.root_def().is_some();
+    if is_param || outer_loop || (in_function && !assigned) {
+        return None;
+    }
     let base = ctx.name(m).strip_suffix('_')?;
     if !has_out_of_place(base) {
         return None;

@@ -256,11 +256,16 @@ pub(crate) fn write_after_backward(
     };
     let mut around: Vec<(u32, StmtId)> = (0..body.stmts.len())
         .filter(|&k| body.stmt_spans[k].contains(at) && body.stmt_spans[k] != at)
-        .filter(|&k| {
-            matches!(
-                body.stmts[k],
-                Stmt::For { .. } | Stmt::With { .. } | Stmt::If { .. }
-            )
+        .filter(|&k| match body.stmts[k] {
+            Stmt::For { .. } | Stmt::With { .. } => true,
+            // (Not an `if` whose condition reads a gradient: after the backward it is another.)
+            Stmt::If { .. } => !ctx
+                .text(Span::new(
+                    s.item,
+                    Rel::new(body.stmt_spans[k].start, at.start),
+                ))
+                .contains(".grad"),
+            _ => false,
         })
         .filter(|&k| only_writes(body.stmt_spans[k]))
         .map(|k| {
