@@ -180,7 +180,7 @@ fn declare_outer(
     funcs.sort_by_key(|f| f.span.end - f.span.start);
     let (f, outer) = funcs.split_first()?;
     let binds = |g: &crate::ir::FuncDef| {
-        (body.list(g.params).iter()).any(|p| ctx.name(body.params[*p as usize].name) == target)
+        body.param_names(g).any(|p| ctx.name(p) == target)
             || body
                 .bound_in(g.body)
                 .into_iter()
@@ -618,9 +618,9 @@ pub(crate) fn loop_list_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Wri
         return None;
     };
     let loop_span = body.stmt_span(k);
-    let is_param = body.root_def().is_some_and(|f| {
-        (body.list(body.func(f).params).iter()).any(|p| body.params[*p as usize].name == list_name)
-    });
+    let is_param = body
+        .root_def()
+        .is_some_and(|f| body.param_names(body.func(f)).any(|p| p == list_name));
     let mut bound = Vec::new();
     let outer_loop = (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| match *st {
         Stmt::For { target, .. } if sp.contains(loop_span) && *sp != loop_span => {
@@ -728,7 +728,7 @@ pub(crate) fn clone_loop_tensor(ctx: &RenderCtx<'_>, w: &crate::events::Write) -
     let func = (body.funcs.iter())
         .filter(|f| !f.lambda && f.span.contains(at))
         .min_by_key(|f| f.span.end - f.span.start)?;
-    if !(body.list(func.params).iter()).any(|p| body.params[*p as usize].name == root_name) {
+    if !body.param_names(func).any(|p| p == root_name) {
         return None;
     }
     let r = ctx.text(Span::new(s.item, body.expr_span(root)));

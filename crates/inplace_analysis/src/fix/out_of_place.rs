@@ -62,7 +62,7 @@ pub(crate) fn rebind_read_again(
         return None;
     }
     let (name, f, read_after) = written_name_in_function(&body, s.stmt, w)?;
-    let is_param = || (body.list(f.params).iter()).any(|p| body.params[*p as usize].name == name);
+    let is_param = || body.param_names(f).any(|p| p == name);
     if !read_after || (param && !is_param()) {
         return None;
     }

@@ -668,10 +668,14 @@ impl Body {
         else {
             return true;
         };
+        self.param_names(f).any(&is_name) || self.bound_in(f.body).into_iter().any(is_name)
+    }
+
+    /// The names of the parameters of function `f`, in order.
+    pub fn param_names<'b>(&'b self, f: &'b FuncDef) -> impl Iterator<Item = Name> + 'b {
         self.list(f.params)
             .iter()
-            .any(|p| is_name(self.params[*p as usize].name))
-            || self.bound_in(f.body).into_iter().any(is_name)
+            .map(|p| self.params[*p as usize].name)
     }
 
     pub fn stmts_of(&self, l: List) -> impl Iterator<Item = StmtId> + '_ {
