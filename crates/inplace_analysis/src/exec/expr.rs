@@ -758,7 +758,7 @@ impl Interp<'_, '_> {
                 // (Not with a condition: the next position may be one it skips.)
                 (self.range_bounds(c, g.iter))
                     .filter(|_| g.ifs.len == 0)
-                    .filter(|(lo, hi)| hi - lo >= 2)
+                    .filter(|(lo, hi)| hi.saturating_sub(*lo) >= 2)
                     .map(|(lo, _)| (g.target, lo))
             }
             _ => None,
@@ -856,7 +856,7 @@ impl Interp<'_, '_> {
         }
         let counted = self
             .range_bounds(c, g.iter)
-            .filter(|(l, h)| l < h && h - l <= 16);
+            .filter(|(l, h)| l < h && h.saturating_sub(*l) <= 16);
         // (The element's callee is judged with the variable bound to the first position.)
         let builds = counted.is_some_and(|(lo, _)| {
             let at = self.position(lo);

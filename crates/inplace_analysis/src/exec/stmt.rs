@@ -572,7 +572,7 @@ impl Interp<'_, '_> {
             return None;
         };
         let (lo, hi) = self.range_bounds(c, iter)?;
-        if hi - lo > 64 || hi <= lo {
+        if hi <= lo || hi.saturating_sub(lo) > 64 {
             return None;
         }
         let key = c.span(iter.get()?);
