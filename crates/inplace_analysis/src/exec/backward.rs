@@ -168,6 +168,7 @@ impl Interp<'_, '_> {
             None => self.state.env.get(&name).cloned().unwrap_or_default(),
         };
         let container = container.map(|(o, _)| o);
+        let mut kept: Option<bool> = None;
         for w in writes {
             let written = self.write_targets[*w as usize];
             // (A piece of a `chunk` or a loop's row is not copied where it is made: that is
@@ -198,7 +199,10 @@ impl Interp<'_, '_> {
             // on purpose.
             // (Unless that write also reads the parameter itself: `slow.add_(fast - slow)` or
             // `ema.lerp_(p, 0.1)` on a snapshot that is `p`'s memory means an old copy.)
-            if snapshot.is_some() && self.kept_handle_write(read, &seen) {
+            // (Decided once per read: it depends on the read, not the write.)
+            if snapshot.is_some()
+                && *kept.get_or_insert_with(|| self.kept_handle_write(read, &seen))
+            {
                 continue;
             }
             self.report(Event::StaleRead {
