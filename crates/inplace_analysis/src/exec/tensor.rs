@@ -24,10 +24,10 @@ const COPIES: &[&str] = &[
 impl Interp<'_, '_> {
     /// Conversions that return their receiver itself when its dtype and device already are
     /// those asked for (measured with torch 2.15: a write into the result bumps the receiver's
-    /// version), decided for a receiver in the graph (it may require grad, so it is floating
-    /// and lives where the model does):
-    /// - `.to(other)` / `.type_as(other)` of another tensor in the graph (`self.cache_k =
-    ///   self.cache_k.to(xq)` keeps the cache);
+    /// version), decided for a receiver that surely requires grad (so it is floating and lives
+    /// where the model does):
+    /// - `.to(other)` / `.type_as(other)` of another tensor in the graph, both only maybe
+    ///   requiring grad (`self.cache_k = self.cache_k.to(xq)` keeps the cache);
     /// - `.to(x.device)`, `.to(device)` (where the model is), `.to(x.dtype)`;
     /// - `.float()`, `.to(torch.float32)`, `.type(torch.float32)`, where nothing in the file
     ///   mentions another floating dtype (half, bfloat16, double, autocast);
@@ -54,11 +54,11 @@ impl Interp<'_, '_> {
             "type" => surely && matches!(args.positional.as_slice(), [(v, _)] if self.float32(v)),
             "type_as" => matches!(args.positional.as_slice(), [(v, _)] if self.in_graph(v)),
             "to" => {
-                let copy = (args.keyword(known::COPY)).is_some_and(|(v, ..)| !v.contains(&FALSE));
+                // (`copy=True` is a keyword: `converts_to_same` refuses it.)
                 let other = matches!(args.positional.as_slice(), [(v, _)] if self.in_graph(v))
                     && args.keywords.is_empty();
                 let given = args.positional.len() + args.keywords.len();
-                !copy && (other || surely && given > 0 && self.converts_to_same(c, args, true))
+                other || surely && given > 0 && self.converts_to_same(c, args, true)
             }
             _ => false,
         }
