@@ -230,6 +230,27 @@ pub const WHOLE_VIEWS: &[&str] = &[
     "mH",
 ];
 
+/// View ops (and view attributes) whose result is surely not laid out in order: its elements
+/// are rearranged, repeated or skipped (`x.t()`, `x.permute(...)`, `x.expand(...)`,
+/// `x.diagonal()`).
+pub const STRIDED_VIEWS: &[&str] = &[
+    "t",
+    "transpose",
+    "permute",
+    "movedim",
+    "moveaxis",
+    "swapaxes",
+    "swapdims",
+    "expand",
+    "expand_as",
+    "broadcast_to",
+    "diagonal",
+    "T",
+    "mT",
+    "H",
+    "mH",
+];
+
 /// View ops that show a piece of their input.
 pub const PIECE_VIEWS: &[&str] = &[
     "narrow",

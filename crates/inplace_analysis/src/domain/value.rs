@@ -76,6 +76,11 @@ pub(crate) struct TensorObj {
     /// When this is a view: the tensor it was taken from and which part of it it shows (a
     /// write into that part changes what a name bound to the view reads: IP402).
     pub view_of: Option<(ObjId, Part)>,
+    /// A view whose elements are surely not laid out one after the other (a transpose, a
+    /// permute, an expand, a subscript cutting a later dimension, `x[:, :3]`), or a view of one:
+    /// `reshape`/`flatten` of it copy (measured with torch 2.15: `y.t().reshape(-1)` written in
+    /// place leaves `y` at version 0), where they view a tensor laid out in order.
+    pub strided: bool,
 }
 
 /// Which part of a tensor a view shows, or an in-place write changes.
@@ -227,6 +232,7 @@ impl TensorObj {
             detached_from: None,
             grad_if: None,
             view_of: None,
+            strided: false,
         }
     }
 
@@ -243,6 +249,7 @@ impl TensorObj {
             grad_tensor: None,
             detached_from: None,
             view_of: None,
+            strided: false,
             ..self.clone()
         }
     }

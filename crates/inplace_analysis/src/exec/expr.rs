@@ -1071,7 +1071,11 @@ impl Interp<'_, '_> {
                 Obj::Tensor(_) if arrays_only && self.index_target => out.push(b),
                 Obj::Tensor(_) => {
                     let part = self.subscript_part(c, e, value, sub);
-                    out.push(self.view_of(b, c.span(e), part));
+                    let view = self.view_of(b, c.span(e), part);
+                    if strided_index(c, sub) {
+                        self.mark_strided(view);
+                    }
+                    out.push(view);
                 }
                 Obj::Seq(items) => {
                     let items = items.clone();
@@ -1538,4 +1542,19 @@ mod tests {
             format!("{h}x{h} {{y}}")
         );
     }
+}
+
+/// Whether subscript `sub` cuts a dimension after one it keeps whole (`x[:, :3]`, `x[:, 0]`,
+/// `x[..., :d]`): its view is not laid out in order (a `None` adds a dimension and cuts none).
+fn strided_index(c: Code<'_>, sub: u32) -> bool {
+    let s = &c.body.subscripts[sub as usize];
+    let mut kept = false;
+    for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
+        let whole = s.whole_parts & (1 << k) != 0;
+        if !whole && kept && !matches!(*c.expr(p), Expr::None) {
+            return true;
+        }
+        kept |= whole;
+    }
+    false
 }

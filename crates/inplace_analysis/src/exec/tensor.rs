@@ -216,7 +216,7 @@ impl Interp<'_, '_> {
             );
             let views: Vals = recv
                 .iter()
-                .map(|v| self.split_view_of(*v, call, op, Part::of_view(&m)))
+                .map(|v| self.view_op_result((*v, call), op, &m, (args, 0)))
                 .collect();
             if ops::SPLITS.contains(&m.as_str()) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
@@ -987,6 +987,47 @@ impl Interp<'_, '_> {
         self.alloc(Obj::Tensor(v))
     }
 
+    /// What view op `name` (a method, or a `torch.*` function whose first `skip` arguments
+    /// are the tensor) makes of `base` at `origin`: one of its views, marked strided where the
+    /// op rearranges; but a copy where it flattens a view that is not laid out in order into one
+    /// dimension (`x.t().reshape(-1)`, `x[:, :3].flatten()`). (A reshape into several
+    /// dimensions may split dimensions only, and view: `x[:, 0].reshape(b, n, c)`, which torch
+    /// refuses to see written when the slice was saved. It stays a view.)
+    pub(super) fn view_op_result(
+        &mut self,
+        (base, origin): (ObjId, Span),
+        op: Option<RefusedBy>,
+        name: &str,
+        (args, skip): (&Args, usize),
+    ) -> ObjId {
+        let flat = match name {
+            "reshape" => match args.positional.get(skip..) {
+                Some([(v, _)]) => match v.as_slice() {
+                    [o] => !matches!(self.obj(*o), Obj::Seq(items) if items.len() != 1),
+                    _ => !self.is_seq(v),
+                },
+                _ => false,
+            },
+            "flatten" => args.positional.len() == skip && args.keywords.is_empty(),
+            _ => false,
+        };
+        if flat && self.tensor(base).is_some_and(|t| t.strided) {
+            return self.derive(&[smallvec![base]], origin, OpSaves::default(), None, false);
+        }
+        let id = self.split_view_of(base, origin, op, Part::of_view(name));
+        if ops::STRIDED_VIEWS.contains(&name) {
+            self.mark_strided(id);
+        }
+        id
+    }
+
+    /// Marks view `id` as not laid out in order (see `TensorObj::strided`).
+    pub(super) fn mark_strided(&mut self, id: ObjId) {
+        if let Some(t) = self.tensor_mut(id) {
+            t.strided = true;
+        }
+    }
+
     /// Marks view `id` as one autograd refuses to see written (made by `op` at `at`).
     pub(super) fn refuse_view(&mut self, id: ObjId, op: RefusedBy, at: Span) {
         if let Some(t) = self.tensor_mut(id) {
@@ -1364,7 +1405,12 @@ impl Interp<'_, '_> {
             };
         }
         if ops::VIEW_ATTRS.contains(&a) {
-            return smallvec![self.view_of(o, range, Part::of_view(a))];
+            let strided = ops::STRIDED_VIEWS.contains(&a);
+            let view = self.view_of(o, range, Part::of_view(a));
+            if strided {
+                self.mark_strided(view);
+            }
+            return smallvec![view];
         }
         if ops::NON_TENSOR.contains(&a) {
             return smallvec![OTHER];

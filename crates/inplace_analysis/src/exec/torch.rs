@@ -1344,7 +1344,7 @@ impl Interp<'_, '_> {
                     if f == "detach" {
                         self.detach_of(*v, call)
                     } else {
-                        self.split_view_of(*v, call, op, Part::of_view(f))
+                        self.view_op_result((*v, call), op, f, (args, 1))
                     }
                 })
                 .collect();
