@@ -1518,6 +1518,21 @@ pub(super) fn with_holes(text: &str, style: Placeholders) -> String {
     out
 }
 
+/// Whether subscript `sub` cuts a dimension after one it keeps whole (`x[:, :3]`, `x[:, 0]`,
+/// `x[..., :d]`): its view is not laid out in order (a `None` adds a dimension and cuts none).
+fn strided_index(c: Code<'_>, sub: u32) -> bool {
+    let s = &c.body.subscripts[sub as usize];
+    let mut kept = false;
+    for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
+        let whole = s.whole_parts & (1 << k) != 0;
+        if !whole && kept && !matches!(*c.expr(p), Expr::None) {
+            return true;
+        }
+        kept |= whole;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1542,19 +1557,4 @@ mod tests {
             format!("{h}x{h} {{y}}")
         );
     }
-}
-
-/// Whether subscript `sub` cuts a dimension after one it keeps whole (`x[:, :3]`, `x[:, 0]`,
-/// `x[..., :d]`): its view is not laid out in order (a `None` adds a dimension and cuts none).
-fn strided_index(c: Code<'_>, sub: u32) -> bool {
-    let s = &c.body.subscripts[sub as usize];
-    let mut kept = false;
-    for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
-        let whole = s.whole_parts & (1 << k) != 0;
-        if !whole && kept && !matches!(*c.expr(p), Expr::None) {
-            return true;
-        }
-        kept |= whole;
-    }
-    false
 }
