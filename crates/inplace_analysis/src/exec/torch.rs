@@ -719,10 +719,14 @@ impl Interp<'_, '_> {
         let Some(saved) = decided else {
             return (tensors, Vals::new());
         };
+        let merges = equation.and_then(|eq| ops::einsum_merges(self.name(eq)));
         let (mut kept, mut copied) = (Vals::new(), Vals::new());
-        for (operand, saved) in operands.iter().zip(saved) {
+        for (k, (operand, saved)) in operands.iter().zip(saved).enumerate() {
             let flat = self.flat_tensors(operand);
-            if saved {
+            // (An operand not laid out in order whose letters merge is copied on the way.)
+            let merged = merges.is_some_and(|m| m[k])
+                && (flat.iter()).all(|t| self.tensor(*t).is_some_and(|t| t.strided));
+            if saved && !merged {
                 kept.extend(flat)
             } else {
                 copied.extend(flat)
