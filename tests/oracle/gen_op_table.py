@@ -39,7 +39,7 @@ max_pool2d avg_pool2d adaptive_avg_pool2d adaptive_max_pool2d interpolate pixel_
 max_pool1d avg_pool1d adaptive_avg_pool1d adaptive_max_pool1d
 local_response_norm group_norm clamp clip clamp_min clamp_max nan_to_num atanh acosh lgamma digamma
 softmin expit ndtr log_ndtr i0 entr erfcx cholesky inv det matrix_exp gather inverse rms_norm
-batch_norm instance_norm logcumsumexp renorm
+batch_norm instance_norm logcumsumexp renorm svdvals eigvalsh eigvals
 scaled_dot_product_attention
 fft ifft rfft irfft hfft ihfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn fftshift ifftshift
 """.split()
@@ -74,6 +74,56 @@ INDEXED = {
     "index_add": ("source", ()), "index_copy": ("source", ()),
     "index_reduce": ("source", ("amax",)),
 }
+
+# Decompositions and other ops with several outputs (keyed by their last name: `torch.svd` and
+# `torch.linalg.svd` alike), each output measured on its own: `outputs[k]` is whether writing
+# output `k` in place makes backward raise (null: an output without grad, pivots or an error
+# code); `self` whether writing the input does. Given what they are used on: a symmetric
+# positive definite matrix where the op needs one. (Not `lu`: `torch.linalg.lu` returns
+# `(P, L, U)`, `torch.lu` and `Tensor.lu` `(LU, pivots)`, under one last name.)
+def _spd(t):
+    return t @ t.mT + 3 * torch.eye(t.shape[-1])
+
+
+SEVERAL = {
+    "svd": (torch.linalg.svd, None),
+    "qr": (torch.linalg.qr, None),
+    "eigh": (torch.linalg.eigh, _spd),
+    "eig": (torch.linalg.eig, _spd),
+    "slogdet": (torch.linalg.slogdet, _spd),
+    "lu_factor": (torch.linalg.lu_factor, _spd),
+    "cholesky_ex": (torch.linalg.cholesky_ex, _spd),
+    "inv_ex": (torch.linalg.inv_ex, _spd),
+}
+
+
+def measure_several(f, prep):
+    def build():
+        torch.manual_seed(0)
+        x = (torch.rand(3, 3) * 0.6 + 0.2).requires_grad_() * 1.0
+        x = prep(x) if prep is not None else x
+        return x, tuple(f(x))
+
+    def backward_raises(outs):
+        grads = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+        try:
+            sum((o.real if o.is_complex() else o).sum() for o in grads).backward()
+        except RuntimeError as e:
+            return INPLACE_ERR in str(e)
+        return False
+
+    outputs = []
+    for k in range(len(build()[1])):
+        x, outs = build()
+        if not (isinstance(outs[k], torch.Tensor) and outs[k].requires_grad):
+            outputs.append(None)
+            continue
+        outs[k].mul_(1)
+        outputs.append(backward_raises(outs))
+    x, outs = build()
+    x.mul_(1)
+    return {"saved": outputs, "self": backward_raises(outs)}
+
 
 # Reductions whose `dim=` overload returns (values, indices) and saves only the indices.
 UNARY_DIM = "max min median mode kthvalue sort topk cummax cummin amax amin logsumexp std var norm prod".split()
@@ -184,6 +234,8 @@ PREP = {
     "inv": lambda t: t + 3 * torch.eye(3),
     "inverse": lambda t: t + 3 * torch.eye(3),
     "det": lambda t: t + 3 * torch.eye(3),
+    "eigvalsh": lambda t: t @ t.mT + 3 * torch.eye(3),
+    "eigvals": lambda t: t @ t.mT + 3 * torch.eye(3),
 }
 # Ops called with more operands than the measured one: the others are tensors of their own that
 # require grad (`scaled_dot_product_attention(q, k, v)` measured on `q`).
@@ -205,6 +257,7 @@ UNARY_SHAPE = {
     "adaptive_max_pool2d": (1, 2, 3, 3), "interpolate": (1, 2, 3, 3), "pixel_shuffle": (1, 4, 2, 2),
     "local_response_norm": (1, 2, 3, 3), "group_norm": (2, 2, 3),
     "cholesky": (3, 3), "inv": (3, 3), "inverse": (3, 3), "instance_norm": (2, 2, 3), "det": (3, 3), "matrix_exp": (3, 3),
+    "svdvals": (3, 3), "eigvalsh": (3, 3), "eigvals": (3, 3),
     "scaled_dot_product_attention": (1, 2, 3), "glu": (2, 4),
     "fft2": (2, 3, 4), "ifft2": (2, 3, 4), "rfft2": (2, 3, 4), "irfft2": (2, 3, 4),
 }
@@ -522,6 +575,8 @@ def main(argv):
             del ops[name]
         elif name in BASED:
             entry["base_first"] = True
+    for name, (f, prep) in SEVERAL.items():
+        ops.setdefault(name, {"forms": forms(name)})["outputs"] = measure_several(f, prep)
     for name, (_, extra) in INDEXED.items():
         flags = measure_indexed(name, extra)
         if flags is not None:

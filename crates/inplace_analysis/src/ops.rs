@@ -84,6 +84,19 @@ pub struct OpSpec {
     /// `self` and `other` are `a` and `b`; the base is only added.
     #[serde(default)]
     pub base_first: bool,
+    /// An op with several outputs (`svd`, `qr`, `eigh`), each measured on its own.
+    pub outputs: Option<Outputs>,
+}
+
+/// What an op with several outputs saves (see [`OpSpec::outputs`]).
+#[derive(Debug, Deserialize)]
+pub struct Outputs {
+    /// Per output, whether its backward reads it (writing it in place then raises at
+    /// `backward()`); `None` for an output without grad (pivots, an error code).
+    pub saved: Vec<Option<bool>>,
+    /// Whether its backward reads the input.
+    #[serde(rename = "self")]
+    pub input: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -175,6 +188,14 @@ impl OpTable {
         };
         if let Some(s) = spec.indexed {
             return s;
+        }
+        // (Of an op with several outputs: the first output and the input.)
+        if let (Some(o), ArgKind::Grad) = (&spec.outputs, a) {
+            return Saves {
+                result: o.saved.first() == Some(&Some(true)),
+                input: o.input,
+                other: false,
+            };
         }
         use ArgKind::*;
         let pick = match (a, b) {
@@ -325,6 +346,19 @@ pub const INDEX_RESULT: &[&str] = &[
     "byte",
     "short",
 ];
+
+/// The fields of the named tuples ops with several outputs return, by position:
+/// `x.max(dim=1).values`, `torch.linalg.svd(a).U` (`torch.svd`'s third is `V`), `.Q`/`.R`
+/// of `qr`, `.eigenvalues`/`.eigenvectors` of `eigh`/`eig`, `.logabsdet` of `slogdet`, `.LU`/
+/// `.pivots` of `lu_factor`, `.L`/`.info` of `cholesky_ex`, `.inverse` of `inv_ex`.
+pub fn result_field(name: &str) -> Option<usize> {
+    Some(match name {
+        "values" | "U" | "Q" | "eigenvalues" | "sign" | "LU" | "L" | "inverse" => 0,
+        "indices" | "S" | "R" | "eigenvectors" | "logabsdet" | "pivots" | "info" => 1,
+        "Vh" | "V" => 2,
+        _ => return None,
+    })
+}
 
 /// Ops that return `(values, indices)`: always, or (the others) when given a dimension.
 pub const VALUES_INDICES_ALWAYS: &[&str] =

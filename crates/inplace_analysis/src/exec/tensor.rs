@@ -506,6 +506,9 @@ impl Interp<'_, '_> {
             return smallvec![self.new_leaf(false, origin)];
         }
         let values = self.apply_op(name, label, inputs, origin, known);
+        if let Some(outputs) = ops::table().op(base).and_then(|s| s.outputs.as_ref()) {
+            return smallvec![self.several_results(values, &outputs.saved, label, origin)];
+        }
         let pair = ops::VALUES_INDICES_ALWAYS.contains(&base)
             || (name.ends_with(".dim") && ops::VALUES_INDICES_WITH_DIM.contains(&base));
         if !pair {
@@ -513,6 +516,39 @@ impl Interp<'_, '_> {
         }
         let indices = self.new_leaf(false, origin);
         smallvec![self.alloc(Obj::Seq(vec![smallvec![values], smallvec![indices]]))]
+    }
+
+    /// The outputs of an op with several (`U, S, Vh = torch.linalg.svd(a)`), `first` being the
+    /// first as [`Interp::apply_op`] made it: each another result of the same node, saved
+    /// where `saved` says so (measured per output), or a tensor without grad (pivots, an error
+    /// code).
+    fn several_results(
+        &mut self,
+        first: ObjId,
+        saved: &[Option<bool>],
+        label: OpLabel,
+        origin: Span,
+    ) -> ObjId {
+        let Some(t) = self.tensor(first).cloned() else {
+            return self.alloc(Obj::Unknown);
+        };
+        let mut slots = Vec::with_capacity(saved.len());
+        for (k, out) in saved.iter().enumerate() {
+            let id = match out {
+                None => self.new_leaf(false, origin),
+                Some(_) if k == 0 => first,
+                Some(kept) => {
+                    let id = self.heap.len() as ObjId;
+                    if let (true, Some(node)) = (*kept, t.node) {
+                        let save = self.record_save(id, true, label, origin, t.grad_if);
+                        self.nodes.get_mut(node).saves.push(save);
+                    }
+                    self.alloc(Obj::Tensor(t.sibling(id)))
+                }
+            };
+            slots.push(smallvec![id]);
+        }
+        self.alloc(Obj::Seq(slots))
     }
 
     /// Apply an op from the table: a new result tensor whose node records what the op saved.
@@ -1285,12 +1321,11 @@ impl Interp<'_, '_> {
                 self.field_reads.insert(range);
                 v
             }
-            // `x.max(dim=1).values`, `.indices`.
+            // `x.max(dim=1).values`, `.indices`; `torch.linalg.svd(a).U`.
             Obj::Seq(items)
-                if items.len() == 2 && matches!(self.name(attr), "values" | "indices") =>
+                if ops::result_field(self.name(attr)).is_some_and(|k| k < items.len()) =>
             {
-                let at = usize::from(self.name(attr) == "indices");
-                items[at].clone()
+                items[ops::result_field(self.name(attr)).unwrap_or_default()].clone()
             }
             _ => smallvec![self.loose_attr(o, attr)],
         }
