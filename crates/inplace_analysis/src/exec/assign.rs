@@ -668,7 +668,7 @@ impl Interp<'_, '_> {
         self.check_self_overlap(c, (target, &tensors), Some(value_expr), w);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).
         if let Some(name) = op.op_name() {
-            self.inplace_saves_by_name(&tensors, name, Some(&value), span);
+            self.inplace_saves_by_name(&tensors, name, Some(&value), (span, w));
         }
     }
 

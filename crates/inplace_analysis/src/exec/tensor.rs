@@ -1,9 +1,9 @@
 //! Tensors: methods, operators, ops from the measured table and what they save, views,
 //! `.detach()`, `.data`, `.grad`, leaves, and attributes of every kind of object.
 
-use super::write::WriteSpec;
+use super::write::{note_write, WriteSpec};
 use super::*;
-use crate::events::WriteKind;
+use crate::events::{WriteId, WriteKind};
 use crate::ops::{self, ArgKind, Saves as OpSaves};
 
 /// Methods whose result is a new tensor with the receiver's history and nothing saved.
@@ -260,7 +260,7 @@ impl Interp<'_, '_> {
             }
             match self.based_operands(base, args, CallForm::Method) {
                 Some((a, b)) => self.inplace_based_saves(recv, base, &a, &b, call),
-                None => self.inplace_saves_by_name(recv, base, value.as_ref(), call),
+                None => self.inplace_saves_by_name(recv, base, value.as_ref(), (call, w)),
             }
             return recv.clone();
         }
@@ -828,13 +828,17 @@ impl Interp<'_, '_> {
     }
 
     /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
-    /// saves `w`), recorded after the write so they carry the new version.
+    /// saves `w`), recorded after write `write` so they carry the new version. But an operand
+    /// that shares the target's memory (`x.mul_(x)`, `x *= a` with `a = x`, `x.mul_(f_(x))`
+    /// where `f_` returns its argument written) is saved as it was before the write, which then
+    /// changes it (measured with torch 2.15: `backward()` raises; `x.mul_(x.sigmoid())` does
+    /// not).
     pub fn inplace_saves_by_name(
         &mut self,
         targets: &Vals,
         base: &str,
         other: Option<&Vals>,
-        origin: Span,
+        (origin, write): (Span, WriteId),
     ) {
         if !self.grad_enabled {
             return;
@@ -868,10 +872,19 @@ impl Interp<'_, '_> {
             }
         }
         if let (true, Some(o)) = (s.other, other) {
+            let written: SmallVec<[ObjId; 2]> = (targets.iter())
+                .filter_map(|t| Some(self.tensor(*t)?.storage))
+                .collect();
             for v in o.clone() {
                 if let Some(tt) = self.tensor(v) {
                     let storage = tt.storage;
-                    saves.push(self.record_save(storage, false, label, origin, assumes));
+                    // (A view of part of it, `x.div_(x[:, :1])`, is the overlap IP402 reports.)
+                    let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)));
+                    let save = self.record_save(storage, false, label, origin, assumes);
+                    if whole && written.contains(&storage) && !self.raised() {
+                        note_write(self.state.clobbered.entry(save).or_default(), write);
+                    }
+                    saves.push(save);
                 }
             }
         }

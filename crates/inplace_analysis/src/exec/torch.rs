@@ -1398,12 +1398,12 @@ impl Interp<'_, '_> {
         let spec = WriteSpec::new(WriteKind::TorchFn(f), call, call)
             .through(through, keep)
             .call(e);
-        self.write(&tensors, spec);
+        let w = self.write(&tensors, spec);
         let other = self
             .indexed_source(base, args, CallForm::Torch)
             .or_else(|| self.value_operand(base, args, CallForm::Torch))
             .or_else(|| args.positional.get(1).map(|(v, _)| v.clone()));
-        self.inplace_saves_by_name(&tensors, base, other.as_ref(), call);
+        self.inplace_saves_by_name(&tensors, base, other.as_ref(), (call, w));
         first
     }
 
@@ -1426,8 +1426,8 @@ impl Interp<'_, '_> {
             let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)
                 .through(through, keep)
                 .call(e);
-            self.write(&tensors, spec);
-            self.inplace_saves_by_name(&tensors, f, None, call);
+            let w = self.write(&tensors, spec);
+            self.inplace_saves_by_name(&tensors, f, None, (call, w));
             return first;
         }
         let fname = self.intern(f);

@@ -496,3 +496,43 @@ pub(crate) fn copy_before_statement(
         format!("{indent}{r} = {r}.clone(){eol}"),
     ))
 }
+
+/// An in-place product whose operand is the very tensor it writes because the operand's own
+/// expression wrote it first (`x.mul_(hard_sigmoid(x, inplace=True))`, `x.mul_(x.add_(3).div_(6))`):
+/// the operand works on a copy (`hard_sigmoid(x.clone(), inplace=True)`), so the product reads
+/// the old values and the transformed ones, as the code means, and saves the copy. `None` for an
+/// operand that reads the tensor as it is (`x.mul_(x)`, an alias `x.mul_(a)`): an out-of-place
+/// rewrite is right there; and `None` where the written tensor is no plain name.
+pub(crate) fn clone_target_in_operand(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<Fix> {
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    let written = written_expr(&body, s.stmt, w)?;
+    let Expr::Name { name, .. } = *body.expr(written) else {
+        return None;
+    };
+    let operand = match *body.expr(w.call?) {
+        Expr::Call { args, .. } => body.exprs_of(body.args[args as usize].positional).last()?,
+        _ => return None,
+    };
+    if !matches!(body.expr(operand), Expr::Call { .. }) {
+        return None;
+    }
+    let within = body.expr_span(operand);
+    let reads: Vec<ExprId> = (0..body.exprs.len())
+        .map(|i| ExprId(i as u32))
+        .filter(|e| within.contains(body.expr_span(*e)))
+        .filter(|e| matches!(*body.expr(*e), Expr::Name { name: n, .. } if n == name))
+        .collect();
+    let [read] = reads.as_slice() else {
+        return None;
+    };
+    let text = ctx.text(Span::new(s.item, body.expr_span(*read)));
+    Some(Fix {
+        title: format!("Let the operand work on a copy: `{text}.clone()`"),
+        applicability: Applicability::Unsafe,
+        edits: clones_after(ctx, &body, s.item, &reads)?,
+    })
+}

@@ -12,7 +12,10 @@
 //! `t * 2`, `t + 1`, `sum`, `mean`, `cat` save nothing. Writes are every in-place op, and two
 //! that do not look like one: a call of an `nn.Embedding(..., max_norm=...)`, which
 //! renormalises in its weight the rows it looks up, and a custom `torch.autograd.Function`'s
-//! `ctx.save_for_backward(x)` makes its `apply` an op that saved `x`.
+//! `ctx.save_for_backward(x)` makes its `apply` an op that saved `x`. An in-place product
+//! whose operand is the tensor it writes (`x *= x`, `x.mul_(a)` with `a = x`, a memory-saving
+//! hard swish `x.mul_(hard_sigmoid(x, inplace=True))`, whose hard sigmoid returns `x` written)
+//! saves that operand itself and then writes it.
 //!
 //! **Why it breaks.** The saved input's version moved between forward and backward (form ③).
 //!
@@ -34,7 +37,9 @@
 //! `max_norm`, the op that saved its weight reads a copy (`emb.weight.clone() @ W.t()`, the fix
 //! of the `nn.Embedding` documentation; safe). A buffer written in a place of its own after
 //! an op read it (MoCo's queue, enqueued under `no_grad` after `einsum(..., [q, self.queue])`):
-//! that op reads a copy (`self.queue.clone()`, unsafe).
+//! that op reads a copy (`self.queue.clone()`, unsafe). An operand that wrote the tensor
+//! itself works on a copy (`hard_sigmoid(x.clone(), inplace=True)`, unsafe); one that reads it
+//! as it is (`x *= x`) is rewritten out of place.
 //!
 //! **Fix safety.** As IP301: *safe* when nothing else shares the written tensor; a copy is
 //! *unsafe*.
@@ -67,6 +72,26 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let (w, save, t) = clobber(ev, ctx.unit)?;
     let applicability = super::rewrite_applicability(w);
+    // The write's own op saved its operand, which is the tensor written (`x.mul_(x)`).
+    if save.range == w.site {
+        return Some(Finding {
+            rule: Rule::SavedInputInplace,
+            severity: form3_severity(save),
+            range: ctx.range(w.range)?,
+            message: format!(
+                "`{}` saves its operand for its backward, and that operand is the tensor it \
+                 writes in place (the same memory); {}",
+                ctx.snippet(w.site),
+                trigger_clause(ctx, &t, save)
+            ),
+            related: form3_related(ctx, w, save, &t),
+            fix: crate::fix::clone_target_in_operand(ctx, w).or_else(|| {
+                own_operand_read_plainly(ctx, w)
+                    .then(|| out_of_place(ctx, w, applicability))
+                    .flatten()
+            }),
+        });
+    }
     Some(Finding {
         rule: Rule::SavedInputInplace,
         severity: form3_severity(save),
@@ -95,5 +120,33 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             // `self.queue[:, p:p + b] = keys.T` after `einsum(..., [q, self.queue])`.
             .or_else(|| crate::fix::clone_saved_read(ctx, w, save.range))
             .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
+    })
+}
+
+/// Whether the operand of a write whose own op saved it reads the written tensor as it is
+/// (`x.mul_(x)`, `x *= a`): then the out-of-place rewrite computes what the code means. (An
+/// operand that writes the tensor itself first, `x.mul_(f_(x))`, would be computed from the
+/// written values by the rewrite too: no rewrite.)
+fn own_operand_read_plainly(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
+    let Some(s) = w.stmt else {
+        return false;
+    };
+    let Some(body) = ctx.body(s.item) else {
+        return false;
+    };
+    use crate::ir::{Expr, Stmt};
+    let operand = match (w.call, *body.stmt(s.stmt)) {
+        (Some(call), _) => match *body.expr(call) {
+            Expr::Call { args, .. } => body.exprs_of(body.args[args as usize].positional).last(),
+            _ => None,
+        },
+        (None, Stmt::AugAssign { value, .. }) => Some(value),
+        _ => None,
+    };
+    operand.is_some_and(|e| {
+        matches!(
+            body.expr(e),
+            Expr::Name { .. } | Expr::Attr { .. } | Expr::Subscript { .. }
+        )
     })
 }
