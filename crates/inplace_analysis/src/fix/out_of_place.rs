@@ -298,12 +298,17 @@ pub(crate) fn inplace_false(
     ))
 }
 
-/// A write through `.data` into a tensor a backward still reads, rewritten out of place with
-/// the values the write made and the gradient autograd computed before it (what the `.data`
-/// write meant, without changing what the backward reads):
-/// `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`;
-/// `y.data *= 2` -> `y = (y * 2).detach() + (y - y.detach())`.
-pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+/// A write through `.data` into a tensor a backward still reads, rewritten out of place.
+/// Arithmetic (`y.data *= 2`, `wav.data /= wsq`, `y.data.add_(b)`) is written as itself,
+/// `y = y * 2`: the gradient goes through the scaling, as the computation performed means (the
+/// write was moved to `.data` to silence autograd's error: pytorch#96110). Anything else
+/// (`y.data.clamp_(0, 1)`, `round_`, `copy_`, `fill_`) keeps the values the write made and the
+/// gradient autograd computed before it, a straight-through estimator (what such a `.data`
+/// write is used for): `y = y.clamp(0, 1).detach() + (y - y.detach())`.
+pub(crate) fn data_write_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<Fix> {
     use crate::events::WriteKind;
     let s = w.stmt?;
     let body = ctx.body(s.item)?;
@@ -315,9 +320,10 @@ pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) ->
         }
         _ => None,
     };
-    let (target, value) = match (w.kind, *body.stmt(s.stmt)) {
+    let (target, value, arithmetic) = match (w.kind, *body.stmt(s.stmt)) {
         (WriteKind::Method(name), Stmt::Expr(call)) if Some(call) == w.call => {
             let base = ctx.name(name).strip_suffix('_')?;
+            let arithmetic = matches!(base, "add" | "sub" | "mul" | "div" | "true_divide" | "pow");
             let Expr::Call { func, args } = *body.expr(call) else {
                 return None;
             };
@@ -329,7 +335,7 @@ pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) ->
             }
             let t = under_data(value)?;
             let args = ctx.text(Span::new(s.item, body.args[args as usize].span));
-            (t, format!("{}.{base}{args}", ctx.text(span(t))))
+            (t, format!("{}.{base}{args}", ctx.text(span(t))), arithmetic)
         }
         (WriteKind::AugAssign, Stmt::AugAssign { target, op, value }) => {
             let t = under_data(target)?;
@@ -339,12 +345,22 @@ pub(crate) fn straight_through(ctx: &RenderCtx<'_>, w: &crate::events::Write) ->
             } else {
                 format!("({r})")
             };
-            (t, format!("({} {} {r})", ctx.text(span(t)), op_text(op)?))
+            // (Not `//=`, `%=`: steps, as `round_` is.)
+            let arithmetic = !matches!(op, BinOp::FloorDiv | BinOp::Mod | BinOp::Other);
+            let text = ctx.text(span(t));
+            let value = match arithmetic {
+                true => format!("{text} {} {r}", op_text(op)?),
+                false => format!("({text} {} {r})", op_text(op)?),
+            };
+            (t, value, arithmetic)
         }
         _ => return None,
     };
     let t = ctx.text(span(target));
-    let new = format!("{t} = {value}.detach() + ({t} - {t}.detach())");
+    let new = match arithmetic {
+        true => format!("{t} = {value}"),
+        false => format!("{t} = {value}.detach() + ({t} - {t}.detach())"),
+    };
     rewrite_statement(ctx, s, &body, new, Applicability::Unsafe)
 }
 

@@ -35,9 +35,12 @@
 //! y.sum().backward()
 //! ```
 //!
-//! **Fix.** Out of place, with the values the write made and the gradient autograd computed
-//! without it (what `.data` was used for): `y.data.clamp_(0, 1)` ->
-//! `y = y.clamp(0, 1).detach() + (y - y.detach())`. When the tensor is a parameter that
+//! **Fix.** Out of place. Arithmetic is written as itself, so the gradient goes through it
+//! (`wav.data /= wsq` -> `wav = wav / wsq`: a `.data` write of arithmetic is how code silences
+//! autograd's error, pytorch#96110). Other writes keep the values they made and the gradient
+//! autograd computed without them, a straight-through estimator (what such a `.data` write is
+//! used for): `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`. When
+//! the tensor is a parameter that
 //! something saved (rebinding it would cut it off from its optimizer), the write, or the call
 //! it is made in (`prune(model)` between the loss and `loss.backward()`), moves after the
 //! `backward()`.
@@ -127,7 +130,7 @@ fn write_finding(
     let fix = if in_graph && leaf {
         trigger.and_then(|t| fix::write_after_backward(ctx, w, &t))
     } else if in_graph {
-        fix::straight_through(ctx, w)
+        fix::data_write_out_of_place(ctx, w)
     } else {
         fix::simple_statement(ctx, w.stmt)
             .filter(|_| w.kind != WriteKind::DataAssign)
