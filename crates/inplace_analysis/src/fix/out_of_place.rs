@@ -234,6 +234,61 @@ pub(crate) fn nested_call_out_of_place(
     ))
 }
 
+/// A statement of in-place calls alone (`input.mul_(lam).add_(input.flip(0), alpha=1 - lam)`,
+/// timm's first mixup) whose later call reads the name the first one wrote: the first call out
+/// of place and the statement's result bound to the name (`input = input.mul(lam).add_(...)`),
+/// so the read sees the values before the write and the name the values after. For a name the
+/// function made, or a parameter it returns (a caller that goes on using its own tensor would
+/// miss the write).
+pub(crate) fn chain_out_of_place_rebound(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    name: Name,
+) -> Option<Fix> {
+    let s = w.stmt?;
+    let (body, base, attr) = out_of_place_name(ctx, w, name)?;
+    let Stmt::Expr(whole) = *body.stmt(s.stmt) else {
+        return None;
+    };
+    let written = super::written_expr(&body, s.stmt, w)?;
+    let Expr::Name { name: target, .. } = *body.expr(written) else {
+        return None;
+    };
+    let returns_it = || {
+        (body.stmts.iter()).any(|st| match *st {
+            Stmt::Return(e) if !e.is_none() => {
+                let within = body.expr_span(e);
+                (0..body.exprs.len()).any(|i| {
+                    within.contains(body.expr_spans[i])
+                        && matches!(body.exprs[i], Expr::Name { name: n, .. } if n == target)
+                })
+            }
+            _ => false,
+        })
+    };
+    let param =
+        (body.root_def()).is_some_and(|f| body.param_names(body.func(f)).any(|p| p == target));
+    if param && !returns_it() {
+        return None;
+    }
+    let start = ctx.range(Span::new(s.item, body.expr_span(whole)))?.start;
+    let target = ctx.name(target);
+    Some(Fix {
+        title: format!("Use out-of-place `{base}` and bind the result to `{target}`"),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: TextRange::new(start, start),
+                content: format!("{target} = "),
+            },
+            Edit {
+                range: attr,
+                content: base,
+            },
+        ],
+    })
+}
+
 /// `g.norm(2, dim=1).sub_(1)`: the write's receiver is the very call whose output was saved,
 /// made in the same expression, so no name holds it: its out-of-place twin (`.sub(1)`) changes
 /// nothing else (a copy of `g` would not separate them).

@@ -204,14 +204,16 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         .is_some_and(|s| crate::project::is_module_item(s.item));
     // Read again in the same statement: the out-of-place op leaves the name as it was (a copy
     // before the statement would be read there too, so there is no other fix).
-    // (Not for a statement that only writes, `x.mul_(a).add_(x.flip(0))`: the written name
-    // must keep the new values, and out of place it would not.)
+    // (A statement that only writes, `x.mul_(a).add_(x.flip(0))`: the written name must keep
+    // the new values, so the statement's result is bound to it.)
     let discarded = w.stmt.is_some_and(|s| {
         ctx.body(s.item)
             .is_some_and(|b| matches!(b.stmt(s.stmt), crate::ir::Stmt::Expr(_)))
     });
     let nested_fix = || match w.kind {
-        _ if in_module || discarded => None,
+        _ if in_module => None,
+        WriteKind::Method(name) if discarded => fix::chain_out_of_place_rebound(ctx, w, name),
+        _ if discarded => None,
         WriteKind::Method(name) | WriteKind::TorchFn(name) => {
             fix::nested_call_out_of_place(ctx, w, name, Applicability::Unsafe)
         }
