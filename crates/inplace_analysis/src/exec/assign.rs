@@ -157,12 +157,26 @@ impl Interp<'_, '_> {
                 // (Of a tensor: a list or a module bound so has no `.clone()`.)
                 let container =
                     (vals.iter()).any(|v| matches!(self.obj(*v), Obj::Seq(_) | Obj::Module(_)));
-                let alias_of = match *c.body.stmt(s) {
-                    Stmt::Assign { targets, value } if targets.len == 1 && !container => matches!(
-                        c.expr(value),
+                let place = |e: ExprId| {
+                    matches!(
+                        c.expr(e),
                         Expr::Name { .. } | Expr::Attr { .. } | Expr::Subscript { .. }
                     )
-                    .then(|| c.span(value)),
+                    .then(|| c.span(e))
+                };
+                let alias_of = match *c.body.stmt(s) {
+                    Stmt::Assign { targets, value } if targets.len == 1 && !container => {
+                        match *c.expr(value) {
+                            // `io = p.clone() if copy else p`: the arm that aliases.
+                            Expr::IfExp { body, orelse, .. } => {
+                                match (place(body), place(orelse)) {
+                                    (Some(a), None) | (None, Some(a)) => Some(a),
+                                    _ => None,
+                                }
+                            }
+                            _ => place(value),
+                        }
+                    }
                     _ => None,
                 };
                 self.state.bound_at.insert(

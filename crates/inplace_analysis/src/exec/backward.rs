@@ -173,10 +173,12 @@ impl Interp<'_, '_> {
             let written = self.write_targets[*w as usize];
             // (A piece of a `chunk` or a loop's row is not copied where it is made: that is
             // the call returning them all, or the loop.)
+            // (Not when the name holds what was written through, or a tensor it is a view of:
+            // `io = p; io[..., 4:].sigmoid_()` changes `p` however `p` was made.)
             let view = (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
                 let t = self
                     .tensor(*v)
-                    .filter(|t| t.view_of.is_some() && *v != written)?;
+                    .filter(|t| t.view_of.is_some() && !self.viewed_through(written, *v))?;
                 Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece)))))
             });
             let (view, view_copyable) = (view.map(|v| v.0), view.is_some_and(|v| v.1));
@@ -218,6 +220,22 @@ impl Interp<'_, '_> {
                 shared,
             });
         }
+    }
+
+    /// Whether `written` is `base` itself, or a view of it (through views of views).
+    fn viewed_through(&self, written: ObjId, base: ObjId) -> bool {
+        const MAX_CHAIN: usize = 8;
+        let mut at = written;
+        for _ in 0..MAX_CHAIN {
+            if at == base {
+                return true;
+            }
+            match self.tensor(at).and_then(|t| t.view_of) {
+                Some((b, _)) => at = b,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// Where `t.data = s.data` made the memory written shared, when the read sees it from the
