@@ -360,6 +360,52 @@ pub fn result_field(name: &str) -> Option<usize> {
     })
 }
 
+/// In-place functions of a tensor's values alone (no operand but bounds): used inline as a
+/// value (`o * c.tanh_()`), they read as their out-of-place twins.
+pub const VALUE_FUNCTIONS_INPLACE: &[&str] = &[
+    "relu_",
+    "sigmoid_",
+    "tanh_",
+    "exp_",
+    "exp2_",
+    "expm1_",
+    "log_",
+    "log1p_",
+    "log2_",
+    "log10_",
+    "abs_",
+    "neg_",
+    "sqrt_",
+    "rsqrt_",
+    "reciprocal_",
+    "sin_",
+    "cos_",
+    "erf_",
+    "square_",
+    "sign_",
+    "floor_",
+    "ceil_",
+    "round_",
+    "trunc_",
+    "frac_",
+    "clamp_",
+    "clip_",
+    "clamp_min_",
+    "clamp_max_",
+    "leaky_relu_",
+    "hardtanh_",
+    "elu_",
+    "selu_",
+    "celu_",
+    "relu6_",
+    "silu_",
+    "hardsigmoid_",
+    "hardswish_",
+    "mish_",
+    "softplus_",
+    "normalize_",
+];
+
 /// Ops that return `(values, indices)`: always, or (the others) when given a dimension.
 pub const VALUES_INDICES_ALWAYS: &[&str] =
     &["topk", "sort", "kthvalue", "mode", "cummax", "cummin"];

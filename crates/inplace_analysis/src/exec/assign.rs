@@ -32,6 +32,7 @@ impl Interp<'_, '_> {
         }
         let vals = self.eval(c, value);
         self.assign_rhs = saved;
+        self.keep_stale_past_statement(c, &targets, value);
         self.expire_stmt_stale(0);
         for t in targets.iter().rev() {
             self.bind_target(c, *t, vals.clone(), Some(s));
@@ -196,6 +197,57 @@ impl Interp<'_, '_> {
             self.drop_replaced_optimizers(name, &vals);
         }
         self.state.env.insert(name, vals);
+    }
+
+    /// An in-place function of a tensor's values used inline as a value in an assignment to
+    /// other names (`h = o.sigmoid() * c.tanh_()`, `out = fc(x.relu_())`) reads as its
+    /// out-of-place twin, so the name it wrote stays stale past the statement too, until it is
+    /// bound again (Tree-LSTM's `c.tanh_()` returned the squashed cell state:
+    /// latent-treelstm#5). Not where the statement stores into that name (`z[0] = f(z.relu_())`
+    /// updates `z` on purpose), nor in an arm of a conditional expression (`x.tanh_() if
+    /// inplace else x.tanh()` chooses), nor for arithmetic with an operand (`x.mul_(a)`).
+    fn keep_stale_past_statement(&mut self, c: Code<'_>, targets: &[ExprId], value: ExprId) {
+        if self.stmt_stale.is_empty() {
+            return;
+        }
+        let names: SmallVec<[Name; 2]> = (targets.iter())
+            .map(|t| match *c.expr(*t) {
+                Expr::Name { name, .. } => Some(name),
+                _ => None,
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if names.is_empty() {
+            return;
+        }
+        let within = c.body.expr_span(value);
+        let arms: SmallVec<[Rel; 2]> = (0..c.body.exprs.len())
+            .filter(|i| within.contains(c.body.expr_spans[*i]))
+            .filter_map(|i| match c.body.exprs[i] {
+                Expr::IfExp { body, orelse, .. } => {
+                    Some([c.body.expr_span(body), c.body.expr_span(orelse)])
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let entries = self.stmt_stale.clone();
+        for (name, wid) in entries {
+            let w = &self.writes[wid as usize];
+            let function = match w.kind {
+                WriteKind::Method(m) | WriteKind::TorchFn(m) => {
+                    crate::ops::VALUE_FUNCTIONS_INPLACE.contains(&self.name(m))
+                }
+                _ => false,
+            };
+            let in_arm = arms
+                .iter()
+                .any(|a| w.site.item == c.item && a.contains(w.site.rel));
+            if function && !in_arm && !names.contains(&name) {
+                self.stale_past_stmt.insert((name, wid));
+                self.stmt_stale.retain(|e| *e != (name, wid));
+            }
+        }
     }
 
     /// `optimizer = SGD(model.parameters())` again after a layer it held was replaced: the old

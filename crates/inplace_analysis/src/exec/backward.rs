@@ -188,7 +188,8 @@ impl Interp<'_, '_> {
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
-            let nested = self.stmt_stale.contains(&(name, *w));
+            let later = self.stale_past_stmt.contains(&(name, *w));
+            let nested = self.stmt_stale.contains(&(name, *w)) || later;
             let shared = self.shared_site(written, &seen);
             let snapshot = (write.kind == WriteKind::Step && shared.is_none())
                 .then(|| match container {

@@ -354,6 +354,10 @@ pub(crate) struct Interp<'p, 't> {
     /// (see [`Interp::mark_stale_in_statement`]).
     stmt_span: Option<Span>,
     stmt_stale: SmallVec<[(Name, crate::events::WriteId); 1]>,
+    /// Of those, the names an in-place function of their values used as a value made stale
+    /// past the statement (`h = o * c.tanh_()`: a later `c` means the cell state, not its
+    /// tanh); see [`Interp::expire_stmt_stale`].
+    stale_past_stmt: FxHashSet<(Name, crate::events::WriteId)>,
     /// The run of the statement executing now (each execution of a statement is a new run) and
     /// the count of runs so far.
     stmt_run: u64,
@@ -548,6 +552,7 @@ impl<'p, 't> Interp<'p, 't> {
             unit_depth: 0,
             stmt_span: None,
             stmt_stale: SmallVec::new(),
+            stale_past_stmt: FxHashSet::default(),
             stmt_run: 0,
             stmt_runs: 0,
             raised_in: None,

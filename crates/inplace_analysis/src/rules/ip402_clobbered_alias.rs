@@ -53,6 +53,17 @@
 //! are compared where they are constants: `boxes[:, 2:] -= boxes[:, :2]` reads other elements
 //! and is fine. The fix reads a copy (`traj[:, :1].clone()`), which is safe.
 //!
+//! An in-place call whose result is used inside a larger expression reads as its out-of-place
+//! twin: a later read of the name in the same statement (`lin1(torch.relu_(z)) + lin_res(z)`)
+//! means the value before the write. So does a read after the statement, for an in-place
+//! function of the values (`tanh_`, `sigmoid_`, `relu_`, `clamp_`, ...) used in an assignment
+//! to other names: `h = o.sigmoid() * c.tanh_(); return h, c` returns the cell state squashed
+//! (a Tree-LSTM's bug). Not where the statement stores into the name (`z[0] = f(z.relu_())`),
+//! nor where a conditional expression chooses the in-place form (`x.tanh_() if inplace else
+//! x.tanh()`). The fix uses the out-of-place call; for a statement of in-place calls alone
+//! (`x.mul_(lam).add_(x.flip(0), alpha=1 - lam)`), whose name must keep the new values, the
+//! first call out of place and the result bound to the name.
+//!
 //! **Why it breaks.** Names are not values: `y = x` makes a second name for the same storage,
 //! and an in-place op returns its input. The reader expects the old value and gets the new
 //! one; autograd does not mind, so nothing raises and the numbers are silently wrong (form ④).
@@ -276,8 +287,17 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             ctx.line(*read)
         )
     } else if *nested {
+        // (Read past the statement: an in-place function of the values used inline.)
+        let later = w.stmt.is_some_and(|s| {
+            ctx.body(s.item)
+                .is_some_and(|b| read.item != s.item || !b.stmt_span(s.stmt).contains(read.rel))
+        });
+        let where_ = match later {
+            true => format!("`{name}` is read again later"),
+            false => format!("the same statement reads `{name}` again"),
+        };
         format!(
-            "`{through}` writes `{name}` in place and its result is used as a new value, but the same statement reads `{name}` again ({}), which silently sees the written values, not the ones before",
+            "`{through}` writes `{name}` in place and its result is used as a new value, but {where_} ({}), which silently sees the written values, not the ones before",
             ctx.line(*read)
         )
     } else if w.kind == WriteKind::GradAccumulate {
