@@ -6,7 +6,9 @@
 //! "unsupported operation: some elements of the input tensor and the written-to tensor refer to
 //! a single memory location"). Decided from the two expressions: the same base, and constant
 //! indices whose elements overlap without being the same ones (`boxes[:, 2:] -= boxes[:, :2]`
-//! selects other elements and is fine; an index that is not a constant decides nothing).
+//! selects other elements and is fine; a non-constant slice, or a name holding a number, is the
+//! same as a part of the same text, `x[i, 1:] -= x[i, :-1]` in a loop over rows; anything else
+//! that is not a constant decides nothing).
 //!
 //! On the CPU torch updates a strided view in memory order, so an operand that only reads ahead
 //! of the writes is right (measured with torch 2.15 on shapes from (4, 6) to (8, 65536)):
@@ -14,7 +16,8 @@
 //! or the last position broadcast over the dimension (`p /= p[..., -1:]`, normalising by the
 //! last element, which is written last). This holds only where the program uses no accelerator
 //! (a GPU kernel writes the elements in parallel, in no order). Along the first dimension both
-//! views are contiguous and torch refuses instead (`x[:-1] -= x[1:]`): still reported. (So does
+//! views are contiguous and torch refuses instead (`x[:-1] -= x[1:]`, and `x[i, :-1] -= x[i, 1:]`,
+//! whose first kept dimension is the shifted one): still reported. (So does
 //! a tensor whose dimensions before the shifted one all have size 1, or a 1-D tensor under
 //! `...`: sizes are not known here, and such shapes are taken not to occur.)
 
@@ -36,8 +39,9 @@ struct Region {
     from_last: bool,
     /// `.t()`, `.T`, `.transpose(...)`, `.permute(...)`: the same elements in other places.
     moved: bool,
-    /// An integer index drops its dimension (the operand broadcasts against other ones).
-    drops: bool,
+    /// Which of `dims` an integer index drops (bit `k`: `dims[k]`; the operand broadcasts
+    /// against the other ones).
+    dropped: u64,
 }
 
 const ALL: (Bound, Bound) = ((false, 0), (true, 0));
@@ -121,7 +125,7 @@ impl Interp<'_, '_> {
             dims: Vec::new(),
             from_last: false,
             moved,
-            drops: false,
+            dropped: 0,
         };
         match *c.expr(e) {
             // `a.T`, `a.mT` (`a.weight` is a place of its own).
@@ -147,14 +151,14 @@ impl Interp<'_, '_> {
                 let parts = c.body.list(c.body.subscripts[sub as usize].parts);
                 let mut dims = Vec::new();
                 let mut from_last = false;
-                let mut drops = false;
+                let mut dropped = 0u64;
                 for (k, p) in parts.iter().enumerate() {
                     match *c.expr(ExprId(*p)) {
                         Expr::Ellipsis if k == 0 => from_last = true,
                         // (A trailing `...`, `x[1:, ...]`: the dimensions after are whole.)
                         Expr::Ellipsis if k + 1 == parts.len() => {}
                         Expr::Int(i) => {
-                            drops = true;
+                            dropped |= 1u64.checked_shl(dims.len() as u32).unwrap_or(0);
                             dims.push((
                                 bound(i),
                                 if i == -1 {
@@ -177,12 +181,20 @@ impl Interp<'_, '_> {
                             };
                             dims.push((lo, hi));
                         }
-                        // A slice that is no constant (`:fold`): the same elements as a
-                        // slice of the same text, and nothing known otherwise. (Not another
-                        // index: a mask or index tensor gathers a copy, `h[done, 1:]`.)
-                        _ => {
+                        // A slice that is no constant (`:fold`), or a name holding a Python
+                        // integer (`x[i, 1:]` in a loop over rows): the same elements as a part
+                        // of the same text, and nothing known otherwise. (Not another index: a
+                        // mask or index tensor gathers a copy, `h[done, 1:]`.)
+                        ref part => {
                             let text = self.prog.text_of(c.span(ExprId(*p)));
-                            if !text.contains(':') || text.contains('[') {
+                            let integer = match *part {
+                                Expr::Name { name, .. } => self.holds_integer(name),
+                                _ => false,
+                            };
+                            if integer {
+                                dropped |= 1u64.checked_shl(dims.len() as u32).unwrap_or(0);
+                            }
+                            if !integer && (!text.contains(':') || text.contains('[')) {
                                 return None;
                             }
                             let key = text.bytes().filter(|b| !b.is_ascii_whitespace());
@@ -193,17 +205,29 @@ impl Interp<'_, '_> {
                 }
                 if from_last {
                     dims.reverse();
+                    // (Counted from the last dimension: which are dropped is kept as "some".)
+                    dropped = u64::from(dropped != 0);
                 }
                 Some(Region {
                     base: c.span(value),
                     dims,
                     from_last,
                     moved: false,
-                    drops,
+                    dropped,
                 })
             }
             _ => None,
         }
+    }
+}
+
+impl Interp<'_, '_> {
+    /// Whether `name` holds values known to be no tensor (a loop's position over `range`, a
+    /// count): as an index, a number.
+    fn holds_integer(&self, name: Name) -> bool {
+        (self.state.env.get(&name)).is_some_and(|vs| {
+            !vs.is_empty() && vs.iter().all(|v| matches!(self.obj(*v), Obj::Other))
+        })
     }
 }
 
@@ -212,7 +236,13 @@ impl Interp<'_, '_> {
 /// operand lies further on (both bounds later), or is the last position alone while the target
 /// runs to the end.
 fn reads_ahead(target: &Region, operand: &Region) -> bool {
-    if target.moved || operand.moved || target.drops || operand.drops {
+    // (Both drop the same dimensions, the same integer index: `x[i, :, :-1] -= x[i, :, 1:]`
+    // shifts along the second dimension of the view `x[i]`. Counted from the last, any dropped
+    // dimension decides nothing.)
+    if target.moved || operand.moved || target.dropped != operand.dropped {
+        return false;
+    }
+    if target.dropped != 0 && (target.from_last || operand.from_last) {
         return false;
     }
     // (A whole name, `p /= p[..., -1:]`, counts from either end.)
@@ -227,9 +257,10 @@ fn reads_ahead(target: &Region, operand: &Region) -> bool {
     let (Some(k), None) = (differ.next(), differ.next()) else {
         return false;
     };
-    // (Counted from the first dimension, the first one is contiguous; counted from the last,
-    // the dimension is not the first unless the tensor has no others.)
-    if !from_last && k == 0 {
+    // (Counted from the first dimension, the first one kept is contiguous; counted from the
+    // last, the dimension is not the first unless the tensor has no others.)
+    let kept_before = (0..k).any(|j| j >= 64 || target.dropped & (1 << j) == 0);
+    if !from_last && !kept_before {
         return false;
     }
     let ((t_lo, t_hi), (o_lo, o_hi)) = (dim(target, k), dim(operand, k));
