@@ -520,12 +520,7 @@ pub(crate) fn clone_target_in_operand(
     if !matches!(body.expr(operand), Expr::Call { .. }) {
         return None;
     }
-    let within = body.expr_span(operand);
-    let reads: Vec<ExprId> = (0..body.exprs.len())
-        .map(|i| ExprId(i as u32))
-        .filter(|e| within.contains(body.expr_span(*e)))
-        .filter(|e| matches!(*body.expr(*e), Expr::Name { name: n, .. } if n == name))
-        .collect();
+    let reads: Vec<ExprId> = super::reads_of(&body, body.expr_span(operand), name).collect();
     let [read] = reads.as_slice() else {
         return None;
     };

@@ -236,6 +236,14 @@ fn one(title: String, applicability: Applicability, range: TextRange, content: S
     }
 }
 
+/// The reads of `name` as a plain name within `within`, in order.
+fn reads_of(body: &Body, within: Rel, name: Name) -> impl Iterator<Item = ExprId> + '_ {
+    (0..body.exprs.len())
+        .filter(move |i| within.contains(body.expr_spans[*i]))
+        .filter(move |i| matches!(body.exprs[*i], Expr::Name { name: n, .. } if n == name))
+        .map(|i| ExprId(i as u32))
+}
+
 /// Statement `s` replaced by its out-of-place form `new`.
 fn rewrite_statement(
     ctx: &RenderCtx<'_>,

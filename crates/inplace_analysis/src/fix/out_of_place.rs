@@ -256,13 +256,9 @@ pub(crate) fn chain_out_of_place_rebound(
     };
     let returns_it = || {
         (body.stmts.iter()).any(|st| match *st {
-            Stmt::Return(e) if !e.is_none() => {
-                let within = body.expr_span(e);
-                (0..body.exprs.len()).any(|i| {
-                    within.contains(body.expr_spans[i])
-                        && matches!(body.exprs[i], Expr::Name { name: n, .. } if n == target)
-                })
-            }
+            Stmt::Return(e) if !e.is_none() => super::reads_of(&body, body.expr_span(e), target)
+                .next()
+                .is_some(),
             _ => false,
         })
     };
