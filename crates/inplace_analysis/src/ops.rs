@@ -251,9 +251,9 @@ pub const WHOLE_VIEWS: &[&str] = &[
     "mH",
 ];
 
-/// View ops (and view attributes) whose result is surely not laid out in order: its elements
-/// are rearranged, repeated or skipped (`x.t()`, `x.permute(...)`, `x.expand(...)`,
-/// `x.diagonal()`).
+/// View ops (and view attributes) whose result is taken not to be laid out in order: its
+/// elements are rearranged or repeated (`x.t()`, `x.permute(...)`, `x.expand(...)`; not where a
+/// dimension has size 1, which sizes do not tell here).
 pub const STRIDED_VIEWS: &[&str] = &[
     "t",
     "transpose",
@@ -265,7 +265,6 @@ pub const STRIDED_VIEWS: &[&str] = &[
     "expand",
     "expand_as",
     "broadcast_to",
-    "diagonal",
     "T",
     "mT",
     "H",

@@ -200,10 +200,11 @@ impl Interp<'_, '_> {
     }
 
     /// An in-place function of a tensor's values used inline as a value in an assignment to
-    /// other names (`h = o.sigmoid() * c.tanh_()`, `out = fc(x.relu_())`) reads as its
-    /// out-of-place twin, so the name it wrote stays stale past the statement too, until it is
-    /// bound again (Tree-LSTM's `c.tanh_()` returned the squashed cell state:
-    /// latent-treelstm#5). Not where the statement stores into that name (`z[0] = f(z.relu_())`
+    /// other names (`h = o.sigmoid() * c.tanh_()`) reads as its out-of-place twin, so the name it
+    /// wrote stays stale past the statement, until it is bound again, for one read: a `return`
+    /// of both, side by side (`return h, c`: Tree-LSTM's `c.tanh_()` returned the squashed cell
+    /// state, latent-treelstm#5; see `report_stale_read`). Other reads may well mean the new
+    /// values (`keep = logits.sigmoid_() > t; return boxes[keep], logits[keep]`). Not where the statement stores into that name (`z[0] = f(z.relu_())`
     /// updates `z` on purpose), nor in an arm of a conditional expression (`x.tanh_() if
     /// inplace else x.tanh()` chooses), nor for arithmetic with an operand (`x.mul_(a)`).
     fn keep_stale_past_statement(&mut self, c: Code<'_>, targets: &[ExprId], value: ExprId) {
@@ -244,7 +245,7 @@ impl Interp<'_, '_> {
                 .iter()
                 .any(|a| w.site.item == c.item && a.contains(w.site.rel));
             if function && !in_arm && !names.contains(&name) {
-                self.stale_past_stmt.insert((name, wid));
+                self.stale_past_stmt.insert((name, wid), names.clone());
                 self.stmt_stale.retain(|e| *e != (name, wid));
             }
         }

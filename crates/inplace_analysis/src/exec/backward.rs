@@ -188,7 +188,18 @@ impl Interp<'_, '_> {
             let write = &self.writes[*w as usize];
             let mut bindings: SmallVec<[Binding; 2]> = write.through_bound.into_iter().collect();
             bindings.extend(self.state.bound_at.get(&name).copied());
-            let later = self.stale_past_stmt.contains(&(name, *w));
+            // (Past its statement, an inline in-place function's name is stale for a `return`
+            // of it and a name the statement bound, side by side, alone.)
+            let later = !self.stmt_stale.contains(&(name, *w))
+                && (self.stale_past_stmt.get(&(name, *w))).is_some_and(|bound| {
+                    let returned = |n: Name| self.returned_names.iter().any(|(_, r)| *r == n);
+                    self.returned_names.contains(&(read, name))
+                        && bound.iter().any(|b| returned(*b))
+                });
+            if !later && self.stale_past_stmt.contains_key(&(name, *w)) {
+                self.state.stale.entry(name).or_default().push(*w);
+                continue;
+            }
             let nested = self.stmt_stale.contains(&(name, *w)) || later;
             let shared = self.shared_site(written, &seen);
             let snapshot = (write.kind == WriteKind::Step && shared.is_none())

@@ -936,6 +936,29 @@ impl Interp<'_, '_> {
         Part::Index(h.finish())
     }
 
+    /// Whether subscript `sub` cuts a dimension it keeps after another it keeps (`x[:, :3]`,
+    /// `x[1:, :2]`, `x[..., :d]`, `x[:, 0, :3]`): its view is not laid out in order. (An integer
+    /// drops its dimension and a `None` adds one: `x[:, 0]` may well be one dimension, laid out in
+    /// order as far as `flatten` goes.)
+    fn strided_index(&self, c: Code<'_>, sub: u32) -> bool {
+        let s = &c.body.subscripts[sub as usize];
+        let mut kept = false;
+        for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
+            let whole = s.whole_parts & (1 << k) != 0;
+            let slice = whole
+                || match *c.expr(p) {
+                    Expr::Slice { .. } => true,
+                    Expr::Other(_) => self.prog.text_of(c.span(p)).contains(':'),
+                    _ => false,
+                };
+            if slice && !whole && kept {
+                return true;
+            }
+            kept |= slice;
+        }
+        false
+    }
+
     /// Evaluate `e`; with `metadata`, when it reads an attribute or an element only its
     /// metadata is read of (`self.feat is None`, `feats[0].shape`): no stale read is reported.
     fn eval_metadata(&mut self, c: Code<'_>, e: ExprId, metadata: bool) -> Vals {
@@ -1072,7 +1095,7 @@ impl Interp<'_, '_> {
                 Obj::Tensor(_) => {
                     let part = self.subscript_part(c, e, value, sub);
                     let view = self.view_of(b, c.span(e), part);
-                    if strided_index(c, sub) {
+                    if self.strided_index(c, sub) {
                         self.mark_strided(view);
                     }
                     out.push(view);
@@ -1516,21 +1539,6 @@ pub(super) fn with_holes(text: &str, style: Placeholders) -> String {
         }
     }
     out
-}
-
-/// Whether subscript `sub` cuts a dimension after one it keeps whole (`x[:, :3]`, `x[:, 0]`,
-/// `x[..., :d]`): its view is not laid out in order (a `None` adds a dimension and cuts none).
-fn strided_index(c: Code<'_>, sub: u32) -> bool {
-    let s = &c.body.subscripts[sub as usize];
-    let mut kept = false;
-    for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
-        let whole = s.whole_parts & (1 << k) != 0;
-        if !whole && kept && !matches!(*c.expr(p), Expr::None) {
-            return true;
-        }
-        kept |= whole;
-    }
-    false
 }
 
 #[cfg(test)]

@@ -357,7 +357,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Of those, the names an in-place function of their values used as a value made stale
     /// past the statement (`h = o * c.tanh_()`: a later `c` means the cell state, not its
     /// tanh); see [`Interp::expire_stmt_stale`].
-    stale_past_stmt: FxHashSet<(Name, crate::events::WriteId)>,
+    stale_past_stmt: FxHashMap<(Name, crate::events::WriteId), SmallVec<[Name; 2]>>,
+    /// While a `return` of a tuple runs: the plain names it holds, where (`return h, c`).
+    returned_names: SmallVec<[(Span, Name); 2]>,
     /// The run of the statement executing now (each execution of a statement is a new run) and
     /// the count of runs so far.
     stmt_run: u64,
@@ -552,7 +554,8 @@ impl<'p, 't> Interp<'p, 't> {
             unit_depth: 0,
             stmt_span: None,
             stmt_stale: SmallVec::new(),
-            stale_past_stmt: FxHashSet::default(),
+            stale_past_stmt: FxHashMap::default(),
+            returned_names: SmallVec::new(),
             stmt_run: 0,
             stmt_runs: 0,
             raised_in: None,

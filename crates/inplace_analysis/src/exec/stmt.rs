@@ -134,10 +134,22 @@ impl Interp<'_, '_> {
     }
 
     fn exec_return(&mut self, c: Code<'_>, s: StmtId, e: ExprId) {
+        // (The plain names a returned tuple holds, `return h, c`: see `returned_names`.)
+        let names: SmallVec<[(Span, Name); 2]> = match e.get().map(|e| *c.expr(e)) {
+            Some(Expr::Seq { items, .. }) => (c.body.exprs_of(items))
+                .filter_map(|i| match *c.expr(i) {
+                    Expr::Name { name, .. } => Some((c.span(i), name)),
+                    _ => None,
+                })
+                .collect(),
+            _ => SmallVec::new(),
+        };
+        let outer = std::mem::replace(&mut self.returned_names, names);
         let vals = match e.get() {
             Some(e) => self.eval(c, e),
             None => smallvec![OTHER],
         };
+        self.returned_names = outer;
         let standalone = self.frames.len() == 1 && self.frames[0].standalone;
         if standalone && self.grad_enabled {
             self.check_graph(&vals, c.stmt_span(s), true, false);

@@ -872,14 +872,16 @@ impl Interp<'_, '_> {
             }
         }
         if let (true, Some(o)) = (s.other, other) {
+            // (Through `.data` the counter is another: `x.mul_(x.data)` raises nothing.)
             let written: SmallVec<[ObjId; 2]> = (targets.iter())
-                .filter_map(|t| Some(self.tensor(*t)?.storage))
+                .filter_map(|t| self.tensor(*t).filter(|t| t.counter).map(|t| t.storage))
                 .collect();
             for v in o.clone() {
                 if let Some(tt) = self.tensor(v) {
                     let storage = tt.storage;
                     // (A view of part of it, `x.div_(x[:, :1])`, is the overlap IP402 reports.)
-                    let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)));
+                    let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)))
+                        && tt.counter;
                     let save = self.record_save(storage, false, label, origin, assumes);
                     if whole && written.contains(&storage) && !self.raised() {
                         note_write(self.state.clobbered.entry(save).or_default(), write);
@@ -1040,8 +1042,9 @@ impl Interp<'_, '_> {
     /// are the tensor) makes of `base` at `origin`: one of its views, marked strided where the
     /// op rearranges; but a copy where it flattens a view that is not laid out in order into one
     /// dimension (`x.t().reshape(-1)`, `x[:, :3].flatten()`). (A reshape into several
-    /// dimensions may split dimensions only, and view: `x[:, 0].reshape(b, n, c)`, which torch
-    /// refuses to see written when the slice was saved. It stays a view.)
+    /// dimensions views where it only splits dimensions, `x[:, 0].reshape(b, n, c)`, which torch
+    /// refuses to see written when the slice was saved, and copies where it merges them,
+    /// `x.transpose(1, 2).reshape(b, n, -1)`: it stays a view here, of unknown layout.)
     pub(super) fn view_op_result(
         &mut self,
         (base, origin): (ObjId, Span),
@@ -1051,21 +1054,32 @@ impl Interp<'_, '_> {
     ) -> ObjId {
         let flat = match name {
             "reshape" => match args.positional.get(skip..) {
-                Some([(v, _)]) => match v.as_slice() {
-                    [o] => !matches!(self.obj(*o), Obj::Seq(items) if items.len() != 1),
-                    _ => !self.is_seq(v),
-                },
+                // (One number, `-1`, or a one-element shape; not a shape of unknown length.)
+                Some([(v, _)]) => v.iter().all(|o| match self.obj(*o) {
+                    Obj::Seq(items) => items.len() == 1,
+                    Obj::Other => true,
+                    _ => false,
+                }),
                 _ => false,
             },
             "flatten" => args.positional.len() == skip && args.keywords.is_empty(),
             _ => false,
         };
-        if flat && self.tensor(base).is_some_and(|t| t.strided) {
+        let strided = self.tensor(base).is_some_and(|t| t.strided);
+        if flat && strided {
             return self.derive(&[smallvec![base]], origin, OpSaves::default(), None, false);
         }
         let id = self.split_view_of(base, origin, op, Part::of_view(name));
         if ops::STRIDED_VIEWS.contains(&name) {
             self.mark_strided(id);
+        } else if strided && matches!(name, "reshape" | "flatten" | "diagonal") {
+            // (A reshape into several dimensions of one not laid out in order views it where it
+            // only splits dimensions, and copies where it merges them, in order then; a
+            // diagonal is of one dimension mostly: their layout is not known, and is taken to
+            // be in order, as an op's result's is.)
+            if let Some(t) = self.tensor_mut(id) {
+                t.strided = false;
+            }
         }
         id
     }

@@ -238,8 +238,9 @@ pub(crate) fn nested_call_out_of_place(
 /// timm's first mixup) whose later call reads the name the first one wrote: the first call out
 /// of place and the statement's result bound to the name (`input = input.mul(lam).add_(...)`),
 /// so the read sees the values before the write and the name the values after. For a name the
-/// function made, or a parameter it returns (a caller that goes on using its own tensor would
-/// miss the write).
+/// function bound to a value of its own (not to a place: `x = batch["input"]` shares the
+/// batch's tensor, which would keep the old values), or a parameter it returns (a caller that
+/// goes on using its own tensor would miss the write).
 pub(crate) fn chain_out_of_place_rebound(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
@@ -262,9 +263,15 @@ pub(crate) fn chain_out_of_place_rebound(
             _ => false,
         })
     };
+    // (A tensor the name shares with a container, an attribute or a view keeps the old values
+    // once the name is bound anew: `x = batch["input"]` would lose the mix.)
+    if w.view_origin.is_some() || w.element.is_some() || w.into_leaf || w.record_field {
+        return None;
+    }
     let param =
         (body.root_def()).is_some_and(|f| body.param_names(body.func(f)).any(|p| p == target));
-    if param && !returns_it() {
+    let made_here = w.through_bound.is_some_and(|b| b.alias_of.is_none());
+    if !(made_here || param && returns_it()) {
         return None;
     }
     let start = ctx.range(Span::new(s.item, body.expr_span(whole)))?.start;

@@ -233,44 +233,48 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     let fix = if *nested {
         nested_fix()
     } else {
-        (alias.and_then(|b| b.alias_of))
-            .or(view.filter(|_| *view_copyable))
-            // (An alias made in a module's code cannot be fixed from here.)
-            .filter(|at| !crate::project::is_module_item(at.item))
-            .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
-            // A `.grad` tensor a backward adds into, kept in a list: a copy kept there.
-            .or_else(|| {
-                (w.grad_read
-                    .filter(|at| !crate::project::is_module_item(at.item)))
-                .and_then(|at| fix::clone_kept_grad(ctx, at))
-            })
-            // A write in an imported module's code: the call here passes it a copy.
-            .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
-            // A helper that converts what the object keeps: the call passes it a copy. A loop
-            // that changes the rows of a tensor it was given: a copy before the loop.
-            .or_else(|| {
-                let kept = *next_call == Some(Keeper::Instance) && w.call_site.is_some();
-                kept.then(|| fix::clone_argument(ctx, w, false))?
-            })
-            .or_else(|| fix::clone_loop_tensor(ctx, w))
-            .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
-            .or_else(|| match w.kind {
-                _ if in_module => None,
-                // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
-                // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
-                // instead.
-                k if k.is_inplace_call() || k == WriteKind::AugAssign => {
-                    out_of_place(ctx, w, Applicability::Unsafe)
-                }
-                _ => None,
-            })
-            // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
-            // has no local name to rewrite or copy into: a copy would be kept in its place.
-            .filter(|_| {
-                *next_call != Some(Keeper::Dataset)
-                    || !bindings.is_empty()
-                    || through_local_name(ctx, w)
-            })
+        // (Not an alias one arm of a conditional makes, `out = t if inplace else t.clone()`: a
+        // copy there would undo the choice.)
+        (alias
+            .filter(|b| !chosen_alias(ctx, b))
+            .and_then(|b| b.alias_of))
+        .or(view.filter(|_| *view_copyable))
+        // (An alias made in a module's code cannot be fixed from here.)
+        .filter(|at| !crate::project::is_module_item(at.item))
+        .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
+        // A `.grad` tensor a backward adds into, kept in a list: a copy kept there.
+        .or_else(|| {
+            (w.grad_read
+                .filter(|at| !crate::project::is_module_item(at.item)))
+            .and_then(|at| fix::clone_kept_grad(ctx, at))
+        })
+        // A write in an imported module's code: the call here passes it a copy.
+        .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
+        // A helper that converts what the object keeps: the call passes it a copy. A loop
+        // that changes the rows of a tensor it was given: a copy before the loop.
+        .or_else(|| {
+            let kept = *next_call == Some(Keeper::Instance) && w.call_site.is_some();
+            kept.then(|| fix::clone_argument(ctx, w, false))?
+        })
+        .or_else(|| fix::clone_loop_tensor(ctx, w))
+        .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
+        .or_else(|| match w.kind {
+            _ if in_module => None,
+            // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
+            // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
+            // instead.
+            k if k.is_inplace_call() || k == WriteKind::AugAssign => {
+                out_of_place(ctx, w, Applicability::Unsafe)
+            }
+            _ => None,
+        })
+        // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
+        // has no local name to rewrite or copy into: a copy would be kept in its place.
+        .filter(|_| {
+            *next_call != Some(Keeper::Dataset)
+                || !bindings.is_empty()
+                || through_local_name(ctx, w)
+        })
     };
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
@@ -503,4 +507,18 @@ fn through_local_name(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     };
     fix::written_expr(&body, s.stmt, w)
         .is_some_and(|e| matches!(body.expr(e), crate::ir::Expr::Name { .. }))
+}
+
+/// Whether binding `b` is an assignment of a conditional expression, one arm of which is the
+/// alias (`io = p.clone() if copy else p`).
+fn chosen_alias(ctx: &RenderCtx<'_>, b: &crate::domain::Binding) -> bool {
+    use crate::ir::{Expr, Stmt};
+    let Some(body) = ctx.body(b.stmt.item) else {
+        return false;
+    };
+    (0..body.stmts.len()).any(|i| {
+        body.stmt_spans[i] == b.stmt.rel
+            && matches!(body.stmts[i], Stmt::Assign { value, .. }
+                if matches!(body.expr(value), Expr::IfExp { .. }))
+    })
 }
