@@ -76,9 +76,9 @@ INDEXED = {
 }
 
 # Decompositions and other ops with several outputs (keyed by their last name: `torch.svd` and
-# `torch.linalg.svd` alike), each output measured on its own: `outputs[k]` is whether writing
-# output `k` in place makes backward raise (null: an output without grad, pivots or an error
-# code); `self` whether writing the input does. Given what they are used on: a symmetric
+# `torch.linalg.svd` alike), each output measured on its own: `saved[k]` is whether writing
+# output `k` in place makes backward raise, `grad[k]` whether it requires grad (not pivots or an
+# error code); `self` whether writing the input does. Given what they are used on: a symmetric
 # positive definite matrix where the op needs one. (Not `lu`: `torch.linalg.lu` returns
 # `(P, L, U)`, `torch.lu` and `Tensor.lu` `(LU, pivots)`, under one last name.)
 def _spd(t):
@@ -112,17 +112,16 @@ def measure_several(f, prep):
             return INPLACE_ERR in str(e)
         return False
 
-    outputs = []
+    saved, grad = [], []
     for k in range(len(build()[1])):
         x, outs = build()
-        if not (isinstance(outs[k], torch.Tensor) and outs[k].requires_grad):
-            outputs.append(None)
-            continue
+        grad.append(bool(isinstance(outs[k], torch.Tensor) and outs[k].requires_grad))
+        # (An output without grad, pivots, may be saved all the same: `lu_factor`'s are.)
         outs[k].mul_(1)
-        outputs.append(backward_raises(outs))
+        saved.append(backward_raises(outs))
     x, outs = build()
     x.mul_(1)
-    return {"saved": outputs, "self": backward_raises(outs)}
+    return {"saved": saved, "grad": grad, "self": backward_raises(outs)}
 
 
 # Reductions whose `dim=` overload returns (values, indices) and saves only the indices.

@@ -92,8 +92,10 @@ pub struct OpSpec {
 #[derive(Debug, Deserialize)]
 pub struct Outputs {
     /// Per output, whether its backward reads it (writing it in place then raises at
-    /// `backward()`); `None` for an output without grad (pivots, an error code).
-    pub saved: Vec<Option<bool>>,
+    /// `backward()`): `lu_factor`'s pivots are read too, though they have no grad.
+    pub saved: Vec<bool>,
+    /// Per output, whether it has grad (not pivots, not an error code).
+    pub grad: Vec<bool>,
     /// Whether its backward reads the input.
     #[serde(rename = "self")]
     pub input: bool,
@@ -192,7 +194,7 @@ impl OpTable {
         // (Of an op with several outputs: the first output and the input.)
         if let (Some(o), ArgKind::Grad) = (&spec.outputs, a) {
             return Saves {
-                result: o.saved.first() == Some(&Some(true)),
+                result: o.saved.first() == Some(&true) && o.grad.first() == Some(&true),
                 input: o.input,
                 other: false,
             };

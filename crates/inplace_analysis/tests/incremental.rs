@@ -118,6 +118,26 @@ fn an_edit_in_one_function_runs_only_what_reads_it() {
     assert_eq!(state.reuse.units_run, 1, "{:?}", state.reuse);
 }
 
+/// A class the module stops instantiating: the instances unit of the version that did, reused
+/// over the module unit that ran again, kept reporting what the class's methods did then (found
+/// by the random edits: PAFPN's `neck = PAFPN()` deleted, then its `forward`'s local `outs`).
+#[test]
+fn a_class_no_longer_instantiated_reports_what_its_methods_do_now() {
+    let path = fixture_files()
+        .into_iter()
+        .find(|p| p.ends_with("gh_mmdet_pafpn_convmodule_relu_inplace_inter_outs_iadd.py"))
+        .expect("the PAFPN fixture");
+    let v0 = std::fs::read_to_string(path).unwrap();
+    let v1 = v0.replacen("neck = PAFPN()\n", "", 1);
+    let v2 = v1.replacen("        outs = [inter_outs[0]]\n", "", 1);
+    assert!(v0 != v1 && v1 != v2);
+    let mut state = FileState::new();
+    for text in [&v0, &v1, &v2] {
+        let inc = state.analyze(text);
+        assert_eq!(render(&inc), render(&analyze_text(text)), "{text}");
+    }
+}
+
 #[test]
 fn a_document_lowered_on_several_threads_equals_fresh() {
     // Every fixture in one text: far more than a thread's share, so opening it lowers on the

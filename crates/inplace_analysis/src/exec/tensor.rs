@@ -507,7 +507,7 @@ impl Interp<'_, '_> {
         }
         let values = self.apply_op(name, label, inputs, origin, known);
         if let Some(outputs) = ops::table().op(base).and_then(|s| s.outputs.as_ref()) {
-            return smallvec![self.several_results(values, &outputs.saved, label, origin)];
+            return smallvec![self.several_results(values, outputs, label, origin)];
         }
         let pair = ops::VALUES_INDICES_ALWAYS.contains(&base)
             || (name.ends_with(".dim") && ops::VALUES_INDICES_WITH_DIM.contains(&base));
@@ -519,33 +519,34 @@ impl Interp<'_, '_> {
     }
 
     /// The outputs of an op with several (`U, S, Vh = torch.linalg.svd(a)`), `first` being the
-    /// first as [`Interp::apply_op`] made it: each another result of the same node, saved
-    /// where `saved` says so (measured per output), or a tensor without grad (pivots, an error
-    /// code).
+    /// first as [`Interp::apply_op`] made it: each another result of the same node, or a tensor
+    /// without grad (pivots, an error code), saved by that node where `outputs` says so
+    /// (measured per output).
     fn several_results(
         &mut self,
         first: ObjId,
-        saved: &[Option<bool>],
+        outputs: &ops::Outputs,
         label: OpLabel,
         origin: Span,
     ) -> ObjId {
         let Some(t) = self.tensor(first).cloned() else {
             return self.alloc(Obj::Unknown);
         };
-        let mut slots = Vec::with_capacity(saved.len());
-        for (k, out) in saved.iter().enumerate() {
-            let id = match out {
-                None => self.new_leaf(false, origin),
-                Some(_) if k == 0 => first,
-                Some(kept) => {
+        let mut slots = Vec::with_capacity(outputs.saved.len());
+        for (k, (&kept, &grad)) in outputs.saved.iter().zip(&outputs.grad).enumerate() {
+            let id = match (k, grad) {
+                (0, true) => first,
+                (_, true) => {
                     let id = self.heap.len() as ObjId;
-                    if let (true, Some(node)) = (*kept, t.node) {
-                        let save = self.record_save(id, true, label, origin, t.grad_if);
-                        self.nodes.get_mut(node).saves.push(save);
-                    }
                     self.alloc(Obj::Tensor(t.sibling(id)))
                 }
+                (_, false) => self.new_leaf(false, origin),
             };
+            if let (true, Some(node), false) = (kept, t.node, k == 0 && grad) {
+                let storage = self.tensor(id).map_or(id, |o| o.storage);
+                let save = self.record_save(storage, true, label, origin, t.grad_if);
+                self.nodes.get_mut(node).saves.push(save);
+            }
             slots.push(smallvec![id]);
         }
         self.alloc(Obj::Seq(slots))

@@ -280,51 +280,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
     };
-    let message = if *next_call == Some(Keeper::Instance) {
-        format!(
-            "`{through}` writes in place into `{name}`, which the object keeps: every call changes the kept tensor, and the next call silently reads the changed values ({} reads `{name}`)",
-            ctx.line(*read)
-        )
-    } else if next_call.is_some() {
-        format!(
-            "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
-            ctx.line(*read)
-        )
-    } else if *nested {
-        // (Read past the statement: an in-place function of the values used inline.)
-        let later = w.stmt.is_some_and(|s| {
-            ctx.body(s.item)
-                .is_some_and(|b| read.item != s.item || !b.stmt_span(s.stmt).contains(read.rel))
-        });
-        let where_ = match later {
-            true => format!("`{name}` is read again later"),
-            false => format!("the same statement reads `{name}` again"),
-        };
-        format!(
-            "`{through}` writes `{name}` in place and its result is used as a new value, but {where_} ({}), which silently sees the written values, not the ones before",
-            ctx.line(*read)
-        )
-    } else if w.kind == WriteKind::GradAccumulate {
-        format!(
-            "`{through}` adds its gradient in place into the `.grad` tensor `{name}` holds (a backward accumulates into an existing `.grad`); `{name}` is read later ({}) and silently sees the sum, not the gradient it was taken as",
-            ctx.line(*read)
-        )
-    } else if w.kind == WriteKind::GradZero {
-        format!(
-            "`{through}` zeroes in place the `.grad` tensor `{name}` holds (with `set_to_none=False` the `.grad` tensors are kept and filled with zeros); `{name}` is read later ({}) and silently sees zeros, not the gradient it was taken as",
-            ctx.line(*read)
-        )
-    } else if view.is_some() {
-        format!(
-            "`{through}` writes in place into memory the view `{name}` shows; `{name}` is read later ({}) and silently sees the new values",
-            ctx.line(*read)
-        )
-    } else {
-        format!(
-            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later ({}) and silently sees the new values",
-            ctx.line(*read)
-        )
-    };
+    let message = stale_message(
+        ctx,
+        w,
+        (&through, name, *read),
+        *next_call,
+        (*nested, view.is_some()),
+    );
     Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
@@ -521,4 +483,62 @@ fn chosen_alias(ctx: &RenderCtx<'_>, b: &crate::domain::Binding) -> bool {
             && matches!(body.stmts[i], Stmt::Assign { value, .. }
                 if matches!(body.expr(value), Expr::IfExp { .. }))
     })
+}
+
+/// The message of a stale read of `name` at `read` after write `w` (quoted as `through`): by
+/// who keeps the tensor (an object across calls, a dataset's samples), whether the write is an
+/// in-place call nested in an expression (`nested`), a backward's or `zero_grad`'s into a
+/// `.grad`, through a view (`view`), or an alias.
+fn stale_message(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    (through, name, read): (&str, &str, Span),
+    next_call: Option<Keeper>,
+    (nested, view): (bool, bool),
+) -> String {
+    if next_call == Some(Keeper::Instance) {
+        format!(
+            "`{through}` writes in place into `{name}`, which the object keeps: every call changes the kept tensor, and the next call silently reads the changed values ({} reads `{name}`)",
+            ctx.line(read)
+        )
+    } else if next_call.is_some() {
+        format!(
+            "`{through}` writes in place into a sample `{name}` keeps: each access changes the stored data, and the next epoch silently reads the changed values ({} reads `{name}`)",
+            ctx.line(read)
+        )
+    } else if nested {
+        // (Read past the statement: an in-place function of the values used inline.)
+        let later = w.stmt.is_some_and(|s| {
+            ctx.body(s.item)
+                .is_some_and(|b| read.item != s.item || !b.stmt_span(s.stmt).contains(read.rel))
+        });
+        let where_ = match later {
+            true => format!("`{name}` is read again later"),
+            false => format!("the same statement reads `{name}` again"),
+        };
+        format!(
+            "`{through}` writes `{name}` in place and its result is used as a new value, but {where_} ({}), which silently sees the written values, not the ones before",
+            ctx.line(read)
+        )
+    } else if w.kind == WriteKind::GradAccumulate {
+        format!(
+            "`{through}` adds its gradient in place into the `.grad` tensor `{name}` holds (a backward accumulates into an existing `.grad`); `{name}` is read later ({}) and silently sees the sum, not the gradient it was taken as",
+            ctx.line(read)
+        )
+    } else if w.kind == WriteKind::GradZero {
+        format!(
+            "`{through}` zeroes in place the `.grad` tensor `{name}` holds (with `set_to_none=False` the `.grad` tensors are kept and filled with zeros); `{name}` is read later ({}) and silently sees zeros, not the gradient it was taken as",
+            ctx.line(read)
+        )
+    } else if view {
+        format!(
+            "`{through}` writes in place into memory the view `{name}` shows; `{name}` is read later ({}) and silently sees the new values",
+            ctx.line(read)
+        )
+    } else {
+        format!(
+            "`{through}` writes in place into the tensor `{name}` also names; `{name}` is read later ({}) and silently sees the new values",
+            ctx.line(read)
+        )
+    }
 }
