@@ -361,51 +361,26 @@ pub fn result_field(name: &str) -> Option<usize> {
     })
 }
 
-/// In-place functions of a tensor's values alone (no operand but bounds): used inline as a
-/// value (`o * c.tanh_()`), they read as their out-of-place twins.
-pub const VALUE_FUNCTIONS_INPLACE: &[&str] = &[
-    "relu_",
-    "sigmoid_",
-    "tanh_",
-    "exp_",
-    "exp2_",
-    "expm1_",
-    "log_",
-    "log1p_",
-    "log2_",
-    "log10_",
-    "abs_",
-    "neg_",
-    "sqrt_",
-    "rsqrt_",
-    "reciprocal_",
-    "sin_",
-    "cos_",
-    "erf_",
-    "square_",
-    "sign_",
-    "floor_",
-    "ceil_",
-    "round_",
-    "trunc_",
-    "frac_",
-    "clamp_",
-    "clip_",
-    "clamp_min_",
-    "clamp_max_",
-    "leaky_relu_",
-    "hardtanh_",
-    "elu_",
-    "selu_",
-    "celu_",
-    "relu6_",
-    "silu_",
-    "hardsigmoid_",
-    "hardswish_",
-    "mish_",
-    "softplus_",
-    "normalize_",
-];
+/// Whether `name` is the in-place form of a function of a tensor's values alone (`tanh_`,
+/// `sigmoid_`, `clamp_`, `F.leaky_relu_`): its base is a measured unary op that takes no second
+/// tensor. Used inline as a value (`o * c.tanh_()`), it reads as its out-of-place twin.
+pub fn is_value_function_inplace(name: &str) -> bool {
+    name.strip_suffix('_')
+        .and_then(|base| table().op(base))
+        .is_some_and(|s| {
+            s.unary.is_some()
+                && [
+                    s.tensor_tensor,
+                    s.tensor_const,
+                    s.const_tensor,
+                    s.tensor_scalar,
+                ]
+                .iter()
+                .all(Option::is_none)
+                && s.scalar_tensor.is_none()
+                && s.indexed.is_none()
+        })
+}
 
 /// Ops that return `(values, indices)`: always, or (the others) when given a dimension.
 pub const VALUES_INDICES_ALWAYS: &[&str] =

@@ -204,9 +204,10 @@ impl Interp<'_, '_> {
     /// wrote stays stale past the statement, until it is bound again, for one read: a `return`
     /// of both, side by side (`return h, c`: Tree-LSTM's `c.tanh_()` returned the squashed cell
     /// state, latent-treelstm#5; see `report_stale_read`). Other reads may well mean the new
-    /// values (`keep = logits.sigmoid_() > t; return boxes[keep], logits[keep]`). Not where the statement stores into that name (`z[0] = f(z.relu_())`
-    /// updates `z` on purpose), nor in an arm of a conditional expression (`x.tanh_() if
-    /// inplace else x.tanh()` chooses), nor for arithmetic with an operand (`x.mul_(a)`).
+    /// values (`keep = logits.sigmoid_() > t; return boxes[keep], logits[keep]`). Not where the
+    /// statement stores into that name (`z[0] = f(z.relu_())` updates `z` on purpose), nor in
+    /// an arm of a conditional expression (`x.tanh_() if inplace else x.tanh()` chooses), nor
+    /// for arithmetic with an operand (`x.mul_(a)`).
     fn keep_stale_past_statement(&mut self, c: Code<'_>, targets: &[ExprId], value: ExprId) {
         if self.stmt_stale.is_empty() {
             return;
@@ -237,7 +238,7 @@ impl Interp<'_, '_> {
             let w = &self.writes[wid as usize];
             let function = match w.kind {
                 WriteKind::Method(m) | WriteKind::TorchFn(m) => {
-                    crate::ops::VALUE_FUNCTIONS_INPLACE.contains(&self.name(m))
+                    crate::ops::is_value_function_inplace(self.name(m))
                 }
                 _ => false,
             };
