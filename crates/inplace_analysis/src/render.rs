@@ -250,7 +250,15 @@ pub(crate) fn findings(
         .filter(|(rule, ..)| *rule == Rule::DataBypass)
         .map(|(_, range, ..)| *range)
         .collect();
-    chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !bypasses.contains(range));
+    // Nor is a `.data` read whose save such a write changed (its `.detach()` would raise).
+    let saved_reads: Vec<TextRange> = (chosen.iter())
+        .filter(|(rule, ..)| *rule == Rule::DataBypass)
+        .filter_map(|(_, _, u, ev)| rules::clobber_any(ev, units[*u])?.1.through_data)
+        .filter_map(|span| prog.range(span))
+        .collect();
+    chosen.retain(|(rule, range, ..)| {
+        *rule != Rule::DataAccess || !(bypasses.contains(range) || saved_reads.contains(range))
+    });
     // Nor also IP402 for the names that read the values: the gradient is the harm named. And
     // a `.data` write IP402 reports (a name reads what it changed) is not also the note.
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !bypasses.contains(range));

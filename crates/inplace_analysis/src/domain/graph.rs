@@ -55,4 +55,7 @@ pub(crate) struct Save {
     /// given to `save_for_backward`: torch checks no version, so a write before the backward
     /// changes the gradient silently.
     pub stash: Option<crate::ir::Name>,
+    /// Saved through a `.data` alias (this `.data` expression): the saved tensor has a version
+    /// counter of its own, so a write through any other name changes it silently.
+    pub through_data: Option<Span>,
 }

@@ -1260,7 +1260,9 @@ impl Interp<'_, '_> {
         for s in node.saves {
             let save = self.saves.get(s).clone();
             saves.push(if save.storage == from {
-                self.record_save(o, save.output, save.op, save.range, save.assumes)
+                let own = self.record_save(o, save.output, save.op, save.range, save.assumes);
+                self.saves.get_mut(own).through_data = save.through_data;
+                own
             } else {
                 s
             });

@@ -883,9 +883,7 @@ impl Interp<'_, '_> {
         }
         if saves_input {
             for v in input.clone() {
-                if let Some(st) = self.tensor(v).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
-                }
+                new_saves.extend(self.save_input(v, label, save_at, assumes));
             }
         }
         if spec.is_some_and(|s| s.target) {
@@ -894,9 +892,7 @@ impl Interp<'_, '_> {
                 .map(|v| self.flat_tensors(v))
                 .unwrap_or_default();
             for v in target {
-                if let Some(st) = self.tensor(v).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
-                }
+                new_saves.extend(self.save_input(v, label, save_at, assumes));
             }
         }
         if ops::SAVES_STATE.contains(&class.as_str()) {
@@ -915,9 +911,7 @@ impl Interp<'_, '_> {
                 _ => state.len(),
             };
             for v in state.into_iter().skip(kept) {
-                if let Some(st) = self.tensor(v).map(|t| t.storage) {
-                    new_saves.push(self.record_save(st, false, label, save_at, assumes));
-                }
+                new_saves.extend(self.save_input(v, label, save_at, assumes));
             }
         }
         if !bag.is_empty() {
@@ -944,9 +938,7 @@ impl Interp<'_, '_> {
             fallback: input_grad,
         };
         for p in self.params_saved(&module, &class, &params, read) {
-            if let Some(st) = self.tensor(p).map(|t| t.storage) {
-                new_saves.push(self.record_save(st, false, label, save_at, assumes));
-            }
+            new_saves.extend(self.save_input(p, label, save_at, assumes));
         }
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {
             self.nodes.get_mut(n).saves.extend(new_saves);

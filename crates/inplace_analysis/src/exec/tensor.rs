@@ -663,11 +663,7 @@ impl Interp<'_, '_> {
                 let assumes = rests[i].unwrap_or(assumes);
                 if let Some(vals) = inputs.get(i) {
                     for v in vals.clone() {
-                        if let Some(t) = self.tensor(v) {
-                            let storage = t.storage;
-                            node_saves
-                                .push(self.record_save(storage, false, label, origin, assumes));
-                        }
+                        node_saves.extend(self.save_input(v, label, origin, assumes));
                     }
                 }
             }
@@ -787,8 +783,7 @@ impl Interp<'_, '_> {
                 continue;
             };
             for v in operand {
-                if let Some(storage) = self.tensor(*v).map(|t| t.storage) {
-                    let s = self.record_save(storage, false, label, origin, assumes);
+                if let Some(s) = self.save_input(*v, label, origin, assumes) {
                     self.nodes.get_mut(node).saves.push(s);
                 }
             }
@@ -823,9 +818,26 @@ impl Interp<'_, '_> {
             assumes,
             stmt: self.unit_stmt,
             stash: None,
+            through_data: None,
         });
         self.state.live.entry(storage).or_default().push(id);
         id
+    }
+
+    /// The save of input tensor `v`'s memory (None when `v` is no tensor). Saved through a
+    /// `.data` alias, the save keeps that alias's own version counter (`through_data`).
+    pub(super) fn save_input(
+        &mut self,
+        v: ObjId,
+        label: OpLabel,
+        origin: Span,
+        assumes: Option<GradIf>,
+    ) -> Option<SaveId> {
+        let t = self.tensor(v)?;
+        let (storage, through) = (t.storage, data_alias_at(t));
+        let id = self.record_save(storage, false, label, origin, assumes);
+        self.saves.get_mut(id).through_data = through;
+        Some(id)
     }
 
     /// Saves made by an in-place op on its own result (`sigmoid_` saves the result, `mul_(w)`
@@ -873,22 +885,24 @@ impl Interp<'_, '_> {
             }
         }
         if let (true, Some(o)) = (s.other, other) {
-            // (Through `.data` the counter is another: `x.mul_(x.data)` raises nothing.)
+            // (Through `.data` the counter is another: `x.mul_(x.data)` raises nothing, and the
+            // gradient silently reads the product: IP401's.)
             let written: SmallVec<[ObjId; 2]> = (targets.iter())
                 .filter_map(|t| self.tensor(*t).filter(|t| t.counter).map(|t| t.storage))
                 .collect();
             for v in o.clone() {
-                if let Some(tt) = self.tensor(v) {
-                    let storage = tt.storage;
-                    // (A view of part of it, `x.div_(x[:, :1])`, is the overlap IP402 reports.)
-                    let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)))
-                        && tt.counter;
-                    let save = self.record_save(storage, false, label, origin, assumes);
-                    if whole && written.contains(&storage) && !self.raised() {
-                        note_write(self.state.clobbered.entry(save).or_default(), write);
-                    }
-                    saves.push(save);
+                let Some(tt) = self.tensor(v) else { continue };
+                let storage = tt.storage;
+                // (A view of part of it, `x.div_(x[:, :1])`, is the overlap IP402 reports.)
+                let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)))
+                    && (tt.counter || data_alias_at(tt).is_some());
+                let Some(save) = self.save_input(v, label, origin, assumes) else {
+                    continue;
+                };
+                if whole && written.contains(&storage) && !self.raised() {
+                    note_write(self.state.clobbered.entry(save).or_default(), write);
                 }
+                saves.push(save);
             }
         }
         self.extend_history(targets, saves, other);
@@ -919,9 +933,7 @@ impl Interp<'_, '_> {
         let mut saves = Saves::new();
         for (flag, vals) in [(s.input, a), (s.other, b)] {
             for v in vals.iter().filter(|_| flag) {
-                if let Some(storage) = self.tensor(*v).map(|t| t.storage) {
-                    saves.push(self.record_save(storage, false, label, origin, assumes));
-                }
+                saves.extend(self.save_input(*v, label, origin, assumes));
             }
         }
         self.extend_history(targets, saves, Some(&both));
@@ -1506,4 +1518,9 @@ pub(super) fn based_order(op: &str, inputs: &mut [Vals]) {
     if inputs.len() >= 3 && ops::table().op(op).is_some_and(|s| s.base_first) {
         inputs[..3].rotate_left(1);
     }
+}
+
+/// Where `t` was taken as a `.data` alias of a tensor (its own version counter), if it was.
+pub(super) fn data_alias_at(t: &TensorObj) -> Option<Span> {
+    (!t.counter && t.numpy.is_none()).then_some(t.origin)
 }

@@ -1211,13 +1211,11 @@ impl Interp<'_, '_> {
             return Vec::new();
         }
         let assumes = self.assumption(std::slice::from_ref(inputs));
-        let storages: Vec<ObjId> = (inputs.iter())
-            .filter_map(|v| self.tensor(*v))
-            .filter(|t| t.grad.is_possible())
-            .map(|t| t.storage)
+        let saved: Vec<ObjId> = (inputs.iter().copied())
+            .filter(|v| self.tensor(*v).is_some_and(|t| t.grad.is_possible()))
             .collect();
-        (storages.into_iter())
-            .map(|st| self.record_save(st, false, label, at, assumes))
+        (saved.into_iter())
+            .filter_map(|v| self.save_input(v, label, at, assumes))
             .collect()
     }
 

@@ -321,6 +321,13 @@ impl Interp<'_, '_> {
             SmallVec::new()
         };
         for s in &saves {
+            // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`: its own
+            // counter moves, and the backward raises.)
+            if self.saves.get(*s).through_data == Some(t.origin) {
+                self.saves.get_mut(*s).through_data = None;
+                note_write(self.state.clobbered.entry(*s).or_default(), wid);
+                continue;
+            }
             let entry = self.state.data_clobbered.entry(*s).or_default();
             if !entry.contains(&(wid, leaf)) {
                 entry.push((wid, leaf));

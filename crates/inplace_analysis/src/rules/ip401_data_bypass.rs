@@ -21,6 +21,12 @@
 //! the update must produce new tensors the next forward uses (`fast = p - lr * g` with
 //! `torch.func.functional_call`).
 //!
+//! And the mirror image: a write through the tensor itself into memory an op saved through a
+//! `.data` alias (`y = x.data * w` then `x.add_(1)` before the backward; `x.mul_(x.data)`, which
+//! saves its operand and then writes it). The saved alias has a version counter of its own,
+//! which the write does not bump: `w`'s gradient silently reads the new values (measured:
+//! `x.mul_(x.data)` gives `2x²` where `2x` was meant).
+//!
 //! **Why it breaks.** `.data` shares the memory but *not* the version counter. A write through
 //! it changes values autograd saved without bumping the version, so backward runs on the new
 //! values and silently computes wrong gradients (form ④). In the seed example the sigmoid
@@ -35,7 +41,8 @@
 //! y.sum().backward()
 //! ```
 //!
-//! **Fix.** Out of place. Arithmetic is written as itself, so the gradient goes through it
+//! **Fix.** For memory saved through `.data`: save a copy there, `x.detach().clone()`.
+//! Otherwise out of place. Arithmetic is written as itself, so the gradient goes through it
 //! (`wav.data /= wsq` -> `wav = wav / wsq`: a `.data` write of arithmetic is how code silences
 //! autograd's error, pytorch#96110). Other writes keep the values they made and the gradient
 //! autograd computed without them, a straight-through estimator (what such a `.data` write is
@@ -52,8 +59,9 @@
 //! **Fix safety.** *Unsafe*: it changes which tensor the name holds (or, for an array, stops the
 //! sharing some code may rely on).
 
-use super::{write_of, write_related, RuleImpl};
-use crate::events::{Event, Trigger, WriteKind};
+use super::{clobber_any, write_of, write_related, RuleImpl};
+use crate::domain::graph::Save;
+use crate::events::{Event, Trigger, Write, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Edit, Finding, Fix, Related, Severity, TextRange};
 use crate::fix;
@@ -74,7 +82,9 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
             write, live: true, ..
         }
         | Event::DataDropsGraph { write, .. } => Some(write_of(u, *write)?.range),
-        _ => None,
+        _ => clobber_any(ev, u)
+            .filter(|(_, save, _)| save.through_data.is_some())
+            .map(|(w, ..)| w.range),
     }
 }
 
@@ -94,8 +104,71 @@ pub(crate) fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             name_at,
             kept,
         } => read_finding(ctx, *attr, *name_at, *kept),
-        _ => None,
+        _ => {
+            let (w, save, trigger) = clobber_any(ev, ctx.unit)?;
+            saved_through_data_finding(ctx, w, save, trigger)
+        }
     }
+}
+
+/// A write into a tensor an op saved through a `.data` alias (`y = x.data * w` then
+/// `x.add_(1)`, or `x.mul_(x.data)`, whose own write changes the saved operand): the saved
+/// alias has a version counter of its own, which the write does not bump, so the backward
+/// reads the new values without an error. Fix: save a copy where `.data` was read.
+fn saved_through_data_finding(
+    ctx: &RenderCtx<'_>,
+    w: &Write,
+    save: &Save,
+    trigger: Trigger,
+) -> Option<Finding> {
+    let data = save.through_data?;
+    let alias = ctx.snippet(data);
+    let op = ctx.op(save.op);
+    let own = save.range == w.range || w.range.contains(save.range);
+    let mut related = Vec::new();
+    if !own {
+        related.push(Related {
+            source: None,
+            range: ctx.range(save.range)?,
+            message: format!("`{op}` saves `{alias}` here, for its backward"),
+        });
+    }
+    related.push(Related {
+        source: None,
+        range: ctx.range(trigger.range)?,
+        message: "the backward reads the changed values here, without an error".into(),
+    });
+    write_related(ctx, w, &mut related);
+    let saved = match own {
+        true => format!("saves `{alias}` and then writes it"),
+        false => format!(
+            "writes in place into memory that `{op}` ({}) saved through `{alias}`",
+            ctx.line(save.range)
+        ),
+    };
+    let fix = replace_data(&alias, ".detach().clone()").and_then(|text| {
+        Some(Fix {
+            title: format!("Save a copy: `{text}`"),
+            applicability: Applicability::Unsafe,
+            edits: vec![Edit {
+                range: ctx.range(data)?,
+                content: text,
+            }],
+        })
+    });
+    Some(Finding {
+        rule: Rule::DataBypass,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` {saved}; `.data` has a version counter of its own, which this write does not bump, so `{}` ({}) computes the gradient from the new values without an error",
+            ctx.snippet(w.site),
+            ctx.snippet(trigger.range),
+            ctx.line(trigger.range),
+        ),
+        related,
+        fix,
+    })
 }
 
 fn write_finding(

@@ -84,11 +84,11 @@ pub(crate) fn form3_rank(rule: Rule) -> Option<u8> {
 
 /// The write and save of a form ③ event.
 pub(crate) fn clobber<'u>(ev: &Event, u: &'u UnitOutput) -> Option<(&'u Write, &'u Save, Trigger)> {
-    clobber_any(ev, u).filter(|(_, save, _)| save.stash.is_none())
+    clobber_any(ev, u).filter(|(_, save, _)| save.stash.is_none() && save.through_data.is_none())
 }
 
-/// [`clobber`], of a tensor a custom Function kept on `ctx` too (torch checks no version of
-/// those: IP402's, silent).
+/// [`clobber`], of a tensor a custom Function kept on `ctx` (IP402's) or saved through `.data`
+/// (IP401's) too: torch checks no version of those, the write is silent.
 pub(crate) fn clobber_any<'u>(
     ev: &Event,
     u: &'u UnitOutput,
