@@ -787,48 +787,67 @@ mod tests {
 /// batch letter needs no merge), `"bhqd,bkhd->bqhd"` only the first (the second's `k` is summed
 /// first; with no letter to contract, the rest is a broadcast multiply). One operand (`"ii->i"`, `"bij->bji"`): a view or a reduction,
 /// nothing saved.
-pub fn einsum_saved(equation: &str, operands: usize) -> Option<Vec<bool>> {
+pub fn einsum_operands(equation: &str, operands: usize) -> Option<Vec<EinsumOperand>> {
     let (ins, out) = einsum_parts(equation, operands)?;
     match ins.as_slice() {
-        [_] => Some(vec![false]),
+        [_] => Some(vec![EinsumOperand::default()]),
         [a, b] => {
             let product = contracts(a, b, &out);
-            let saved = |this: &str, other: &str| {
+            let operand = |this: &str, other: &str| {
+                let groups = einsum_groups(this, other, &out);
+                let merged: Vec<Vec<u8>> = (groups.iter())
+                    .filter(|g| product && g.chars().count() >= 2)
+                    .map(|g| {
+                        g.chars()
+                            .filter_map(|c| this.find(c))
+                            .map(|i| i as u8)
+                            .collect()
+                    })
+                    .collect();
                 // A letter of this operand alone that the output drops is summed first: what
-                // goes on is that sum.
-                if this.chars().any(|c| !other.contains(c) && !out.contains(c)) {
-                    return false;
+                // goes on is that sum. Each group is one run of the operand's letters, batch
+                // letters in the output's order (a group of one letter always is).
+                let summed = this.chars().any(|c| !other.contains(c) && !out.contains(c));
+                let runs =
+                    (groups.iter()).all(|g| g.chars().count() < 2 || this.contains(g.as_str()));
+                EinsumOperand {
+                    saved: !summed && (!product || runs),
+                    merged,
                 }
-                // Each group is one run of the operand's letters, batch letters in the output's
-                // order (a group of one letter always is).
-                !product
-                    || einsum_groups(this, other, &out)
-                        .iter()
-                        .all(|g| g.chars().count() < 2 || this.contains(g.as_str()))
             };
-            Some(vec![saved(a, b), saved(b, a)])
+            Some(vec![operand(a, b), operand(b, a)])
         }
         _ => None,
     }
 }
 
-/// Which operands of a two-operand `torch.einsum(equation, a, b)` that contracts (see
-/// [`einsum_saved`]) have a group of two letters or more, merged into one dimension on the
-/// way to the product: a view only where the operand's elements are laid out in order there.
-/// (Of an operand that is not laid out in order, a slice cut in two dimensions, the merge
-/// copies, and the copy is what is saved: measured with torch 2.15, FNO's 2-D
-/// `"bixy,ioxy->boxy"` over `x_ft[:, :, :m1, :m2]` leaves the spectrum free to be written,
-/// where the 1-D `"bix,iox->box"` over `x_ft[:, :, :m]` saves the slice.)
-pub fn einsum_merges(equation: &str) -> Option<[bool; 2]> {
-    let (ins, out) = einsum_parts(equation, 2)?;
-    let [a, b] = ins.as_slice() else {
-        return None;
-    };
-    let merges = |this: &str, other: &str| {
-        contracts(a, b, &out)
-            && (einsum_groups(this, other, &out).iter()).any(|g| g.chars().count() >= 2)
-    };
-    Some([merges(a, b), merges(b, a)])
+/// What [`einsum_operands`] tells of one operand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EinsumOperand {
+    /// Its backward reads it as it is (no copy made on the way, where laid out in order).
+    pub saved: bool,
+    /// Its groups of two letters or more, merged into one dimension on the way to the product
+    /// (of a two-operand einsum that contracts), each as the operand's dimensions in the order
+    /// merged. A merge is a view only where each of these dimensions follows on from the one
+    /// before it in memory: of an operand not laid out in order, a slice cut in the second of
+    /// two merged dimensions, the merge copies, and the copy is what is saved (measured with
+    /// torch 2.15: FNO's 2-D `"bixy,ioxy->boxy"` over `x_ft[:, :, :m1, :m2]` leaves the
+    /// spectrum free to be written, where the 1-D `"bix,iox->box"` over `x_ft[:, :, :m]`, the
+    /// 2-D over `x_ft[:, :, :m1]` and `"bnd,de->bne"` over `x[:, :, :3]` save the slice).
+    pub merged: Vec<Vec<u8>>,
+}
+
+impl EinsumOperand {
+    /// Whether merging its groups copies an operand laid out as `strided` says
+    /// ([`crate::domain::TensorObj::strided`]): some merged dimension does not follow on from
+    /// the one before it.
+    pub fn copies(&self, strided: u32) -> bool {
+        strided != 0
+            && (self.merged.iter()).any(|g| {
+                g.windows(2)
+                    .any(|w| w[1] != w[0] + 1 || w[1] >= 32 || strided & (1u32 << w[1]) != 0)
+            })
+    }
 }
 
 /// An einsum equation without whitespace, split into its operands' letters and the output's;
@@ -870,7 +889,12 @@ fn einsum_groups(this: &str, other: &str, out: &str) -> [String; 3] {
 
 #[cfg(test)]
 mod einsum_tests {
-    use super::{einsum_merges, einsum_saved};
+    use super::einsum_operands;
+    use crate::domain::ANY_ORDER;
+
+    fn saved(eq: &str, n: usize) -> Option<Vec<bool>> {
+        Some(einsum_operands(eq, n)?.iter().map(|o| o.saved).collect())
+    }
 
     /// Each expectation measured with torch 2.15 (write the operand in place, then backward).
     #[test]
@@ -893,30 +917,39 @@ mod einsum_tests {
             ("bi,bi->b", [true, true]),
         ];
         for (eq, want) in cases {
-            assert_eq!(einsum_saved(eq, 2), Some(want.to_vec()), "{eq}");
+            assert_eq!(saved(eq, 2), Some(want.to_vec()), "{eq}");
         }
-        assert_eq!(einsum_saved("ii->i", 1), Some(vec![false]));
-        assert_eq!(einsum_saved("...d,de->...e", 2), None);
-        assert_eq!(einsum_saved("ij,jk,kl->il", 3), None);
-        assert_eq!(einsum_saved("ij,jk->ik", 3), None);
+        assert_eq!(saved("ii->i", 1), Some(vec![false]));
+        assert_eq!(saved("...d,de->...e", 2), None);
+        assert_eq!(saved("ij,jk,kl->il", 3), None);
+        assert_eq!(saved("ij,jk->ik", 3), None);
     }
 
     /// Measured with torch 2.15 on operands not laid out in order (write the base in place,
-    /// then backward): `"bixy,ioxy->boxy"` over a corner `y[:, :, :4, :4]` and
-    /// `"bhqd,bhkd->bhqk"` over `y.transpose(1, 2)` copy (no raise); `"bix,iox->box"` over
-    /// `y[:, :, :4]`, `"bqd,bkd->bqk"` over `y.transpose(1, 2)` and `"ij,jk->ik"` over `y.t()`
-    /// save the view (raise). (`"bixy,ioxy->boxy"` over `y[:, :, :4]`, cut in `x` only, also
-    /// saves the view: a merge the rule takes as a copy, so no finding.)
+    /// then backward). Copied (no raise): `"bixy,ioxy->boxy"` over a corner `y[:, :, :4, :4]`,
+    /// `"bhqd,bhkd->bhqk"` over `y.transpose(1, 2)` or `y[:, :2]`, `"bnd,de->bne"` over
+    /// `y[:, :2]`. The view saved (raise): `"bix,iox->box"` over `y[:, :, :4]`,
+    /// `"bixy,ioxy->boxy"` over `y[:, :, :4]` or `y[:, :2]`, `"bnd,de->bne"` over `y[:, :, :3]`,
+    /// `"bhqd,bhkd->bhqk"` over `y[:, :, :3]` or `y[..., :3]`, `"bqd,bkd->bqk"` over
+    /// `y.transpose(1, 2)`, `"ij,jk->ik"` over `y.t()`.
     #[test]
-    fn einsum_merges_letters_of_a_kind() {
-        assert_eq!(einsum_merges("bixy,ioxy->boxy"), Some([true, true]));
-        assert_eq!(einsum_merges("bhqd,bhkd->bhqk"), Some([true, true]));
-        assert_eq!(einsum_merges("bix,iox->box"), Some([false, false]));
-        assert_eq!(einsum_merges("bqd,bkd->bqk"), Some([false, false]));
-        assert_eq!(einsum_merges("ij,jk->ik"), Some([false, false]));
-        assert_eq!(einsum_merges("bqhd,bkhd->bhqk"), Some([true, true]));
-        assert_eq!(einsum_merges("i,j->ij"), Some([false, false]));
-        assert_eq!(einsum_merges("ii->i"), None);
+    fn einsum_merges_copy_where_a_merged_dimension_is_cut() {
+        let copies =
+            |eq: &str, k: usize, strided: u32| einsum_operands(eq, 2).unwrap()[k].copies(strided);
+        assert!(copies("bixy,ioxy->boxy", 0, 0b1100));
+        assert!(copies("bhqd,bhkd->bhqk", 0, ANY_ORDER));
+        assert!(copies("bhqd,bhkd->bhqk", 0, 0b10));
+        assert!(copies("bnd,de->bne", 0, 0b10));
+        assert!(!copies("bix,iox->box", 0, 0b100));
+        assert!(!copies("bixy,ioxy->boxy", 0, 0b100));
+        assert!(!copies("bixy,ioxy->boxy", 0, 0b10));
+        assert!(!copies("bnd,de->bne", 0, 0b100));
+        assert!(!copies("bhqd,bhkd->bhqk", 0, 0b100));
+        assert!(!copies("bhqd,bhkd->bhqk", 0, 0b1000));
+        assert!(!copies("bqd,bkd->bqk", 0, ANY_ORDER));
+        assert!(!copies("ij,jk->ik", 0, ANY_ORDER));
+        assert!(!copies("bixy,ioxy->boxy", 0, 0));
+        assert!(!copies("i,j->ij", 0, ANY_ORDER));
     }
 }
 

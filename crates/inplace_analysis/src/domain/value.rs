@@ -79,9 +79,14 @@ pub(crate) struct TensorObj {
     /// A view whose elements are surely not laid out one after the other (a transpose, a
     /// permute, an expand, a subscript cutting a later dimension, `x[:, :3]`), or a view of one:
     /// `reshape`/`flatten` of it copy (measured with torch 2.15: `y.t().reshape(-1)` written in
-    /// place leaves `y` at version 0), where they view a tensor laid out in order.
-    pub strided: bool,
+    /// place leaves `y` at version 0), where they view a tensor laid out in order. Bit `k`: its
+    /// dimension `k` does not follow on from dimension `k - 1` (a slice cut it: merging the two
+    /// copies); [`ANY_ORDER`]: not known which (a transpose, or a view of such a view).
+    pub strided: u32,
 }
+
+/// [`TensorObj::strided`] of a view whose layout is out of order in ways not followed.
+pub(crate) const ANY_ORDER: u32 = u32::MAX;
 
 /// Which part of a tensor a view shows, or an in-place write changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -232,7 +237,7 @@ impl TensorObj {
             detached_from: None,
             grad_if: None,
             view_of: None,
-            strided: false,
+            strided: 0,
         }
     }
 
@@ -249,7 +254,7 @@ impl TensorObj {
             grad_tensor: None,
             detached_from: None,
             view_of: None,
-            strided: false,
+            strided: 0,
             ..self.clone()
         }
     }

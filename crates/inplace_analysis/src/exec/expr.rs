@@ -936,27 +936,38 @@ impl Interp<'_, '_> {
         Part::Index(h.finish())
     }
 
-    /// Whether subscript `sub` cuts a dimension it keeps after another it keeps (`x[:, :3]`,
-    /// `x[1:, :2]`, `x[..., :d]`, `x[:, 0, :3]`): its view is not laid out in order. (An integer
-    /// drops its dimension and a `None` adds one: `x[:, 0]` may well be one dimension, laid out in
-    /// order as far as `flatten` goes.)
-    fn strided_index(&self, c: Code<'_>, sub: u32) -> bool {
+    /// The dimensions of subscript `sub`'s view that it cuts after another it keeps (`x[:, :3]`,
+    /// `x[1:, :2]`, `x[:, 0, :3]`: bit 1), as [`TensorObj::strided`] counts them: its view is
+    /// not laid out in order there. After an ellipsis (`x[..., :d]`) which dimension is cut is
+    /// not known: [`ANY_ORDER`]. (An integer drops its dimension and a `None` adds one: `x[:, 0]`
+    /// may well be one dimension, laid out in order as far as `flatten` goes.)
+    fn strided_index(&self, c: Code<'_>, sub: u32) -> u32 {
         let s = &c.body.subscripts[sub as usize];
-        let mut kept = false;
+        let (mut kept, mut dim, mut known, mut cut) = (false, 0u32, true, 0u32);
         for (k, p) in c.body.exprs_of(s.parts).enumerate().take(32) {
             let whole = s.whole_parts & (1 << k) != 0;
+            let text = || self.prog.text_of(c.span(p));
             let slice = whole
                 || match *c.expr(p) {
                     Expr::Slice { .. } => true,
-                    Expr::Other(_) => self.prog.text_of(c.span(p)).contains(':'),
+                    Expr::Other(_) => text().contains(':'),
                     _ => false,
                 };
+            let added = matches!(*c.expr(p), Expr::None);
+            if matches!(*c.expr(p), Expr::Ellipsis) {
+                known = false;
+            }
             if slice && !whole && kept {
-                return true;
+                cut |= if known && dim < 32 {
+                    1 << dim
+                } else {
+                    ANY_ORDER
+                };
             }
             kept |= slice;
+            dim += u32::from(slice || added);
         }
-        false
+        cut
     }
 
     /// Evaluate `e`; with `metadata`, when it reads an attribute or an element only its
@@ -1095,8 +1106,9 @@ impl Interp<'_, '_> {
                 Obj::Tensor(_) => {
                     let part = self.subscript_part(c, e, value, sub);
                     let view = self.view_of(b, c.span(e), part);
-                    if self.strided_index(c, sub) {
-                        self.mark_strided(view);
+                    let cut = self.strided_index(c, sub);
+                    if cut != 0 {
+                        self.mark_strided(view, cut);
                     }
                     out.push(view);
                 }

@@ -1031,6 +1031,10 @@ impl Interp<'_, '_> {
         };
         let mut v = t.clone();
         v.view_of = Some((base, part));
+        // (Which dimensions of a view of a view are cut is not followed.)
+        if v.strided != 0 {
+            v.strided = ANY_ORDER;
+        }
         v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
         v.leaf = false;
         v.view_origin = Some(origin);
@@ -1078,29 +1082,30 @@ impl Interp<'_, '_> {
             "flatten" => args.positional.len() == skip && args.keywords.is_empty(),
             _ => false,
         };
-        let strided = self.tensor(base).is_some_and(|t| t.strided);
+        let strided = self.tensor(base).is_some_and(|t| t.strided != 0);
         if flat && strided {
             return self.derive(&[smallvec![base]], origin, OpSaves::default(), None, false);
         }
         let id = self.split_view_of(base, origin, op, Part::of_view(name));
         if ops::STRIDED_VIEWS.contains(&name) {
-            self.mark_strided(id);
+            self.mark_strided(id, ANY_ORDER);
         } else if strided && matches!(name, "reshape" | "flatten" | "diagonal") {
             // (A reshape into several dimensions of one not laid out in order views it where it
             // only splits dimensions, and copies where it merges them, in order then; a
             // diagonal is of one dimension mostly: their layout is not known, and is taken to
             // be in order, as an op's result's is.)
             if let Some(t) = self.tensor_mut(id) {
-                t.strided = false;
+                t.strided = 0;
             }
         }
         id
     }
 
-    /// Marks view `id` as not laid out in order (see `TensorObj::strided`).
-    pub(super) fn mark_strided(&mut self, id: ObjId) {
+    /// Marks view `id` as not laid out in order (see `TensorObj::strided`), at the dimensions
+    /// of `cut` (of a view of a tensor laid out in order; else at unknown ones).
+    pub(super) fn mark_strided(&mut self, id: ObjId, cut: u32) {
         if let Some(t) = self.tensor_mut(id) {
-            t.strided = true;
+            t.strided = if t.strided == 0 { cut } else { ANY_ORDER };
         }
     }
 
@@ -1483,7 +1488,7 @@ impl Interp<'_, '_> {
             let strided = ops::STRIDED_VIEWS.contains(&a);
             let view = self.view_of(o, range, Part::of_view(a));
             if strided {
-                self.mark_strided(view);
+                self.mark_strided(view, ANY_ORDER);
             }
             return smallvec![view];
         }

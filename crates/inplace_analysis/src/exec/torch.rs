@@ -702,7 +702,7 @@ impl Interp<'_, '_> {
     }
 
     /// `torch.einsum(equation, a, b)`'s operand tensors split into those its backward reads
-    /// as they are and those it reads a copy of ([`ops::einsum_saved`]); all are read when the
+    /// as they are and those it reads a copy of ([`ops::einsum_operands`]); all are read when the
     /// equation or the operands are not known.
     fn einsum_operands(&mut self, args: &Args, tensors: Vals) -> (Vals, Vals) {
         let equation = args
@@ -715,18 +715,18 @@ impl Interp<'_, '_> {
             .skip(1)
             .map(|(v, _)| v.clone())
             .collect();
-        let decided = equation.and_then(|eq| ops::einsum_saved(self.name(eq), operands.len()));
-        let Some(saved) = decided else {
+        let decided = equation.and_then(|eq| ops::einsum_operands(self.name(eq), operands.len()));
+        let Some(plan) = decided else {
             return (tensors, Vals::new());
         };
-        let merges = equation.and_then(|eq| ops::einsum_merges(self.name(eq)));
         let (mut kept, mut copied) = (Vals::new(), Vals::new());
-        for (k, (operand, saved)) in operands.iter().zip(saved).enumerate() {
+        for (operand, plan) in operands.iter().zip(plan) {
             let flat = self.flat_tensors(operand);
-            // (An operand not laid out in order whose letters merge is copied on the way.)
-            let merged = merges.is_some_and(|m| m[k])
-                && (flat.iter()).all(|t| self.tensor(*t).is_some_and(|t| t.strided));
-            if saved && !merged {
+            // (An operand not laid out in order whose merged letters it cut is copied on the
+            // way.)
+            let merged =
+                (flat.iter()).all(|t| self.tensor(*t).is_some_and(|t| plan.copies(t.strided)));
+            if plan.saved && !merged {
                 kept.extend(flat)
             } else {
                 copied.extend(flat)
