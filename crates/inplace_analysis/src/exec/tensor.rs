@@ -824,6 +824,19 @@ impl Interp<'_, '_> {
         id
     }
 
+    /// Where tensor `v`, or the tensor it is a view of, was taken as a `.data` alias of
+    /// another (a version counter of its own, which its views share), if it was.
+    pub(super) fn data_alias_at(&self, mut v: ObjId) -> Option<Span> {
+        for _ in 0..64 {
+            let t = self.tensor(v).filter(|t| !t.counter && t.numpy.is_none())?;
+            match t.view_of {
+                Some((base, _)) if self.tensor(base).is_some_and(|b| !b.counter) => v = base,
+                _ => return Some(t.origin),
+            }
+        }
+        None
+    }
+
     /// The save of input tensor `v`'s memory (None when `v` is no tensor). Saved through a
     /// `.data` alias, the save keeps that alias's own version counter (`through_data`).
     pub(super) fn save_input(
@@ -833,8 +846,8 @@ impl Interp<'_, '_> {
         origin: Span,
         assumes: Option<GradIf>,
     ) -> Option<SaveId> {
-        let t = self.tensor(v)?;
-        let (storage, through) = (t.storage, data_alias_at(t));
+        let storage = self.tensor(v)?.storage;
+        let through = self.data_alias_at(v);
         let id = self.record_save(storage, false, label, origin, assumes);
         self.saves.get_mut(id).through_data = through;
         Some(id)
@@ -895,7 +908,7 @@ impl Interp<'_, '_> {
                 let storage = tt.storage;
                 // (A view of part of it, `x.div_(x[:, :1])`, is the overlap IP402 reports.)
                 let whole = !matches!(tt.view_of, Some((_, Part::Index(_) | Part::Piece)))
-                    && (tt.counter || data_alias_at(tt).is_some());
+                    && (tt.counter || self.data_alias_at(v).is_some());
                 let Some(save) = self.save_input(v, label, origin, assumes) else {
                     continue;
                 };
@@ -1523,9 +1536,4 @@ pub(super) fn based_order(op: &str, inputs: &mut [Vals]) {
     if inputs.len() >= 3 && ops::table().op(op).is_some_and(|s| s.base_first) {
         inputs[..3].rotate_left(1);
     }
-}
-
-/// Where `t` was taken as a `.data` alias of a tensor (its own version counter), if it was.
-pub(super) fn data_alias_at(t: &TensorObj) -> Option<Span> {
-    (!t.counter && t.numpy.is_none()).then_some(t.origin)
 }

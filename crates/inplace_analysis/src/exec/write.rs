@@ -210,7 +210,7 @@ impl Interp<'_, '_> {
                 break;
             }
             if !tt.counter {
-                self.write_through_data(wid, &tt, w.kind, w.masking);
+                self.write_through_data(wid, (*t, &tt), w.kind, w.masking);
                 if let Some(grad) = second_order.take() {
                     self.report(Event::DataDropsGraph { write: wid, grad });
                 }
@@ -303,7 +303,13 @@ impl Interp<'_, '_> {
     }
 
     /// Form ④: a write through `.data` does not bump the counter autograd checks.
-    fn write_through_data(&mut self, wid: WriteId, t: &TensorObj, kind: WriteKind, masking: bool) {
+    fn write_through_data(
+        &mut self,
+        wid: WriteId,
+        (id, t): (ObjId, &TensorObj),
+        kind: WriteKind,
+        masking: bool,
+    ) {
         if let Some(r) = self.data_reads.get_mut(&t.origin) {
             r.written = true;
         }
@@ -320,10 +326,11 @@ impl Interp<'_, '_> {
         } else {
             SmallVec::new()
         };
+        let alias = self.data_alias_at(id);
         for s in &saves {
-            // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`: its own
-            // counter moves, and the backward raises.)
-            if self.saves.get(*s).through_data == Some(t.origin) {
+            // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`, or a view of
+            // it: its own counter moves, and the backward raises.)
+            if alias.is_some() && self.saves.get(*s).through_data == alias {
                 self.saves.get_mut(*s).through_data = None;
                 note_write(self.state.clobbered.entry(*s).or_default(), wid);
                 continue;
