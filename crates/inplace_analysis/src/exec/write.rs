@@ -310,8 +310,12 @@ impl Interp<'_, '_> {
         kind: WriteKind,
         masking: bool,
     ) {
-        if let Some(r) = self.data_reads.get_mut(&t.origin) {
-            r.written = true;
+        // (Through a view of the alias, `d = x.data; d[1:].add_(1)`, the alias is written.)
+        let alias = self.data_alias_at(id);
+        for at in [Some(t.origin), alias].into_iter().flatten() {
+            if let Some(r) = self.data_reads.get_mut(&at) {
+                r.written = true;
+            }
         }
         // `x.data = v` swaps the storage; what autograd saved keeps the old one. A save of a
         // parameter or plain tensor the write changes is harmful only once a backward reads it:
@@ -326,7 +330,6 @@ impl Interp<'_, '_> {
         } else {
             SmallVec::new()
         };
-        let alias = self.data_alias_at(id);
         for s in &saves {
             // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`, or a view of
             // it: its own counter moves, and the backward raises.)
