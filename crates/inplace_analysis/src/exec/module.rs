@@ -1627,7 +1627,18 @@ impl Interp<'_, '_> {
                 None => smallvec![OTHER],
             },
             "copy" => smallvec![self.copy_seq(s, false)],
-            "values" => smallvec![self.copy_seq(s, true)],
+            // A dict with its keys all known: its values one by one, in order.
+            "values" => match self.dict_key_list(s).and(match self.obj(s) {
+                Obj::Seq(vs) => Some(vs.clone()),
+                _ => None,
+            }) {
+                Some(vs) => {
+                    let list = self.alloc(Obj::Seq(vs));
+                    self.exact_seqs.insert(list);
+                    smallvec![list]
+                }
+                None => smallvec![self.copy_seq(s, true)],
+            },
             "pop" | "get" => self.elements(&smallvec![s]),
             "items" => {
                 // A dict with its keys all known: its `(key, value)` pairs one by one.

@@ -426,28 +426,21 @@ impl Interp<'_, '_> {
             }
             _ => return out,
         };
-        // (Each name with its position in the items, `None` for the whole item.)
-        let names: SmallVec<[(Name, Option<usize>); 2]> = match target.get().map(|t| c.expr(t)) {
-            Some(&Expr::Name { name, .. }) => smallvec::smallvec![(name, None)],
-            Some(&Expr::Seq { items: parts, .. }) => c
-                .body
-                .exprs_of(parts)
-                .enumerate()
-                .filter_map(|(k, t)| match *c.expr(t) {
-                    Expr::Name { name, .. } => Some((name, Some(k))),
+        // (Each name with its path into the item, empty for the whole item: `for name, p in
+        // ...` takes part 1, `for (name, w), g in zip(d.items(), grads)` part 0 of part 0.)
+        let mut names: SmallVec<[(Name, Path); 2]> = SmallVec::new();
+        if let Some(t) = target.get() {
+            loop_names(c, t, &mut SmallVec::new(), &mut names);
+        }
+        for (name, path) in names {
+            let part = |item: ObjId| {
+                path.iter().try_fold(item, |at, k| match self.obj(at) {
+                    Obj::Seq(parts) => match parts.get(*k).map(|s| s.as_slice()) {
+                        Some([one]) => Some(*one),
+                        _ => None,
+                    },
                     _ => None,
                 })
-                .collect(),
-            _ => return out,
-        };
-        for (name, at) in names {
-            let part = |item: ObjId| match (at, self.obj(item)) {
-                (None, _) => Some(item),
-                (Some(k), Obj::Seq(pair)) => match pair.get(k).map(|s| s.as_slice()) {
-                    Some([one]) => Some(*one),
-                    _ => None,
-                },
-                _ => None,
             };
             let Some(taken) = items.iter().map(|i| part(*i)).collect::<Option<Vals>>() else {
                 continue;
@@ -779,4 +772,23 @@ pub(super) fn uses_position_within(c: Code<'_>, within: Rel, k: Name, range: Nam
             _ => false,
         }
     })
+}
+
+/// Positions into nested tuples.
+type Path = SmallVec<[usize; 2]>;
+
+/// The names a loop target binds, each with its path of positions into the item (up to three
+/// levels of tuples: `(name, w), g`).
+fn loop_names(c: Code<'_>, t: ExprId, path: &mut Path, out: &mut SmallVec<[(Name, Path); 2]>) {
+    match *c.expr(t) {
+        Expr::Name { name, .. } => out.push((name, path.clone())),
+        Expr::Seq { items: parts, .. } if path.len() < 3 => {
+            for (k, p) in c.body.exprs_of(parts).enumerate() {
+                path.push(k);
+                loop_names(c, p, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
 }

@@ -216,6 +216,11 @@ impl Interp<'_, '_> {
                 return v;
             }
         }
+        // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
+        // is a dict's too).
+        if p == "collections.OrderedDict" {
+            return self.call_builtin(c, e, "dict", args);
+        }
         if p == "copy.deepcopy" {
             if let Some(v) = self.deepcopy(args) {
                 return v;
@@ -565,6 +570,14 @@ impl Interp<'_, '_> {
                 } else {
                     first
                 };
+                // `list(d)` of a dict with its keys all known: its keys, in order.
+                if let ([one], "list" | "tuple" | "iter") = (source.as_slice(), name) {
+                    if self.dict_objs.contains(one) {
+                        if let Some(keys) = self.dict_key_list(*one) {
+                            return smallvec![keys];
+                        }
+                    }
+                }
                 // `list(model.parameters())`: one slot per parameter, in order (a loop over
                 // it writes each); `list(model.children())`, `tuple(xs)`: a copy of the list,
                 // slot by slot (`[:-1]` of it drops the last); else one slot that may be any
@@ -751,6 +764,12 @@ impl Interp<'_, '_> {
         let mut all_exact = true;
         let mut params = false;
         for (v, _) in &args.positional {
+            // (A dict gives its keys: `zip(d, grads)`.)
+            let keys = match v.as_slice() {
+                [one] if self.dict_objs.contains(one) => self.dict_key_list(*one),
+                _ => None,
+            };
+            let v = &keys.map_or_else(|| v.clone(), |k| smallvec![k]);
             let grown = self.grown_seq(v).map(|g| smallvec![g]);
             let known = match grown.as_ref().unwrap_or(v).as_slice() {
                 [one] => match self.obj(*one) {

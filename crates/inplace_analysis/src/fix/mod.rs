@@ -574,12 +574,25 @@ fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Stmt
             Stmt::For { target, .. } => {
                 bound.clear();
                 reorder::names_in(body, target, &mut bound);
-                (bound.iter().any(|(n, _)| *n == name)).then_some((k, *sp))
+                (bound.iter().any(|(n, _)| *n == name) || element_bound_in(body, name, *sp, at))
+                    .then_some((k, *sp))
             }
             _ => None,
         })
         .min_by_key(|(_, sp)| sp.end - sp.start)?;
     (!read_after(body, name, at, the_loop)).then_some(StmtId(k as u32))
+}
+
+/// Whether `name` is bound in loop `the_loop` before `at` to an element of a container
+/// (`for k in keys: w = fast[k]`): the loop goes through the container's elements under it.
+fn element_bound_in(body: &Body, name: Name, the_loop: Rel, at: Rel) -> bool {
+    (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| {
+        the_loop.contains(*sp)
+            && sp.end <= at.start
+            && matches!(*st, Stmt::Assign { targets, value }
+                if matches!(body.expr(value), Expr::Subscript { .. })
+                    && body.exprs_of(targets).any(|t| matches!(*body.expr(t), Expr::Name { name: n, .. } if n == name)))
+    })
 }
 
 /// `for s in scores: s.clamp_(lo, hi)` -> `scores = [s.clamp(lo, hi) for s in scores]`: a loop
