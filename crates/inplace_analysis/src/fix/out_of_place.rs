@@ -184,6 +184,38 @@ pub(crate) fn call_out_of_place(
     }
 }
 
+/// The out-of-place twin of an in-place call on a leaf whose result is bound to another name
+/// (`gates = zeros.scatter_(1, idx, src)`): the code computes a value there, not an update,
+/// and `no_grad` would cut the gradient of what the call writes in (`src`). `None` for an
+/// update (`w = w.sub_(lr * g)`, or a call alone as a statement).
+pub(crate) fn result_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    use crate::events::WriteKind;
+    let (WriteKind::Method(name) | WriteKind::TorchFn(name)) = w.kind else {
+        return None;
+    };
+    let (s, call) = (w.stmt?, w.call?);
+    let body = ctx.body(s.item)?;
+    let Stmt::Assign { targets, value } = *body.stmt(s.stmt) else {
+        return None;
+    };
+    let receiver = match (*body.expr(call), w.kind) {
+        (Expr::Call { func, .. }, WriteKind::Method(_)) => match *body.expr(func) {
+            Expr::Attr { value, .. } => value,
+            _ => return None,
+        },
+        (Expr::Call { args, .. }, _) => {
+            body.exprs_of(body.args[args as usize].positional).next()?
+        }
+        _ => return None,
+    };
+    let text = |e: ExprId| ctx.text(Span::new(s.item, body.expr_span(e)));
+    if value != call || body.exprs_of(targets).any(|t| text(t) == text(receiver)) {
+        return None;
+    }
+    let method = matches!(w.kind, WriteKind::Method(_));
+    call_out_of_place(ctx, w, name, method, Applicability::Unsafe)
+}
+
 /// Whether `target` is an attribute holding a parameter (`layer.weight`): a module refuses a
 /// plain tensor there (`TypeError`), and an optimizer would keep updating the old one.
 fn param_attribute(body: &crate::ir::Body, target: ExprId, w: &crate::events::Write) -> bool {

@@ -21,7 +21,9 @@
 //! ```
 //!
 //! **Fix.** A parameter update belongs under `with torch.no_grad():` (that is how
-//! `optimizer.step()` does it). To compute a new value, write it out of place (`y = x + 1`). An
+//! `optimizer.step()` does it). To compute a new value, write it out of place (`y = x + 1`):
+//! offered where the call's result is bound to another name (`gates = zeros.scatter_(1, idx,
+//! src)` -> `zeros.scatter(...)`, where `no_grad` would cut `src`'s gradient). An
 //! in-place activation applied to a parameter (`self.weight_relu(self.weight)` with
 //! `nn.ReLU(inplace=True)`, or `F.relu(w, inplace=True)`) computes out of place with
 //! `inplace=False` (offered: the parameter keeps learning through it).
@@ -106,7 +108,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     fix::rebind_read_again(ctx, w, true)
                         .or_else(|| fix::write_under_no_grad(ctx, w))
                 }
-                _ => fix::write_under_no_grad(ctx, w),
+                // (A value computed by the call, bound to another name: out of place.)
+                _ => fix::result_out_of_place(ctx, w).or_else(|| fix::write_under_no_grad(ctx, w)),
             };
             (message, fix)
         }
