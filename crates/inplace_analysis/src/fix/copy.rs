@@ -175,6 +175,78 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     with_declaration(ctx, &body, at, r, fix)
 }
 
+/// Where [`clone_before`] would copy too early: the view the write goes through is taken
+/// (`q, k, v = qkv[0], qkv[1], qkv[2]`) before the statement whose op saved (`q_rot = rope(q[:,
+/// 1:])`), so a copy of the base there would be saved and written alike. The name the write
+/// goes through is copied right before the write instead (`q = q.clone()`): the op keeps what
+/// it saved, and later reads of that name see the write. `Some(None)` (no fix) where the view's
+/// base is read after the write (the write was meant to reach it) or the name is no plain one;
+/// `None` where a copy at the view is right.
+pub(crate) fn clone_between_save_and_write(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    saved_at: Span,
+) -> Option<Option<Fix>> {
+    let s = w.stmt?;
+    let (view_at, _) = view_statement(ctx, w.view_origin?)?;
+    let range = |r: StmtRef| {
+        let b = ctx.body(r.item)?;
+        ctx.range(Span::new(r.item, b.stmt_span(r.stmt)))
+    };
+    let (v, x) = (range(view_at)?, range(s)?);
+    let between = |r: crate::finding::TextRange| v.end <= r.start && r.end <= x.start;
+    let top = |item| ctx.body(item).is_some_and(|b| b.root_def().is_none());
+    let body = ctx.body(s.item)?;
+    // The op that saved runs between the two: in this code (one function, or statements of
+    // the module), or in a function a statement between them calls by name.
+    let one_code = (view_at.item == s.item && saved_at.item == s.item)
+        || (top(view_at.item) && top(s.item) && top(saved_at.item));
+    let here = one_code && between(ctx.range(saved_at)?);
+    let called = view_at.item == s.item
+        && saving_function(ctx, saved_at, s.item).is_some_and(|name| {
+            calls_named(&body, name, |sp| {
+                ctx.range(Span::new(s.item, sp)).is_some_and(between)
+            })
+        });
+    if !here && !called {
+        return None;
+    }
+    if view_base_read_after(ctx, w) || w.into_leaf || w.record_field {
+        return Some(None);
+    }
+    let written = written_expr(&body, s.stmt, w)?;
+    let root = root_place(&body, written)?;
+    if !matches!(body.expr(root), Expr::Name { .. }) {
+        return Some(None);
+    }
+    let r = ctx.text(Span::new(s.item, body.expr_span(root)));
+    let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    let title = format!("Write into a copy: `{r} = {r}.clone()` first");
+    Some(copy_before_statement(ctx, stmt, r, title))
+}
+
+/// The name of the function of the file an op that saved (at `saved_at`) is in, when that is
+/// not `item` itself (nor an imported module's).
+fn saving_function(ctx: &RenderCtx<'_>, saved_at: Span, item: ItemId) -> Option<Name> {
+    if saved_at.item == item || crate::project::is_module_item(saved_at.item) {
+        return None;
+    }
+    let b = ctx.body(saved_at.item)?;
+    b.root_def().map(|f| b.func(f).name)
+}
+
+/// Whether `body` calls a function or method named `name` at a place `at` accepts.
+fn calls_named(body: &Body, name: Name, at: impl Fn(Rel) -> bool) -> bool {
+    (0..body.exprs.len()).any(|i| {
+        let Expr::Call { func, .. } = body.exprs[i] else {
+            return false;
+        };
+        at(body.expr_spans[i])
+            && matches!(*body.expr(func),
+                Expr::Name { name: n, .. } | Expr::Attr { attr: n, .. } if n == name)
+    })
+}
+
 /// `b[:, 1] = f(b[:, 0])`: the value reads the tensor the statement writes, so a copy made
 /// before the statement would be read and written alike. The reads in the value become copies
 /// instead (`f(b[:, 0].clone())`): what the op saves is then no longer the written memory.
@@ -194,22 +266,8 @@ pub(crate) fn clone_reads_in_value(
     let within = body.expr_span(value);
     let in_value = saved_at.item == s.item && within.contains(saved_at.rel);
     // (The function the save is in, called by name in the value: `logadd(...)`, `self.f(...)`.)
-    let callee = (saved_at.item != s.item && !crate::project::is_module_item(saved_at.item))
-        .then(|| ctx.body(saved_at.item))
-        .flatten()
-        .and_then(|b| b.root_def().map(|f| b.func(f).name));
-    let in_callee = callee.is_some_and(|name| {
-        (0..body.exprs.len()).any(|i| {
-            let Expr::Call { func, .. } = body.exprs[i] else {
-                return false;
-            };
-            within.contains(body.expr_spans[i])
-                && match *body.expr(func) {
-                    Expr::Name { name: n, .. } | Expr::Attr { attr: n, .. } => n == name,
-                    _ => false,
-                }
-        })
-    });
+    let in_callee = saving_function(ctx, saved_at, s.item)
+        .is_some_and(|name| calls_named(&body, name, |sp| within.contains(sp)));
     if !in_value && !in_callee {
         return None;
     }
@@ -218,13 +276,30 @@ pub(crate) fn clone_reads_in_value(
         Some(element) => element,
         None => Span::new(s.item, body.expr_span(root_place(&body, written)?)),
     };
-    let root_text = ctx.text(root);
+    // (With the other places a tuple target writes: `q[:, 1:], k[:, 1:] = rope(q[:, 1:], k[:,
+    // 1:])` reads copies of both, one fix for the statement.)
+    let mut roots = vec![ctx.text(root).to_string()];
+    if let Stmt::Assign { targets, .. } = *body.stmt(s.stmt) {
+        for t in body.exprs_of(targets) {
+            if let Expr::Seq { items, .. } = *body.expr(t) {
+                for e in body.exprs_of(items) {
+                    if let Some(r) = matches!(body.expr(e), Expr::Subscript { .. })
+                        .then(|| root_place(&body, e))
+                        .flatten()
+                    {
+                        roots.push(ctx.text(Span::new(s.item, body.expr_span(r))).to_string());
+                    }
+                }
+            }
+        }
+    }
     let reads: Vec<ExprId> = (0..body.exprs.len())
         .map(|i| ExprId(i as u32))
         .filter(|e| within.contains(body.expr_span(*e)))
         .filter(|e| match *body.expr(*e) {
             Expr::Subscript { value, .. } => {
-                ctx.text(Span::new(s.item, body.expr_span(value))) == root_text
+                let text = ctx.text(Span::new(s.item, body.expr_span(value)));
+                roots.iter().any(|r| r == text)
             }
             _ => false,
         })
@@ -269,7 +344,16 @@ pub(crate) fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> 
     };
     match w.kind {
         WriteKind::Subscript { .. } => match *body.stmt(s) {
-            Stmt::Assign { targets, .. } => body.exprs_of(targets).find_map(subscript_value),
+            // (Or the subscript of a tuple target that is the write: `q[:, 1:], k[:, 1:] = ...`.)
+            Stmt::Assign { targets, .. } => {
+                body.exprs_of(targets).find_map(|t| match *body.expr(t) {
+                    Expr::Seq { items, .. } => body
+                        .exprs_of(items)
+                        .find(|e| body.expr_span(*e) == w.range.rel)
+                        .and_then(subscript_value),
+                    _ => subscript_value(t),
+                })
+            }
             Stmt::AugAssign { target, .. } => subscript_value(target),
             _ => None,
         },

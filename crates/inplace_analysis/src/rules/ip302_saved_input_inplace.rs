@@ -114,7 +114,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.
         fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
             .or_else(|| crate::fix::clone_renormalised_weight(ctx, w, save.range))
-            .or_else(|| out_of_place(ctx, w, applicability))
+            .or_else(
+                || match crate::fix::clone_between_save_and_write(ctx, w, save.range) {
+                    Some(between) => between,
+                    None => out_of_place(ctx, w, applicability),
+                },
+            )
             .or_else(|| crate::fix::parameter_write_after(ctx, w, &t))
             .or_else(|| crate::fix::parameter_write_before(ctx, w, save.range))
             // `self.queue[:, p:p + b] = keys.T` after `einsum(..., [q, self.queue])`.
