@@ -313,6 +313,11 @@ impl Interp<'_, '_> {
                     self.state.orphan(opt, e.clone());
                     return Some(e);
                 }
+                // A local alias rebound (`x = latents; x = x * 3`): the tensor keeps the name
+                // the code trains it under.
+                (Obj::Tensor(_), Some(_))
+                    if matches!(c.expr(target), Expr::Name { .. })
+                        && self.named_elsewhere(*o, name) => {}
                 (Obj::Tensor(_), Some(opt)) => {
                     let e = event(self.optimizer_origin(opt), reads_grad);
                     self.state.orphan(opt, e.clone());
@@ -328,6 +333,13 @@ impl Interp<'_, '_> {
             }
         }
         None
+    }
+
+    /// Whether a name other than `name` (of this scope or the module's) is bound to `o` alone.
+    fn named_elsewhere(&self, o: ObjId, name: Name) -> bool {
+        let alone = |v: &Vals| v.as_slice() == [o];
+        (self.state.env.iter()).any(|(n, v)| *n != name && alone(v))
+            || (self.globals.iter()).any(|(n, v)| *n != name && alone(v))
     }
 
     fn optimizer_origin(&self, opt: ObjId) -> Option<Span> {
