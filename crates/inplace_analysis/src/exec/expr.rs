@@ -1073,6 +1073,25 @@ impl Interp<'_, '_> {
             }
             // (`td["reward"]` of an instance of a `dict` subclass: its entries.)
             let b = self.dict_items(b).unwrap_or(b);
+            // A key a `defaultdict` does not hold yet: added, with a new empty list or dict.
+            if let (Some(k), Some(&list)) = (key, self.default_factories.get(&b)) {
+                let len = match self.obj(b) {
+                    Obj::Seq(items) => items.len(),
+                    _ => MAX_SLOTS,
+                };
+                if self.key_slot(b, k).flatten().is_none() && len < MAX_SLOTS {
+                    let new = match list {
+                        true => self.alloc(Obj::Seq(Vec::new())),
+                        false => self.keyed_dict(Vec::new()),
+                    };
+                    if let Obj::Seq(items) = self.obj_mut(b) {
+                        items.push(smallvec![new]);
+                    }
+                    let keys = self.dict_keys.entry(b).or_default();
+                    keys.resize(len, None);
+                    keys.push(Some((k, c.span(e))));
+                }
+            }
             // `cfg["act"]` of a dict whose keys are known: that entry.
             if let (Some(at), Obj::Seq(items)) =
                 (key.and_then(|k| self.key_slot(b, k)).flatten(), self.obj(b))

@@ -433,6 +433,9 @@ pub(crate) struct Interp<'p, 't> {
     pub dict_objs: FxHashSet<ObjId>,
     /// Dicts a module's `state_dict()` made (its parameters' memory), by that call.
     pub state_dicts: FxHashMap<ObjId, Span>,
+    /// `collections.defaultdict(list)` (true) or `defaultdict(dict)` (false): a key read that is
+    /// not there is added with a new empty list or dict.
+    pub default_factories: FxHashMap<ObjId, bool>,
     /// Lists and tuples whose slots are their elements one by one (a literal without `*`, the
     /// sum of two such): their `len()` is known until one is changed.
     pub exact_seqs: FxHashSet<ObjId>,
@@ -582,6 +585,7 @@ impl<'p, 't> Interp<'p, 't> {
             slot_clock: 0,
             metadata_read: false,
             exact_seqs: FxHashSet::default(),
+            default_factories: FxHashMap::default(),
             dict_objs: FxHashSet::default(),
             state_dicts: FxHashMap::default(),
             uncertain_receiver: false,

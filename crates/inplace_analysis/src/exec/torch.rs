@@ -216,6 +216,26 @@ impl Interp<'_, '_> {
                 return v;
             }
         }
+        // `defaultdict(list)`, `defaultdict(dict)`: an empty dict that adds an empty list or
+        // dict at a key read that is not there (`history["loss"].append(x)`).
+        if p == "collections.defaultdict" {
+            let kind = match first_arg.as_slice() {
+                [one] => match self.obj(*one) {
+                    Obj::Path(f) => match self.name(*f) {
+                        "builtins.list" => Some(true),
+                        "builtins.dict" => Some(false),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            };
+            let d = self.keyed_dict(Vec::new());
+            if let Some(list) = kind {
+                self.default_factories.insert(d, list);
+            }
+            return smallvec![d];
+        }
         // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
         // is a dict's too).
         if p == "collections.OrderedDict" {
