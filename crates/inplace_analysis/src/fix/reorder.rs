@@ -105,6 +105,27 @@ pub(crate) fn move_after(
     if !(rest.is_empty() || rest.starts_with('#')) || to <= end {
         return None;
     }
+    // The same statement already follows there (`optimizer.step()` after each of two
+    // backwards): moving it would run it twice in a row (two updates from one gradient); the
+    // early one goes, and the one after the backward takes both losses' gradients.
+    let next = text
+        .get(insert..)
+        .and_then(|t| t.lines().find(|l| !l.trim().is_empty()));
+    let code = |l: &str| l.split('#').next().unwrap_or_default().trim().to_string();
+    if next.is_some_and(|n| code(n) == code(stmt)) {
+        return Some(Fix {
+            title: format!(
+                "Remove this `{}`: the one after `{}` steps with both gradients",
+                code(stmt),
+                ctx.slice(target)
+            ),
+            applicability: Applicability::Unsafe,
+            edits: vec![Edit {
+                range: TextRange::new(from, to),
+                content: String::new(),
+            }],
+        });
+    }
     let sep = line_break_before(ctx, insert, eol);
     Some(Fix {
         title: format!("Move `{stmt}` after `{}`", ctx.slice(target)),
