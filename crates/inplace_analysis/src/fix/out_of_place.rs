@@ -324,6 +324,71 @@ pub(crate) fn chain_out_of_place_rebound(
     })
 }
 
+/// A statement that is one chain of in-place calls on a name (`logits.div_(c).tanh_().mul_(c)`,
+/// a soft cap) where a later call writes what an earlier one saved (`tanh_` its output, which
+/// `mul_` changes): every call out of place and the result bound to the name (`logits =
+/// logits.div(c).tanh().mul(c)`). A copy of the name first would not help: the chain saves and
+/// writes the copy alike. Only for a name of a value of its own (as
+/// [`chain_out_of_place_rebound`]).
+pub(crate) fn chain_all_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let (s, call) = (w.stmt?, w.call?);
+    let body = ctx.body(s.item)?;
+    if *body.stmt(s.stmt) != Stmt::Expr(call) {
+        return None;
+    }
+    if w.view_origin.is_some() || w.element.is_some() || w.into_leaf || w.record_field {
+        return None;
+    }
+    // Down the chain: each call an in-place method with an out-of-place twin.
+    let mut edits = Vec::new();
+    let mut at = call;
+    let root = loop {
+        match *body.expr(at) {
+            Expr::Call { func, .. } => {
+                let Expr::Attr {
+                    value,
+                    attr,
+                    attr_at,
+                    ..
+                } = *body.expr(func)
+                else {
+                    return None;
+                };
+                let base = ctx.name(attr).strip_suffix('_')?.to_string();
+                if !has_out_of_place(&base) || ctx.name(attr).ends_with("__") {
+                    return None;
+                }
+                let end = ctx.range(Span::new(s.item, body.expr_span(func)))?.end;
+                let start = ctx
+                    .range(Span::new(s.item, Rel::new(attr_at, attr_at)))?
+                    .start;
+                edits.push(Edit {
+                    range: TextRange::new(start, end),
+                    content: base,
+                });
+                at = value;
+            }
+            Expr::Name { name, .. } => break name,
+            _ => return None,
+        }
+    };
+    if edits.len() < 2 || w.through_bound.is_none_or(|b| b.alias_of.is_some()) {
+        return None;
+    }
+    let start = ctx.range(Span::new(s.item, body.expr_span(call)))?.start;
+    let root = ctx.name(root);
+    edits.push(Edit {
+        range: TextRange::new(start, start),
+        content: format!("{root} = "),
+    });
+    edits.sort_by_key(|e| e.range.start);
+    Some(Fix {
+        title: format!("Compute the chain out of place and bind it to `{root}`"),
+        applicability: Applicability::Unsafe,
+        edits,
+    })
+}
+
 /// `g.norm(2, dim=1).sub_(1)`: the write's receiver is the very call whose output was saved,
 /// made in the same expression, so no name holds it: its out-of-place twin (`.sub(1)`) changes
 /// nothing else (a copy of `g` would not separate them).
