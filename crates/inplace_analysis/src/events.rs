@@ -117,6 +117,9 @@ pub(crate) struct Write {
     /// The argument of the call at `call_site` that passed the written tensor (an expression of
     /// the call site's item), when one did.
     pub call_arg: Option<ExprId>,
+    /// Written through a `.data` alias (or a view of one), taken there: a save made through
+    /// that same alias sees its own counter move (the backward raises).
+    pub data_alias: Option<Span>,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -253,7 +253,11 @@ pub(crate) fn findings(
     // Nor is a `.data` read whose save such a write changed (its `.detach()` would raise).
     let saved_reads: Vec<TextRange> = (chosen.iter())
         .filter(|(rule, ..)| *rule == Rule::DataBypass)
-        .filter_map(|(_, _, u, ev)| rules::clobber_any(ev, units[*u])?.1.through_data)
+        .filter_map(|(_, _, u, ev)| {
+            let (w, save, _) = rules::clobber_any(ev, units[*u])?;
+            save.through_data
+                .filter(|_| rules::silent_through_data(w, save))
+        })
         .filter_map(|span| prog.range(span))
         .collect();
     chosen.retain(|(rule, range, ..)| {

@@ -317,7 +317,7 @@ impl Interp<'_, '_> {
                 // the code trains it under.
                 (Obj::Tensor(_), Some(_))
                     if matches!(c.expr(target), Expr::Name { .. })
-                        && self.named_elsewhere(*o, name) => {}
+                        && self.rebinds_alias(*o, name) => {}
                 (Obj::Tensor(_), Some(opt)) => {
                     let e = event(self.optimizer_origin(opt), reads_grad);
                     self.state.orphan(opt, e.clone());
@@ -335,11 +335,20 @@ impl Interp<'_, '_> {
         None
     }
 
-    /// Whether a name other than `name` (of this scope or the module's) is bound to `o` alone.
-    fn named_elsewhere(&self, o: ObjId, name: Name) -> bool {
+    /// Whether `name`, about to be bound anew, was bound as an alias of `o` (`x = latents`)
+    /// while another name (of this scope or the module's) still holds `o` alone: the tensor
+    /// keeps the name it is trained under. (Not the original name rebound while an alias of it
+    /// is kept, `init = latents; latents = ...`: the code goes on with the new tensor.)
+    fn rebinds_alias(&self, o: ObjId, name: Name) -> bool {
+        let alias = self
+            .state
+            .bound_at
+            .get(&name)
+            .is_some_and(|b| b.alias_of.is_some());
         let alone = |v: &Vals| v.as_slice() == [o];
-        (self.state.env.iter()).any(|(n, v)| *n != name && alone(v))
-            || (self.globals.iter()).any(|(n, v)| *n != name && alone(v))
+        alias
+            && ((self.state.env.iter()).any(|(n, v)| *n != name && alone(v))
+                || (self.globals.iter()).any(|(n, v)| *n != name && alone(v)))
     }
 
     fn optimizer_origin(&self, opt: ObjId) -> Option<Span> {

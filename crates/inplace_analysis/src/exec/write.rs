@@ -154,6 +154,7 @@ impl Interp<'_, '_> {
             hook_output: self.running_hook.filter(|(def, name)| {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),
+            data_alias: self.data_alias_at(first),
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
@@ -332,9 +333,9 @@ impl Interp<'_, '_> {
         };
         for s in &saves {
             // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`, or a view of
-            // it: its own counter moves, and the backward raises.)
+            // it: its own counter moves, and the backward raises: the write's `data_alias`
+            // tells the rules.)
             if alias.is_some() && self.saves.get(*s).through_data == alias {
-                self.saves.get_mut(*s).through_data = None;
                 note_write(self.state.clobbered.entry(*s).or_default(), wid);
                 continue;
             }

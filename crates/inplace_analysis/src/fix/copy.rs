@@ -179,9 +179,10 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
 /// (`q, k, v = qkv[0], qkv[1], qkv[2]`) before the statement whose op saved (`q_rot = rope(q[:,
 /// 1:])`), so a copy of the base there would be saved and written alike. The name the write
 /// goes through is copied right before the write instead (`q = q.clone()`): the op keeps what
-/// it saved, and later reads of that name see the write. `Some(None)` (no fix) where the view's
-/// base is read after the write (the write was meant to reach it) or the name is no plain one;
-/// `None` where a copy at the view is right.
+/// it saved, and later reads of that name see the write. `Some(None)` (no copy of the base or
+/// the name: other kinds of fix may still apply) where the view's base is read after the write
+/// (the write was meant to reach it), the name is no plain one or another name holds the
+/// tensor; `None` where a copy at the view is right.
 pub(crate) fn clone_between_save_and_write(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
@@ -216,8 +217,10 @@ pub(crate) fn clone_between_save_and_write(
     }
     let written = written_expr(&body, s.stmt, w)?;
     let root = root_place(&body, written)?;
-    if !matches!(body.expr(root), Expr::Name { .. }) {
-        return Some(None);
+    // (Another name of it, `queries = q`, would keep the values without the write.)
+    match *body.expr(root) {
+        Expr::Name { name, .. } if !aliased_by_name(ctx, &body, name) => {}
+        _ => return Some(None),
     }
     let r = ctx.text(Span::new(s.item, body.expr_span(root)));
     let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;

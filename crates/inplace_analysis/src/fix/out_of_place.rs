@@ -329,8 +329,12 @@ pub(crate) fn chain_out_of_place_rebound(
 /// `mul_` changes): every call out of place and the result bound to the name (`logits =
 /// logits.div(c).tanh().mul(c)`). A copy of the name first would not help: the chain saves and
 /// writes the copy alike. Only for a name of a value of its own (as
-/// [`chain_out_of_place_rebound`]).
-pub(crate) fn chain_all_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+/// [`chain_out_of_place_rebound`]) that no other name holds: `Some(None)` (no fix at all) for
+/// such a chain otherwise, `None` for a statement that is no such chain.
+pub(crate) fn chain_all_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<Option<Fix>> {
     let (s, call) = (w.stmt?, w.call?);
     let body = ctx.body(s.item)?;
     if *body.stmt(s.stmt) != Stmt::Expr(call) {
@@ -372,8 +376,14 @@ pub(crate) fn chain_all_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Wri
             _ => return None,
         }
     };
-    if edits.len() < 2 || w.through_bound.is_none_or(|b| b.alias_of.is_some()) {
+    if edits.len() < 2 {
         return None;
+    }
+    // (Another name of the tensor, `scores = logits`, would keep the values without the chain.)
+    if w.through_bound.is_none_or(|b| b.alias_of.is_some())
+        || super::aliased_by_name(ctx, &body, root)
+    {
+        return Some(None);
     }
     let start = ctx.range(Span::new(s.item, body.expr_span(call)))?.start;
     let root = ctx.name(root);
@@ -382,11 +392,11 @@ pub(crate) fn chain_all_out_of_place(ctx: &RenderCtx<'_>, w: &crate::events::Wri
         content: format!("{root} = "),
     });
     edits.sort_by_key(|e| e.range.start);
-    Some(Fix {
+    Some(Some(Fix {
         title: format!("Compute the chain out of place and bind it to `{root}`"),
         applicability: Applicability::Unsafe,
         edits,
-    })
+    }))
 }
 
 /// `g.norm(2, dim=1).sub_(1)`: the write's receiver is the very call whose output was saved,

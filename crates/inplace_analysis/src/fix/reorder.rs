@@ -112,7 +112,9 @@ pub(crate) fn move_after(
         .get(insert..)
         .and_then(|t| t.lines().find(|l| !l.trim().is_empty()));
     let code = |l: &str| l.split('#').next().unwrap_or_default().trim().to_string();
-    if next.is_some_and(|n| code(n) == code(stmt)) {
+    // (In the same block: the same indentation, not a step after the loop.)
+    let same_block = |l: &str| l.len() - l.trim_start().len() == indent.len();
+    if next.is_some_and(|n| same_block(n) && code(n) == code(stmt)) {
         return Some(Fix {
             title: format!(
                 "Remove this `{}`: the one after `{}` steps with both gradients",

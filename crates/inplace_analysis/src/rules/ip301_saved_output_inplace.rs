@@ -80,9 +80,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t, save)
         ),
         related: form3_related(ctx, w, save, &t),
-        fix: crate::fix::chain_all_out_of_place(ctx, w)
-            .or_else(|| out_of_place(ctx, w, applicability))
-            .or_else(|| crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability))
-            .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
+        // (A copy before a chain of in-place calls is saved and written by the chain alike.)
+        fix: match crate::fix::chain_all_out_of_place(ctx, w) {
+            Some(chain) => chain,
+            None => out_of_place(ctx, w, applicability)
+                .or_else(|| {
+                    crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability)
+                })
+                .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
+        },
     })
 }

@@ -83,7 +83,7 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
         }
         | Event::DataDropsGraph { write, .. } => Some(write_of(u, *write)?.range),
         _ => clobber_any(ev, u)
-            .filter(|(_, save, _)| save.through_data.is_some())
+            .filter(|(w, save, _)| super::silent_through_data(w, save))
             .map(|(w, ..)| w.range),
     }
 }
@@ -124,7 +124,7 @@ fn saved_through_data_finding(
     let data = save.through_data?;
     let alias = ctx.snippet(data);
     let op = ctx.op(save.op);
-    let own = save.range == w.range || w.range.contains(save.range);
+    let own = save.range == w.range;
     let mut related = Vec::new();
     if !own {
         related.push(Related {
@@ -146,16 +146,25 @@ fn saved_through_data_finding(
             ctx.line(save.range)
         ),
     };
-    let fix = replace_data(&alias, ".detach().clone()").and_then(|text| {
-        Some(Fix {
-            title: format!("Save a copy: `{text}`"),
-            applicability: Applicability::Unsafe,
-            edits: vec![Edit {
-                range: ctx.range(data)?,
-                content: text,
-            }],
+    // (Not where the alias is bound to a name, `g = gate.data`: later writes through the name
+    // are meant to reach the tensor, and a copy there would take them.)
+    let bound = ctx.body(data.item).is_some_and(|b| {
+        b.stmts.iter().any(|st| {
+            matches!(*st, crate::ir::Stmt::Assign { value, .. } if b.expr_span(value) == data.rel)
         })
     });
+    let fix = replace_data(&alias, ".detach().clone()")
+        .filter(|_| !bound)
+        .and_then(|text| {
+            Some(Fix {
+                title: format!("Save a copy: `{text}`"),
+                applicability: Applicability::Unsafe,
+                edits: vec![Edit {
+                    range: ctx.range(data)?,
+                    content: text,
+                }],
+            })
+        });
     Some(Finding {
         rule: Rule::DataBypass,
         severity: Severity::Warning,

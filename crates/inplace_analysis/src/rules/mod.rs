@@ -84,7 +84,13 @@ pub(crate) fn form3_rank(rule: Rule) -> Option<u8> {
 
 /// The write and save of a form ③ event.
 pub(crate) fn clobber<'u>(ev: &Event, u: &'u UnitOutput) -> Option<(&'u Write, &'u Save, Trigger)> {
-    clobber_any(ev, u).filter(|(_, save, _)| save.stash.is_none() && save.through_data.is_none())
+    clobber_any(ev, u).filter(|(w, save, _)| save.stash.is_none() && !silent_through_data(w, save))
+}
+
+/// A save made through a `.data` alias, written other than through that alias: the alias's
+/// own counter does not move, so the backward reads the new values without an error (IP401).
+pub(crate) fn silent_through_data(w: &Write, save: &Save) -> bool {
+    save.through_data.is_some() && save.through_data != w.data_alias
 }
 
 /// [`clobber`], of a tensor a custom Function kept on `ctx` (IP402's) or saved through `.data`
