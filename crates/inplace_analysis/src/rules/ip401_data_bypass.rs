@@ -59,7 +59,7 @@
 //! **Fix safety.** *Unsafe*: it changes which tensor the name holds (or, for an array, stops the
 //! sharing some code may rely on).
 
-use super::{clobber_any, write_of, write_related, RuleImpl};
+use super::{clobber_any, located, write_of, write_related, RuleImpl};
 use crate::domain::graph::Save;
 use crate::events::{Event, Trigger, Write, WriteKind};
 use crate::exec::UnitOutput;
@@ -125,19 +125,16 @@ fn saved_through_data_finding(
     let alias = ctx.snippet(data);
     let op = ctx.op(save.op);
     let own = save.range == w.range;
-    let mut related = Vec::new();
-    if !own {
-        related.push(Related {
-            source: None,
-            range: ctx.range(save.range)?,
-            message: format!("`{op}` saves `{alias}` here, for its backward"),
-        });
-    }
-    related.push(Related {
-        source: None,
-        range: ctx.range(trigger.range)?,
-        message: "the backward reads the changed values here, without an error".into(),
-    });
+    let mut related = located([
+        (
+            ctx.range(save.range).filter(|_| !own),
+            format!("`{op}` saves `{alias}` here, for its backward"),
+        ),
+        (
+            ctx.range(trigger.range),
+            "the backward reads the changed values here, without an error".into(),
+        ),
+    ]);
     write_related(ctx, w, &mut related);
     let saved = match own {
         true => format!("saves `{alias}` and then writes it"),

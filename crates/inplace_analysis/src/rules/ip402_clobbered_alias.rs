@@ -89,7 +89,7 @@
 //! **Fix safety.** *Unsafe*: the other name stops seeing the write, which is the intent but
 //! changes the values the program computes.
 
-use super::{clobber_any, out_of_place, write_of, write_related, RuleImpl};
+use super::{clobber_any, located, out_of_place, write_of, write_related, RuleImpl};
 use crate::events::{Event, Keeper, WriteId, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Related, Severity};
@@ -417,21 +417,6 @@ fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -
         ),
     }
     })
-}
-
-/// Related locations from `(range, message)` pairs, those with a range.
-fn located<const N: usize>(
-    pairs: [(Option<crate::finding::TextRange>, String); N],
-) -> Vec<Related> {
-    (pairs.into_iter())
-        .filter_map(|(range, message)| {
-            Some(Related {
-                source: None,
-                range: range?,
-                message,
-            })
-        })
-        .collect()
 }
 
 /// `a -= a[:, :1]`: the operand is a view of elements the write changes.

@@ -109,6 +109,21 @@ pub(crate) fn clobber_any<'u>(
     }
 }
 
+/// Related locations from `(range, message)` pairs, those with a range.
+pub(crate) fn located<const N: usize>(
+    pairs: [(Option<crate::finding::TextRange>, String); N],
+) -> Vec<Related> {
+    (pairs.into_iter())
+        .filter_map(|(range, message)| {
+            Some(Related {
+                source: None,
+                range: range?,
+                message,
+            })
+        })
+        .collect()
+}
+
 /// The write of an event that names one.
 pub(crate) fn write_of(u: &UnitOutput, w: WriteId) -> Option<&Write> {
     u.writes.get(w as usize)
