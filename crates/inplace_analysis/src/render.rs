@@ -260,17 +260,15 @@ pub(crate) fn findings(
         })
         .filter_map(|span| prog.range(span))
         .collect();
-    chosen.retain(|(rule, range, ..)| {
-        *rule != Rule::DataAccess || !(bypasses.contains(range) || saved_reads.contains(range))
-    });
     // Nor also IP402 for the names that read the values: the gradient is the harm named. And
     // a `.data` write IP402 reports (a name reads what it changed) is not also the note.
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !bypasses.contains(range));
-    // The note on a `.data` write is never a second finding of a write another rule reports
-    // (IP402: a name reads what it changed; IP302: a save through that very alias).
+    // The note on `.data` is never a second finding of a write another rule reports (IP401,
+    // IP402: a name reads what it changed; IP302: a save through that very alias).
     let reported: Vec<TextRange> = (chosen.iter())
         .filter(|(rule, ..)| *rule != Rule::DataAccess)
         .map(|(_, range, ..)| *range)
+        .chain(saved_reads)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::DataAccess || !reported.contains(range));
     if chosen.is_empty() {

@@ -436,6 +436,18 @@ impl Interp<'_, '_> {
         Some(list)
     }
 
+    /// Whether every key of dict `d` is a known string (as [`Interp::dict_key_list`] asks,
+    /// without making the list).
+    pub(super) fn all_keys_known(&self, d: ObjId) -> bool {
+        let len = match self.obj(d) {
+            Obj::Seq(slots) => slots.len(),
+            _ => return false,
+        };
+        self.dict_keys
+            .get(&d)
+            .is_some_and(|k| k.len() == len && len <= 32 && k.iter().all(Option::is_some))
+    }
+
     /// The modules and tensors a dict was given as keys, as a list (see
     /// [`Interp::object_keys`]).
     pub(super) fn object_key_list(&mut self, d: ObjId) -> Option<ObjId> {
@@ -1628,16 +1640,14 @@ impl Interp<'_, '_> {
             },
             "copy" => smallvec![self.copy_seq(s, false)],
             // A dict with its keys all known: its values one by one, in order.
-            "values" => match self.dict_key_list(s).and(match self.obj(s) {
-                Obj::Seq(vs) => Some(vs.clone()),
-                _ => None,
-            }) {
-                Some(vs) => {
+            "values" => match self.obj(s) {
+                Obj::Seq(vs) if self.all_keys_known(s) => {
+                    let vs = vs.clone();
                     let list = self.alloc(Obj::Seq(vs));
                     self.exact_seqs.insert(list);
                     smallvec![list]
                 }
-                None => smallvec![self.copy_seq(s, true)],
+                _ => smallvec![self.copy_seq(s, true)],
             },
             "pop" | "get" => self.elements(&smallvec![s]),
             "items" => {
