@@ -489,6 +489,70 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `d[key] = v` / `xs[index] = v` into list or dict `s` (`objects`: the modules or tensors a
+    /// one-part index evaluates to, kept as a dict's keys); `written`: where (a dict's new key
+    /// was written there).
+    pub(super) fn store_entry(
+        &mut self,
+        s: ObjId,
+        key: Option<Name>,
+        index: Index,
+        objects: &Vals,
+        vals: &Vals,
+        written: Span,
+    ) {
+        if key.is_none() && !objects.is_empty() && self.dict_objs.contains(&s) {
+            // (Past the bound the keys are not all known: none are given then.)
+            let keys = self.object_keys.entry(s).or_default();
+            for o in objects {
+                if !keys.contains(o) {
+                    keys.push(*o);
+                }
+            }
+            if keys.len() > MAX_SEQ {
+                keys.clear();
+                keys.push(UNKNOWN);
+            }
+        }
+        // `xs[2] = v` replaces that position; other keys add a position.
+        let Obj::Seq(items) = self.obj(s) else {
+            return;
+        };
+        // (`xs[-1] = v`: the last; `d["f"] = v`: the entry of that key, a new one at the end
+        // of a dict whose keys are known or that is empty.)
+        let len = items.len();
+        let keyed = key.filter(|_| len == 0 || self.dict_keys.contains_key(&s));
+        // (A slot holds a bounded number of alternatives.)
+        let stored = if vals.len() > MAX_SEQ {
+            smallvec![UNKNOWN]
+        } else {
+            vals.clone()
+        };
+        let at = match keyed.map(|k| self.key_slot(s, k).flatten()) {
+            Some(at) => at,
+            None => index_at(index, len),
+        };
+        match (at, keyed) {
+            (Some(k), _) => {
+                self.store_slot(s, Slot::At(k as u32));
+                if let Obj::Seq(items) = self.obj_mut(s) {
+                    items[k] = stored;
+                }
+            }
+            (None, Some(k)) if len < MAX_SLOTS => {
+                self.exact_seqs.remove(&s);
+                self.store_slot(s, Slot::At(len as u32));
+                if let Obj::Seq(items) = self.obj_mut(s) {
+                    items.push(stored);
+                }
+                let keys = self.dict_keys.entry(s).or_default();
+                keys.resize(len, None);
+                keys.push(Some((k, written)));
+            }
+            (None, _) => self.seq_insert(s, len.min(MAX_SLOTS - 1), vals),
+        }
+    }
+
     fn bind_subscript(
         &mut self,
         c: Code<'_>,
@@ -535,57 +599,7 @@ impl Interp<'_, '_> {
             }
         }
         for s in seqs {
-            if key.is_none() && !objects.is_empty() && self.dict_objs.contains(&s) {
-                // (Past the bound the keys are not all known: none are given then.)
-                let keys = self.object_keys.entry(s).or_default();
-                for o in &objects {
-                    if !keys.contains(o) {
-                        keys.push(*o);
-                    }
-                }
-                if keys.len() > MAX_SEQ {
-                    keys.clear();
-                    keys.push(UNKNOWN);
-                }
-            }
-            // `xs[2] = v` replaces that position; other keys add a position.
-            let Obj::Seq(items) = self.obj(s) else {
-                continue;
-            };
-            // (`xs[-1] = v`: the last; `d["f"] = v`: the entry of that key, a new one at the end
-            // of a dict whose keys are known or that is empty.)
-            let len = items.len();
-            let keyed = key.filter(|_| len == 0 || self.dict_keys.contains_key(&s));
-            // (A slot holds a bounded number of alternatives.)
-            let stored = if vals.len() > MAX_SEQ {
-                smallvec![UNKNOWN]
-            } else {
-                vals.clone()
-            };
-            let at = match keyed.map(|k| self.key_slot(s, k).flatten()) {
-                Some(at) => at,
-                None => index_at(index, len),
-            };
-            match (at, keyed) {
-                (Some(k), _) => {
-                    self.store_slot(s, Slot::At(k as u32));
-                    if let Obj::Seq(items) = self.obj_mut(s) {
-                        items[k] = stored;
-                    }
-                }
-                (None, Some(k)) if len < MAX_SLOTS => {
-                    self.exact_seqs.remove(&s);
-                    self.store_slot(s, Slot::At(len as u32));
-                    let written = c.span(target);
-                    if let Obj::Seq(items) = self.obj_mut(s) {
-                        items.push(stored);
-                    }
-                    let keys = self.dict_keys.entry(s).or_default();
-                    keys.resize(len, None);
-                    keys.push(Some((k, written)));
-                }
-                (None, _) => self.seq_insert(s, len.min(MAX_SLOTS - 1), &vals),
-            }
+            self.store_entry(s, key, index, &objects, &vals, c.span(target));
         }
         if !tensors.is_empty() {
             let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));

@@ -417,6 +417,10 @@ pub(crate) struct Interp<'p, 't> {
     pub taken_slots: FxHashMap<(ObjId, Slot), usize>,
     /// When each container slot was last stored ([`Interp::slot_clock`]).
     pub stored_slots: FxHashMap<(ObjId, Slot), usize>,
+    /// Container slots last stored while an inlined call ran (a forward hook's `feats[name] =
+    /// out` into a dict no name of the running code reaches): a later write of what they hold
+    /// makes them stale wherever the container lives.
+    pub call_stored: FxHashSet<(ObjId, Slot)>,
     /// Where each `.grad` tensor was last read as `p.grad` (a fix keeping a copy there, when
     /// that read put it into a list: `[p.grad for p in params]`).
     pub grad_reads: FxHashMap<ObjId, Span>,
@@ -580,6 +584,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
+            call_stored: FxHashSet::default(),
             grad_reads: FxHashMap::default(),
             loop_rows: Vec::new(),
             slot_clock: 0,

@@ -1337,7 +1337,7 @@ impl Interp<'_, '_> {
             }
             // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
             if let Some(d) = self.dict_items(m) {
-                return self.seq_method(d, meth, args);
+                return self.seq_method(d, meth, args, c.span(e));
             }
         }
         let name = self.name(meth).to_string();
@@ -1584,8 +1584,65 @@ impl Interp<'_, '_> {
         smallvec![self.alloc(Obj::Unknown)]
     }
 
-    pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args) -> Vals {
+    /// A method of list or dict `s` called at `call`.
+    pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args, call: Span) -> Vals {
         match self.name(meth) {
+            // `d.__setitem__(k, v)` (a hook's `lambda m, i, o: feats.__setitem__(name, o)`),
+            // `d.update(k=v)`, `d.update(other)`, `d.setdefault(k, v)`: stores, as `d[k] = v`.
+            "__setitem__" => {
+                if let [(k, _), (v, _), ..] = args.positional.as_slice() {
+                    let key = self.one_exact_str(k);
+                    let index = self.one_int(k).map_or(Index::Other, Index::At);
+                    self.store_entry(s, key, index, &Vals::new(), v, call);
+                }
+                smallvec![NONE]
+            }
+            "update" if self.dict_objs.contains(&s) || self.dict_keys.contains_key(&s) => {
+                if let Some(other) = args.first() {
+                    match self.keyed_entries(other) {
+                        Some(entries) => {
+                            for (k, v, _) in entries {
+                                self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+                            }
+                        }
+                        None => {
+                            let add = self.elements(other);
+                            let len = match self.obj(s) {
+                                Obj::Seq(items) => items.len(),
+                                _ => 0,
+                            };
+                            self.seq_insert(s, len.min(MAX_SLOTS - 1), &add);
+                        }
+                    }
+                }
+                for (k, v, ..) in args.keywords.clone() {
+                    self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+                }
+                smallvec![NONE]
+            }
+            "setdefault" if self.dict_objs.contains(&s) => {
+                let key = args.first().and_then(|k| self.one_exact_str(k));
+                let v =
+                    (args.positional.get(1)).map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
+                let empty = matches!(self.obj(s), Obj::Seq(items) if items.is_empty());
+                match key.map(|k| (k, self.key_slot(s, k))) {
+                    Some((_, Some(Some(at)))) => match self.obj(s) {
+                        Obj::Seq(items) => items[at].clone(),
+                        _ => smallvec![UNKNOWN],
+                    },
+                    Some((k, Some(None))) | Some((k, None))
+                        if empty || self.dict_keys.contains_key(&s) =>
+                    {
+                        self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+                        v
+                    }
+                    _ => {
+                        let mut out = self.elements(&smallvec![s]);
+                        out.extend(v);
+                        out
+                    }
+                }
+            }
             m @ ("append" | "extend" | "insert" | "add") => {
                 let extend = m == "extend";
                 let mut add = Vals::new();

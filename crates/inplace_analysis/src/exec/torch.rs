@@ -1266,8 +1266,10 @@ impl Interp<'_, '_> {
         let first = args.first().cloned().unwrap_or_default();
         // `torch.stack(states)` reads every tensor the list holds: one a write changed since it
         // was appended is read stale (IP402).
+        // (Read where the list is named, `history["returns"]` of `torch.stack(...)`.)
         if ops::JOINS_LIST.contains(&f) {
-            self.read_entries(&first, call);
+            let list = (args.positional.first()).and_then(|(_, arg)| arg.map(|a| c.span(a)));
+            self.read_entries(&first, list.unwrap_or(call));
         }
         // (`out=None` is no `out=`: the op makes its result.)
         let out_arg = args

@@ -500,6 +500,7 @@ impl Interp<'_, '_> {
         if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             if !w.masking {
                 self.mark_stale_slots(t, wid, Taken::Any);
+                self.mark_stale_called_slots(t, wid);
             }
         } else {
             // ... but not a parameter made to show another's memory.
@@ -836,16 +837,7 @@ impl Interp<'_, '_> {
                 let key = (o, slot);
                 // (Every alternative the slot may hold: a slot of certain ones.)
                 if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
-                    if self.earlier_row(key, vs) {
-                        continue;
-                    }
-                    // (Nor a slot a hook that may not run on this layer stored.)
-                    let taken = match (self.taken_slots.get(&key), taken) {
-                        (Some(_), Taken::Any) => true,
-                        (Some(at), Taken::After(since)) => *at > since,
-                        (_, Taken::None) | (None, _) => false,
-                    };
-                    if !taken && !self.maybe_slots.contains_key(&key) {
+                    if self.slot_kept(key, vs, taken) {
                         stale.push(key);
                     }
                 } else if depth < 2 {
@@ -863,12 +855,57 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// Slots an inlined call stored `t` into, in a container that no name of the running code
+    /// may reach (a forward hook's `feats[name] = out` into a module-level dict, read after
+    /// the model ran): stale by write `wid` as [`Self::mark_stale_slots`] judges them.
+    fn mark_stale_called_slots(&mut self, t: ObjId, wid: WriteId) {
+        let stale: SmallVec<[(ObjId, Slot); 2]> = (self.call_stored.iter())
+            .copied()
+            .filter(|&key| {
+                let vs = match (self.obj(key.0), key.1) {
+                    (Obj::Seq(items), Slot::At(k)) => items.get(k as usize),
+                    (Obj::Module(m), Slot::Attr(a)) => m.attrs.get(&a),
+                    _ => None,
+                };
+                vs.is_some_and(|vs| {
+                    !vs.is_empty()
+                        && vs.iter().all(|x| self.same_or_detached(*x, t))
+                        && self.slot_kept(key, vs, Taken::Any)
+                })
+            })
+            .collect();
+        self.steps += self.call_stored.len() as u64;
+        for key in stale {
+            note_write(self.state.stale_slots.entry(key).or_default(), wid);
+        }
+    }
+
+    /// Whether slot `key`, holding `vs` (what a write just wrote), keeps it as a copy the
+    /// write makes stale: not a row of an earlier iteration, not taken out since it was stored
+    /// (`taken`: which takings count), not stored by a hook that may not run on this layer.
+    fn slot_kept(&self, key: (ObjId, Slot), vs: &Vals, taken: Taken) -> bool {
+        if self.earlier_row(key, vs) {
+            return false;
+        }
+        let taken = match (self.taken_slots.get(&key), taken) {
+            (Some(_), Taken::Any) => true,
+            (Some(at), Taken::After(since)) => *at > since,
+            (_, Taken::None) | (None, _) => false,
+        };
+        !taken && !self.maybe_slots.contains_key(&key)
+    }
+
     /// Slot `slot` of container `o` now holds what was just stored there (by a hook that may not
     /// run on its layer, when `storing_maybe`): neither stale nor taken out.
     pub(super) fn store_slot(&mut self, o: ObjId, slot: Slot) {
         let key = (o, slot);
         self.state.stale_slots.remove(&key);
         self.taken_slots.remove(&key);
+        if self.frames.is_empty() {
+            self.call_stored.remove(&key);
+        } else {
+            self.call_stored.insert(key);
+        }
         if !self.loop_rows.is_empty() {
             self.slot_clock += 1;
             self.stored_slots.insert(key, self.slot_clock);
