@@ -55,6 +55,13 @@ impl<'a> RenderCtx<'a> {
         self.prog.lowered_body(item)
     }
 
+    /// Whether two items are one scope: the same function, or statements of the module's own
+    /// code (each its own item).
+    pub fn same_scope(&self, a: ItemId, b: ItemId) -> bool {
+        let top = |i| self.body(i).is_some_and(|body| body.root_def().is_none());
+        a == b || (top(a) && top(b))
+    }
+
     pub fn torch_alias(&self) -> Option<&'a str> {
         self.torch
     }

@@ -525,6 +525,13 @@ impl Interp<'_, '_> {
                 written.push(*v);
             }
         }
+        // (An indexed write into a tensor the callee gives back, `x[2:5] += 1; return x`: the
+        // caller takes the result for a new tensor; its other names of `x` see the write.)
+        if let Some((base, Part::Index(_))) = self.tensor(at).and_then(|tt| tt.view_of) {
+            if returns.contains(&base) && !written.contains(&base) {
+                written.push(base);
+            }
+        }
         let argument = args.all_values().any(|v| v.as_slice() == [at]);
         let meant_new = pieces || returns.contains(&at);
         if let (true, true, Some((base, _))) = (

@@ -566,6 +566,55 @@ pub(crate) fn clone_argument(
     copy_before_statement(ctx, at, r, title)
 }
 
+/// The call made in the scope of `read` that passed a helper, where write `w` is, the tensor
+/// `name` names there, and that argument: the outermost call when made there, else the call of
+/// the write's call path made there whose argument is `name`.
+pub(crate) fn call_passing(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    name: &str,
+    read: Span,
+) -> Option<(Span, Span)> {
+    let site = w.call_site?;
+    if ctx.same_scope(site.item, read.item) {
+        let body = ctx.body(site.item)?;
+        return Some((site, Span::new(site.item, body.expr_span(w.call_arg?))));
+    }
+    let call = (w.call_path.iter().rev()).find(|c| ctx.same_scope(c.item, read.item))?;
+    let body = ctx.body(call.item)?;
+    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == call.rel)?;
+    let Expr::Call { args, .. } = body.exprs[e] else {
+        return None;
+    };
+    let arg = body
+        .exprs_of(body.args[args as usize].positional)
+        .map(|a| Span::new(call.item, body.expr_span(a)))
+        .find(|a| ctx.text(*a) == name)?;
+    Some((*call, arg))
+}
+
+/// A helper that writes the tensor its caller passed and gives it back (`x[2:5] += 1; return
+/// x`), whose caller reads `name` after the call (`a = shift(x); b = shift(x)`): the call made
+/// from the reader's scope passes a copy (`shift(x.clone())`; see [`call_passing`]).
+pub(crate) fn clone_passed_to_helper(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    name: &str,
+    read: Span,
+) -> Option<Fix> {
+    let site = w.call_site?;
+    if ctx.same_scope(site.item, read.item) {
+        return clone_argument(ctx, w, false);
+    }
+    let (_, arg) = call_passing(ctx, w, name, read)?;
+    Some(one(
+        format!("Pass a copy: `{name}.clone()`"),
+        Applicability::Unsafe,
+        ctx.range(arg)?,
+        format!("{name}.clone()"),
+    ))
+}
+
 /// `r = r.clone()` inserted as a statement of its own just before the statement at `at`, at
 /// its indentation (unsafe: what `r` names is a copy from there on).
 pub(crate) fn copy_before_statement(

@@ -268,6 +268,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             }
             _ => None,
         })
+        // A helper's write no rewrite there fixes (`x[2:5] += 1; return x`), into what its
+        // caller passed and reads again: the call passes it a copy.
+        .or_else(|| {
+            let caller_reads = !in_module && read.item != w.range.item;
+            caller_reads.then(|| fix::clone_passed_to_helper(ctx, w, name, *read))?
+        })
         // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
         // has no local name to rewrite or copy into: a copy would be kept in its place.
         .filter(|_| {
@@ -518,6 +524,17 @@ fn stale_message(
     } else if view {
         format!(
             "`{through}` writes in place into memory the view `{name}` shows; `{name}` is read later ({}) and silently sees the new values",
+            ctx.line(read)
+        )
+    } else if let Some((call, _)) = (w.range.item != read.item)
+        .then(|| fix::call_passing(ctx, w, name, read))
+        .flatten()
+    {
+        // (A helper writing what its caller passed, read by the caller.)
+        format!(
+            "`{through}` writes in place into the tensor the call `{}` ({}) passed, which `{name}` names there; `{name}` is read later ({}) and silently sees the new values",
+            ctx.snippet(call),
+            ctx.line(call),
             ctx.line(read)
         )
     } else {
