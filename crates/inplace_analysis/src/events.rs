@@ -120,6 +120,9 @@ pub(crate) struct Write {
     /// Written through a `.data` alias (or a view of one), taken there: a save made through
     /// that same alias sees its own counter move (the backward raises).
     pub data_alias: Option<Span>,
+    /// A list, dict or object kept the written tensor at the write (`parts = [gen]` before
+    /// `gen.scatter_(...)`): a rewrite out of place would leave it the old tensor.
+    pub kept_in_slot: bool,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -155,6 +155,7 @@ impl Interp<'_, '_> {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),
             data_alias: self.data_alias_at(first),
+            kept_in_slot: false,
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
@@ -207,7 +208,14 @@ impl Interp<'_, '_> {
             };
             let all = (no_grad, all_leaf, all_refused, all_inference);
             if self.report_raising(*t, wid, &tt, &w, all, value_grad) {
-                // (The statement stops here: nothing after this write runs.)
+                // (The statement stops here: nothing after this write runs. A fix needs to
+                // know whether a list or dict keeps the tensor: the write is meant to reach
+                // it.)
+                let t = *t;
+                let kept = single
+                    && !(self.slots_keeping(Taken::Any, false, |it, x| it.same_or_detached(x, t)))
+                        .is_empty();
+                self.writes[wid as usize].kept_in_slot = kept;
                 break;
             }
             if !tt.counter {
@@ -499,8 +507,10 @@ impl Interp<'_, '_> {
         // is meant to see it.)
         if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             if !w.masking {
-                self.mark_stale_slots(t, wid, Taken::Any);
-                self.mark_stale_called_slots(t, wid);
+                let kept = self.mark_stale_slots(t, wid, Taken::Any);
+                if self.mark_stale_called_slots(t, wid) || kept {
+                    self.writes[wid as usize].kept_in_slot = true;
+                }
             }
         } else {
             // ... but not a parameter made to show another's memory.
@@ -771,8 +781,8 @@ impl Interp<'_, '_> {
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
     /// `taken`: which slots taken out count (see [`Taken`]).
-    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) {
-        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t));
+    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) -> bool {
+        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t))
     }
 
     /// Whether slot `key`, holding `vs`, was stored in an earlier iteration of a loop whose
@@ -795,7 +805,24 @@ impl Interp<'_, '_> {
         taken: Taken,
         children: bool,
         hit: impl Fn(&Self, ObjId) -> bool,
-    ) {
+    ) -> bool {
+        let stale = self.slots_keeping(taken, children, hit);
+        let found = !stale.is_empty();
+        for key in stale {
+            note_write(self.state.stale_slots.entry(key).or_default(), wid);
+        }
+        found
+    }
+
+    /// The container slots (reached from the running code's names, see
+    /// [`Self::mark_stale_slots`]) that keep only objects `hit` accepts, as copies a write of
+    /// them makes stale.
+    fn slots_keeping(
+        &mut self,
+        taken: Taken,
+        children: bool,
+        hit: impl Fn(&Self, ObjId) -> bool,
+    ) -> SmallVec<[(ObjId, Slot); 2]> {
         /// Most container objects looked into per write.
         const MAX_VISITED: usize = 64;
         let container = |it: &Self, o: ObjId| matches!(it.obj(o), Obj::Seq(_) | Obj::Module(_));
@@ -850,15 +877,13 @@ impl Interp<'_, '_> {
             }
         }
         self.steps += visited.len() as u64;
-        for key in stale {
-            note_write(self.state.stale_slots.entry(key).or_default(), wid);
-        }
+        stale
     }
 
     /// Slots an inlined call stored `t` into, in a container that no name of the running code
     /// may reach (a forward hook's `feats[name] = out` into a module-level dict, read after
     /// the model ran): stale by write `wid` as [`Self::mark_stale_slots`] judges them.
-    fn mark_stale_called_slots(&mut self, t: ObjId, wid: WriteId) {
+    fn mark_stale_called_slots(&mut self, t: ObjId, wid: WriteId) -> bool {
         let stale: SmallVec<[(ObjId, Slot); 2]> = (self.call_stored.iter())
             .copied()
             .filter(|&key| {
@@ -875,9 +900,11 @@ impl Interp<'_, '_> {
             })
             .collect();
         self.steps += self.call_stored.len() as u64;
+        let found = !stale.is_empty();
         for key in stale {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
         }
+        found
     }
 
     /// Whether slot `key`, holding `vs` (what a write just wrote), keeps it as a copy the

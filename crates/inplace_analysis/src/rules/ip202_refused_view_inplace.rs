@@ -65,6 +65,9 @@
 //! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block. An expanded
 //! view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered), or
 //! `repeat`. An inference tensor: out of place, or a copy (`.clone()`, a normal tensor) first.
+//! A view a list or dict keeps too (`parts = [gen]` before `gen.scatter_(...)` in a loop) gets
+//! no fix: the rewrite would leave the list the old tensor, and whether the list is meant to
+//! see the writes is the code's choice (AllenNLP's CopyNet put the result in after the loop).
 //!
 //! **Fix safety.** *Unsafe*: the tensor viewed no longer sees the write (it never could while
 //! autograd recorded, but code after it may have read it expecting the change); under
@@ -224,7 +227,8 @@ const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error
 /// tensor that requires grad (an update meant to be unrecorded): the write under
 /// `torch.no_grad()`, where autograd allows it and the tensor still changes. A loop's row
 /// rebound out of place, or a `no_grad` view of a plain tensor rebound, would change nothing
-/// the tensor keeps: no fix. Else out of place, or into a copy.
+/// the tensor keeps: no fix; nor where a list or dict keeps the view. Else out of place, or
+/// into a copy.
 fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Option<crate::Fix> {
     match view.op {
         // A copy where the view is made: every element its own memory, written as meant.
@@ -232,6 +236,10 @@ fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Opt
         RefusedBy::NoGrad if view.grad => crate::fix::write_under_no_grad(ctx, w),
         RefusedBy::NoGrad | RefusedBy::Iteration => None,
         _ if w.into_leaf => crate::fix::write_under_no_grad(ctx, w),
+        // (Kept by a list or dict as well, `parts = [gen]`: the write is meant to reach it,
+        // and a rewrite would leave it the old tensor; a copy where the name is bound would
+        // make the list see the writes, which the code may or may not mean. No fix.)
+        _ if w.kept_in_slot => None,
         _ => out_of_place(ctx, &own_copy(w), crate::Applicability::Unsafe),
     }
 }
