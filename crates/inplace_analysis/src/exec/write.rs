@@ -156,6 +156,7 @@ impl Interp<'_, '_> {
             }),
             data_alias: self.data_alias_at(first),
             kept_in_slot: false,
+            value_grad: false,
         });
         self.write_targets.push(first);
         let wid = (self.writes.len() - 1) as WriteId;
@@ -168,6 +169,7 @@ impl Interp<'_, '_> {
             v.iter()
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
         });
+        self.writes[wid as usize].value_grad = value_grad == Some(Tri::Yes);
         let single = tensors.len() == 1;
         let one_storage = tensors.iter().all(|t| t.storage == tensors[0].storage);
         let each = w.through.is_some_and(|n| {

@@ -615,6 +615,30 @@ pub(crate) fn clone_passed_to_helper(
     ))
 }
 
+/// A write into a leaf's view of a value that requires grad (`inputs[slices] = updates` with
+/// `updates = proj(x)`, keras-core's `slice_update` given a parameter), in a function that
+/// reads the name again (`return inputs`): the write is part of the computation, which
+/// `no_grad` would cut from the value's gradient. The name gets a copy first (`inputs =
+/// inputs.clone()`): the write then goes into a tensor with history, and the parameter stays.
+pub(crate) fn clone_leaf_before_computed_write(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<Fix> {
+    let s = w.stmt?;
+    if !w.value_grad || w.record_field || w.under_no_grad {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let (name, _, read_after) = written_name_in_function(&body, s.stmt, w)?;
+    if !read_after {
+        return None;
+    }
+    let r = ctx.name(name);
+    let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    let title = format!("Write into a copy: `{r} = {r}.clone()` first");
+    copy_before_statement(ctx, stmt, r, title)
+}
+
 /// `r = r.clone()` inserted as a statement of its own just before the statement at `at`, at
 /// its indentation (unsafe: what `r` names is a copy from there on).
 pub(crate) fn copy_before_statement(

@@ -28,7 +28,10 @@
 //! combine the pieces (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`); where
 //! the write goes through a name bound to the view that the function reads again
 //! (`cls = self.cls_token.expand(b, -1, -1); cls += pos; torch.cat((cls, x), 1)`), the rewrite
-//! `cls = cls + pos` is offered instead: the parameter stays as it was.
+//! `cls = cls + pos` is offered instead: the parameter stays as it was. A helper that writes a
+//! value requiring grad into a slice of what it was given and goes on with it (`inputs[s] =
+//! proj(x); return inputs`, given a parameter) computes with the write: a copy first (`inputs =
+//! inputs.clone()`, offered), since `no_grad` would cut the value's gradient.
 //!
 //! **Fix safety.** *Unsafe*: the write then succeeds, unrecorded, which is right for an update
 //! of a parameter and changes the gradient where the leaf was meant to be computed with; the
@@ -96,7 +99,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         fix: if in_forward(ctx, w) && crate::fix::view_base_read_after(ctx, w) {
             None
         } else {
+            // (A value that requires grad, written into the view of a name the function reads
+            // on, `inputs[s] = proj(x); return inputs`: the write is part of the computation,
+            // which `no_grad` would cut from the value's gradient: a copy first.)
             crate::fix::rebind_read_again(ctx, w, false)
+                .or_else(|| crate::fix::clone_leaf_before_computed_write(ctx, w))
                 .or_else(|| crate::fix::write_under_no_grad(ctx, w))
         },
     })
