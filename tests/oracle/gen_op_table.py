@@ -52,7 +52,7 @@ fft ifft rfft irfft hfft ihfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn f
 # `leaky_relu` saves its input, `leaky_relu_` its result.)
 
 BINARY = """add sub mul div true_divide floor_divide matmul mm bmm pow atan2 maximum minimum fmax fmin
-dot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
+dot vdot outer cross hypot linear mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
 binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance where remainder fmod
 xlogy copysign lerp logaddexp logaddexp2 conv1d conv2d prelu cdist dist grid_sample mv ger inner tensordot vecdot
 kron""".split()
@@ -363,7 +363,7 @@ def binary_config(f, cfg):
         if op in ("bmm", "baddbmm", "addbmm"):
             a = shaped(a, lambda t: t.unsqueeze(0))
             b = shaped(b, lambda t: t.t().unsqueeze(0))
-        if op in ("dot", "outer", "ger", "addr"):
+        if op in ("dot", "vdot", "outer", "ger", "addr"):
             a = shaped(a, lambda t: t.flatten())
             b = shaped(b, lambda t: t.flatten())
         if op in ("mv", "addmv"):

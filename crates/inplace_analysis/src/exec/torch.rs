@@ -1258,6 +1258,40 @@ impl Interp<'_, '_> {
             .collect()
     }
 
+    /// `f(..., out=t)` (a torch function, or `F.normalize`): the op writes its result into `t`,
+    /// in place, and returns it; `None` without an `out=` tensor.
+    fn write_out_arg(&mut self, c: Code<'_>, f: &str, args: &Args, call: Span) -> Option<Vals> {
+        // (`out=None` is no `out=`: the op makes its result.)
+        let out_arg = args
+            .keyword(known::OUT)
+            .filter(|(out, ..)| out.iter().any(|v| *v != NONE));
+        let (out, value, span) = out_arg?;
+        let out: Vals = out.iter().copied().filter(|v| *v != NONE).collect();
+        let tensors = self.as_tensors(&out);
+        let through = self.obj_name(c, value);
+        let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
+        // Autograd refuses the call when one of its tensors surely requires grad (the
+        // `out=` one included), whatever it is: nothing is written then. (An op whose result
+        // is integers or booleans, `argmax`, `eq`, has no gradient to refuse.)
+        let refused = self.grad_enabled
+            && !ops::INDEX_RESULT.contains(&f)
+            && !ops::NO_GRAD_OUT.contains(&f)
+            && args
+                .all_values()
+                .any(|v| self.surely_grad(&self.flat_tensors(v)))
+            && !self.raised();
+        if refused {
+            // (Raised before the write is recorded: the write does nothing.)
+            self.raised_in = Some(self.stmt_run);
+        }
+        let writes_grad = self.surely_grad(&tensors);
+        let write = self.write(&tensors, spec);
+        if refused {
+            self.report(Event::OutArgRefused { write, writes_grad });
+        }
+        Some(out)
+    }
+
     /// `torch.f(...)`; `qualified` may name a submodule (`linalg.vector_norm`): the op table
     /// knows the op by its last name, the messages by what was written.
     fn call_torch_fn(&mut self, c: Code<'_>, e: ExprId, qualified: &str, args: &Args) -> Vals {
@@ -1271,34 +1305,7 @@ impl Interp<'_, '_> {
             let list = (args.positional.first()).and_then(|(_, arg)| arg.map(|a| c.span(a)));
             self.read_entries(&first, list.unwrap_or(call));
         }
-        // (`out=None` is no `out=`: the op makes its result.)
-        let out_arg = args
-            .keyword(known::OUT)
-            .filter(|(out, ..)| out.iter().any(|v| *v != NONE));
-        if let Some((out, value, span)) = out_arg {
-            let out: Vals = out.iter().copied().filter(|v| *v != NONE).collect();
-            let tensors = self.as_tensors(&out);
-            let through = self.obj_name(c, value);
-            let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
-            // Autograd refuses the call when one of its tensors surely requires grad (the
-            // `out=` one included), whatever it is: nothing is written then. (An op whose result
-            // is integers or booleans, `argmax`, `eq`, has no gradient to refuse.)
-            let refused = self.grad_enabled
-                && !ops::INDEX_RESULT.contains(&f)
-                && !ops::NO_GRAD_OUT.contains(&f)
-                && args
-                    .all_values()
-                    .any(|v| self.surely_grad(&self.flat_tensors(v)))
-                && !self.raised();
-            if refused {
-                // (Raised before the write is recorded: the write does nothing.)
-                self.raised_in = Some(self.stmt_run);
-            }
-            let writes_grad = self.surely_grad(&tensors);
-            let write = self.write(&tensors, spec);
-            if refused {
-                self.report(Event::OutArgRefused { write, writes_grad });
-            }
+        if let Some(out) = self.write_out_arg(c, f, args, call) {
             return out;
         }
         // `torch.as_tensor(t)` / `torch.asarray(t)` of a tensor, with no dtype or device to
@@ -1472,6 +1479,9 @@ impl Interp<'_, '_> {
         let fname = self.intern(f);
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
+        }
+        if let Some(out) = self.write_out_arg(c, f, args, call) {
+            return out;
         }
         let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
         let bag = (f == "embedding_bag")
