@@ -1434,6 +1434,19 @@ impl Interp<'_, '_> {
         self.torch_base(class, &layer, 0)
     }
 
+    /// Whether a class derives from `torch.distributions.transforms.Transform` (also reached
+    /// as `torch.distributions.Transform`), whose `__call__` runs `_call`.
+    pub(super) fn torch_transform_base(&self, class: &ClassObj) -> bool {
+        let transform = |path: &str| {
+            matches!(
+                path,
+                "torch.distributions.transforms.Transform" | "torch.distributions.Transform"
+            )
+            .then_some(())
+        };
+        self.torch_base(class, &transform, 0).is_some()
+    }
+
     /// The first answer of `get` for the dotted paths among a class's bases, through the
     /// file's classes it derives from (depth first).
     fn torch_base<T>(

@@ -740,6 +740,16 @@ impl Interp<'_, '_> {
                     let input = args.first().cloned().unwrap_or_default();
                     return self.run_in_order(c, e, m, input);
                 }
+                // `class Boltz(Transform)` of `torch.distributions`: the base's `__call__` runs
+                // the subclass's `_call`.
+                None if self.torch_transform_base(k) => {
+                    let k = k.clone();
+                    let method = self.intern("_call");
+                    return match self.find_method(&k, method) {
+                        Some(def) => self.inline(def, Some(m), args, call),
+                        None => self.opaque_call(args, call),
+                    };
+                }
                 // `class WSConv2d(nn.Conv2d)` that keeps the base's `forward`.
                 None => match self.torch_layer_base(k) {
                     Some(base) => class = base,
