@@ -595,6 +595,19 @@ impl Interp<'_, '_> {
                         self.replace_child(c, target, b, at, &vals, stmt);
                     }
                 }
+                // `outputs["center"] = x` of a dict the code was given (a parameter, taken
+                // for a tensor where it is not known): kept, so that returning the dict returns
+                // the tensor's graph.
+                Obj::Unknown | Obj::Tensor(_)
+                    if key.is_some() || matches!(self.obj(b), Obj::Unknown) =>
+                {
+                    let kept = self.loose_items.entry(b).or_default();
+                    for v in &vals {
+                        if kept.len() < MAX_SEQ && !kept.contains(v) {
+                            kept.push(*v);
+                        }
+                    }
+                }
                 _ => {}
             }
         }

@@ -391,6 +391,9 @@ pub(crate) struct Interp<'p, 't> {
     pub frozen: FxHashSet<ObjId>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
+    /// What was stored by subscript into objects that are not modelled (`outputs["x"] = t` of
+    /// a dict given as an argument).
+    pub loose_items: FxHashMap<ObjId, Vals>,
     /// The element read at a known position of a container's slot that stands for many
     /// (`xs[0]` of a comprehension's list), by container, position and the slot's value: the
     /// same tensor each time it is read.
@@ -575,6 +578,7 @@ impl<'p, 't> Interp<'p, 't> {
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),
+            loose_items: FxHashMap::default(),
             elements_at: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
             modules: (*frozen.modules).clone(),

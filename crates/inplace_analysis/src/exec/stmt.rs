@@ -152,7 +152,14 @@ impl Interp<'_, '_> {
         self.returned_names = outer;
         let standalone = self.frames.len() == 1 && self.frames[0].standalone;
         if standalone && self.grad_enabled {
-            self.check_graph(&vals, c.stmt_span(s), true, false);
+            // (With what a dict given as an argument was filled with: `return end_points`.)
+            let mut roots = vals.clone();
+            for v in &vals {
+                if let Some(kept) = self.loose_items.get(v) {
+                    roots.extend(kept.iter().copied());
+                }
+            }
+            self.check_graph(&roots, c.stmt_span(s), true, false);
         }
         self.steps += self.state.weight();
         let state = &self.state;

@@ -1,0 +1,59 @@
+//! A function analysed on its own (no caller in the file: a model module of a project, whose
+//! training script is elsewhere) that returns a graph: a backward through it may run, so a save
+//! its in-place write clobbered is reported. The graph may be returned inside the dict the
+//! function was given (`end_points`, filled by subscript, as point-cloud detectors do). (With a
+//! caller that runs the backward, the same shape is a fixture under torch:
+//! `tests/fixtures/projects/dict_outputs_refine_head`.)
+
+use inplace_analysis::analyze_text;
+
+fn codes_at(text: &str, needle: &str) -> Vec<&'static str> {
+    let start = text.find(needle).expect("the line");
+    analyze_text(text)
+        .findings
+        .iter()
+        .filter(|f| f.range.start == start)
+        .map(|f| f.rule.code())
+        .collect()
+}
+
+const REFINE: &str = r#"
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def decode_scores(net, end_points):
+    end_points["center"] = net.transpose(2, 1)
+    return end_points
+
+
+class Refine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 1)
+
+    def forward(self, feat, end_points):
+        original_feature = end_points["aggregated_features"]
+        net = F.relu(self.conv(feat))
+        net += original_feature
+        net = self.conv(net)
+        return decode_scores(net, end_points)
+"#;
+
+#[test]
+fn a_graph_returned_in_the_dict_the_function_was_given_is_walked() {
+    assert_eq!(codes_at(REFINE, "net += original_feature"), ["IP301"]);
+    // Filled in the function itself, not by a helper.
+    let inline = REFINE.replace(
+        "return decode_scores(net, end_points)",
+        "end_points[\"center\"] = net\n        return end_points",
+    );
+    assert_eq!(codes_at(&inline, "net += original_feature"), ["IP301"]);
+}
+
+#[test]
+fn a_dict_returned_without_the_graph_is_not() {
+    // The graph is stored nowhere the caller gets: nothing a backward would walk.
+    let unused = REFINE.replace("return decode_scores(net, end_points)", "return {\"n\": 1}");
+    assert!(codes_at(&unused, "net += original_feature").is_empty());
+}
