@@ -14,6 +14,7 @@ mod no_grad;
 mod out_of_place;
 mod recompute;
 mod reorder;
+mod row_index;
 
 pub(crate) use copy::{
     call_passing, clone_argument, clone_before, clone_between_save_and_write, clone_kept_grad,
@@ -32,6 +33,7 @@ pub(crate) use reorder::{
     detach_carried_state, detach_loop_input, move_after, parameter_write_after,
     parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
 };
+pub(crate) use row_index::index_loop_rows;
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {

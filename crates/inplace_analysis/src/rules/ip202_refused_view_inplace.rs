@@ -60,9 +60,13 @@
 //! for a subscript write, a copy first (`q = q.clone()`). Rows of a parameter (an
 //! initialisation), or a `no_grad` view of a tensor that requires grad (an update): the write
 //! under `with torch.no_grad():` (offered), the view and the write then both unrecorded. A row
-//! of a loop over a tensor, or a `no_grad` view of a plain tensor, gets no fix: rebinding the
-//! name changes nothing the tensor keeps; write the whole tensor out of place
-//! (`z = z / z.norm(dim=1, keepdim=True)`), or take the view outside the block. An expanded
+//! of a loop over a tensor: the loop counts its rows and the name is bound to the row taken by
+//! index (`for i, (ch, m, s) in enumerate(zip(t[0], mean, std)): ch = t[0][i]`, offered), a
+//! view torch lets the write go through into the tensor; not where the write reads the row
+//! again (`row.div_(row.norm())`: the op would save what the write then changes; write the
+//! whole tensor out of place, `z = z / z.norm(dim=1, keepdim=True)`). A `no_grad` view of a
+//! plain tensor gets no fix: rebinding the name changes nothing the tensor keeps; take the view
+//! outside the block. An expanded
 //! view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered), or
 //! `repeat`. An inference tensor: out of place, or a copy (`.clone()`, a normal tensor) first.
 //! A view a list or dict keeps too (`parts = [gen]` before `gen.scatter_(...)` in a loop) gets
@@ -225,16 +229,16 @@ const NO_GRAD_VIEW_REST: &str = "Given that this use case is ambiguous and error
 
 /// Into a parameter's rows (an initialisation), or into a view made under `no_grad` of a
 /// tensor that requires grad (an update meant to be unrecorded): the write under
-/// `torch.no_grad()`, where autograd allows it and the tensor still changes. A loop's row
-/// rebound out of place, or a `no_grad` view of a plain tensor rebound, would change nothing
-/// the tensor keeps: no fix; nor where a list or dict keeps the view. Else out of place, or
-/// into a copy.
+/// `torch.no_grad()`, where autograd allows it and the tensor still changes. A loop's row: taken
+/// by index instead. A `no_grad` view of a plain tensor rebound would change nothing the tensor
+/// keeps: no fix; nor where a list or dict keeps the view. Else out of place, or into a copy.
 fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Option<crate::Fix> {
     match view.op {
         // A copy where the view is made: every element its own memory, written as meant.
         RefusedBy::Expand => crate::fix::insert_clone(ctx, view.at, crate::Applicability::Unsafe),
         RefusedBy::NoGrad if view.grad => crate::fix::write_under_no_grad(ctx, w),
-        RefusedBy::NoGrad | RefusedBy::Iteration => None,
+        RefusedBy::Iteration => crate::fix::index_loop_rows(ctx, w),
+        RefusedBy::NoGrad => None,
         _ if w.into_leaf => crate::fix::write_under_no_grad(ctx, w),
         // (Kept by a list or dict as well, `parts = [gen]`: the write is meant to reach it,
         // and a rewrite would leave it the old tensor; a copy where the name is bound would

@@ -1,0 +1,142 @@
+//! A write into a row a loop took by iterating a tensor (`for ch, m, s in zip(t[0], mean, std):
+//! ch.mul_(s).add_(m)`): iteration unbinds the tensor, and torch refuses in-place writes into
+//! the views `unbind` returns while autograd records. The loop is made to count its rows and
+//! the name is bound to the row taken by index (`ch = t[0][i]`), a view torch lets a write go
+//! through into the tensor: the loop then changes the tensor as it meant to.
+
+use super::*;
+
+/// The fix above, for write `w` through a plain name a `for` loop around it binds to the rows
+/// of a tensor spelled as a name, attribute or subscript (its text is evaluated again per row).
+pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let s = w.stmt?;
+    if w.into_leaf || w.under_no_grad {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let root = root_place(&body, copy::written_expr(&body, s.stmt, w)?)?;
+    let Expr::Name { name, .. } = *body.expr(root) else {
+        return None;
+    };
+    let at = body.stmt_span(s.stmt);
+    // (A write that reads the row again, `row.div_(row.norm())`, would clobber what that op
+    // saved once the write goes through: no fix.)
+    let reads = (body.exprs.iter().zip(&body.expr_spans))
+        .filter(|(e, sp)| {
+            at.contains(**sp) && matches!(**e, Expr::Name { name: n, .. } if n == name)
+        })
+        .count();
+    if reads > 1 {
+        return None;
+    }
+    // (The innermost loop around the write that binds the name.)
+    let (target, iter, block) = (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| sp.contains(at) && **sp != at)
+        .filter_map(|(st, sp)| match *st {
+            Stmt::For {
+                target,
+                iter,
+                body: block,
+                ..
+            } => {
+                let mut bound = Vec::new();
+                reorder::names_in(&body, target, &mut bound);
+                bound
+                    .iter()
+                    .any(|(n, _)| *n == name)
+                    .then_some(((target, iter, block), *sp))
+            }
+            _ => None,
+        })
+        .min_by_key(|(_, sp)| sp.end - sp.start)?
+        .0;
+    let rows = iterated_tensor(ctx, &body, target, iter, name)?;
+    let text = |e: ExprId| ctx.text(Span::new(s.item, body.expr_span(e)));
+    let tensor = text(rows);
+    if tensor.contains(['(', '\n', '#']) {
+        return None;
+    }
+    let index = fresh_name(ctx, &body)?;
+    let first = body.stmts_of(block).next()?;
+    let first_at = ctx.range(Span::new(s.item, body.stmt_span(first)))?;
+    let (indent, eol) = indentation(ctx, first_at.start)?;
+    let line = first_at.start - indent.len();
+    let target_text = text(target);
+    let new_target = match target_text.starts_with('(') || !target_text.contains(',') {
+        true => format!("{index}, {target_text}"),
+        false => format!("{index}, ({target_text})"),
+    };
+    let span = |e: ExprId| ctx.range(Span::new(s.item, body.expr_span(e)));
+    let row = ctx.name(name);
+    Some(Fix {
+        title: format!("Write through the tensor: `{row} = {tensor}[{index}]` in the loop"),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: span(target)?,
+                content: new_target,
+            },
+            Edit {
+                range: span(iter)?,
+                content: format!("enumerate({})", text(iter)),
+            },
+            Edit {
+                range: TextRange::new(line, line),
+                content: format!("{indent}{row} = {tensor}[{index}]{eol}"),
+            },
+        ],
+    })
+}
+
+/// The tensor whose rows loop target `target` binds `name` to: `iter` itself (`for row in x`),
+/// or the argument of `zip(...)` at the name's position in a tuple target (`for ch, m in
+/// zip(x, mean)`); a name, attribute or subscript.
+fn iterated_tensor(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    target: ExprId,
+    iter: ExprId,
+    name: Name,
+) -> Option<ExprId> {
+    let rows = match (*body.expr(target), *body.expr(iter)) {
+        (Expr::Name { name: n, .. }, _) if n == name => iter,
+        (Expr::Seq { items, .. }, Expr::Call { func, args }) => {
+            let Expr::Name { name: zip, .. } = *body.expr(func) else {
+                return None;
+            };
+            let args = &body.args[args as usize];
+            if ctx.name(zip) != "zip" || !args.keywords.is_empty() {
+                return None;
+            }
+            let j = body
+                .exprs_of(items)
+                .position(|t| matches!(*body.expr(t), Expr::Name { name: n, .. } if n == name))?;
+            body.exprs_of(args.positional).nth(j)?
+        }
+        _ => return None,
+    };
+    place_like(body, rows).then_some(rows)
+}
+
+/// A name, attribute or subscript of one (`x`, `self.rows`, `t[0]`).
+fn place_like(body: &Body, e: ExprId) -> bool {
+    match *body.expr(e) {
+        Expr::Name { .. } => true,
+        Expr::Attr { value, .. } => place_like(body, value),
+        Expr::Subscript { value, .. } => place_like(body, value),
+        _ => false,
+    }
+}
+
+/// A short index name no name of the item uses.
+fn fresh_name(ctx: &RenderCtx<'_>, body: &Body) -> Option<&'static str> {
+    let used = |candidate: &str| {
+        body.exprs
+            .iter()
+            .any(|e| matches!(*e, Expr::Name { name, .. } if ctx.name(name) == candidate))
+            || body.params.iter().any(|p| ctx.name(p.name) == candidate)
+    };
+    ["i", "k", "j", "idx", "row_index"]
+        .into_iter()
+        .find(|c| !used(c))
+}
