@@ -405,8 +405,11 @@ impl Interp<'_, '_> {
         let saved_mode = (self.grad_enabled, self.implicit_no_grad);
         let saved_inference = self.inference_mode;
         if !fd.lambda && self.runs_without_grad(c, fd) {
+            // (A custom `Function`'s `forward` runs without grad because torch runs it so:
+            // implicitly, unless grad was off already or the function turns it off itself.)
+            self.implicit_no_grad =
+                (self.grad_enabled || self.implicit_no_grad) && !fd.decorators.no_grad;
             self.grad_enabled = false;
-            self.implicit_no_grad = false;
         }
         self.inference_mode |= fd.decorators.inference;
         let saved_site = self.call_site;
