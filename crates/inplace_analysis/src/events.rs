@@ -123,6 +123,9 @@ pub(crate) struct Write {
     /// A list, dict or object kept the written tensor at the write (`parts = [gen]` before
     /// `gen.scatter_(...)`): a rewrite out of place would leave it the old tensor.
     pub kept_in_slot: bool,
+    /// A raising write whose memory an earlier op saved (`y = x.pow(2)` before a loop writes
+    /// the rows of `x`): a fix that lets the write go through would clobber that save.
+    pub memory_saved: bool,
     /// The value written requires grad for certain (`t[1:3] = proj(x)`): under `no_grad` the
     /// write would cut its gradient.
     pub value_grad: bool,

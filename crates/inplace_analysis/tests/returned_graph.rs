@@ -56,4 +56,10 @@ fn a_dict_returned_without_the_graph_is_not() {
     // The graph is stored nowhere the caller gets: nothing a backward would walk.
     let unused = REFINE.replace("return decode_scores(net, end_points)", "return {\"n\": 1}");
     assert!(codes_at(&unused, "net += original_feature").is_empty());
+    // The key stored again with another tensor: the graph the write changed is not returned.
+    let replaced = REFINE.replace(
+        "return decode_scores(net, end_points)",
+        "end_points[\"center\"] = net\n        end_points[\"center\"] = self.conv(feat) * 2\n        return end_points",
+    );
+    assert!(codes_at(&replaced, "net += original_feature").is_empty());
 }

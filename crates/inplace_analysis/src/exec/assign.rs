@@ -601,7 +601,11 @@ impl Interp<'_, '_> {
                 Obj::Unknown | Obj::Tensor(_)
                     if key.is_some() || matches!(self.obj(b), Obj::Unknown) =>
                 {
-                    let kept = self.loose_items.entry(b).or_default();
+                    // (A key stored again replaces what it held.)
+                    let kept = self.loose_items.entry((b, key)).or_default();
+                    if key.is_some() {
+                        kept.clear();
+                    }
                     for v in &vals {
                         if kept.len() < MAX_SEQ && !kept.contains(v) {
                             kept.push(*v);

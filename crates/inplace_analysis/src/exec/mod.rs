@@ -296,6 +296,9 @@ pub(crate) struct Deps {
     pub budget: u64,
 }
 
+/// How many container slots stored by calls are remembered (see [`Interp::call_stored`]).
+pub(crate) const MAX_CALL_STORED: usize = 32;
+
 pub(crate) struct Interp<'p, 't> {
     pub prog: &'p Program<'t>,
     pub names: &'p mut Interner,
@@ -392,8 +395,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
     /// What was stored by subscript into objects that are not modelled (`outputs["x"] = t` of
-    /// a dict given as an argument).
-    pub loose_items: FxHashMap<ObjId, Vals>,
+    /// a dict given as an argument), by object and constant key (`None`: any other key).
+    pub loose_items: FxHashMap<(ObjId, Option<Name>), Vals>,
     /// The element read at a known position of a container's slot that stands for many
     /// (`xs[0]` of a comprehension's list), by container, position and the slot's value: the
     /// same tensor each time it is read.
@@ -422,8 +425,9 @@ pub(crate) struct Interp<'p, 't> {
     pub stored_slots: FxHashMap<(ObjId, Slot), usize>,
     /// Container slots last stored while an inlined call ran (a forward hook's `feats[name] =
     /// out` into a dict no name of the running code reaches): a later write of what they hold
-    /// makes them stale wherever the container lives.
-    pub call_stored: FxHashSet<(ObjId, Slot)>,
+    /// makes them stale wherever the container lives. The latest [`MAX_CALL_STORED`], oldest
+    /// first (a helper's short-lived dicts would otherwise pile up, scanned at every write).
+    pub call_stored: Vec<(ObjId, Slot)>,
     /// Where each `.grad` tensor was last read as `p.grad` (a fix keeping a copy there, when
     /// that read put it into a list: `[p.grad for p in params]`).
     pub grad_reads: FxHashMap<ObjId, Span>,
@@ -588,7 +592,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
-            call_stored: FxHashSet::default(),
+            call_stored: Vec::new(),
             grad_reads: FxHashMap::default(),
             loop_rows: Vec::new(),
             slot_clock: 0,

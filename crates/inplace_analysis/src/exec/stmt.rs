@@ -154,8 +154,8 @@ impl Interp<'_, '_> {
         if standalone && self.grad_enabled {
             // (With what a dict given as an argument was filled with: `return end_points`.)
             let mut roots = vals.clone();
-            for v in &vals {
-                if let Some(kept) = self.loose_items.get(v) {
+            for ((o, _), kept) in &self.loose_items {
+                if vals.contains(o) {
                     roots.extend(kept.iter().copied());
                 }
             }

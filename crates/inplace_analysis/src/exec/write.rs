@@ -156,6 +156,7 @@ impl Interp<'_, '_> {
             }),
             data_alias: self.data_alias_at(first),
             kept_in_slot: false,
+            memory_saved: false,
             value_grad: false,
         });
         self.write_targets.push(first);
@@ -217,7 +218,9 @@ impl Interp<'_, '_> {
                 let kept = single
                     && !(self.slots_keeping(Taken::Any, false, |it, x| it.same_or_detached(x, t)))
                         .is_empty();
-                self.writes[wid as usize].kept_in_slot = kept;
+                let saved = (self.state.live.get(&tt.storage)).is_some_and(|s| !s.is_empty());
+                let write = &mut self.writes[wid as usize];
+                (write.kept_in_slot, write.memory_saved) = (kept, saved);
                 break;
             }
             if !tt.counter {
@@ -901,7 +904,6 @@ impl Interp<'_, '_> {
                 })
             })
             .collect();
-        self.steps += self.call_stored.len() as u64;
         let found = !stale.is_empty();
         for key in stale {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
@@ -930,10 +932,12 @@ impl Interp<'_, '_> {
         let key = (o, slot);
         self.state.stale_slots.remove(&key);
         self.taken_slots.remove(&key);
-        if self.frames.is_empty() {
-            self.call_stored.remove(&key);
-        } else {
-            self.call_stored.insert(key);
+        self.call_stored.retain(|k| *k != key);
+        if !self.frames.is_empty() {
+            if self.call_stored.len() >= super::MAX_CALL_STORED {
+                self.call_stored.remove(0);
+            }
+            self.call_stored.push(key);
         }
         if !self.loop_rows.is_empty() {
             self.slot_clock += 1;

@@ -10,7 +10,7 @@ use super::*;
 /// of a tensor spelled as a name, attribute or subscript (its text is evaluated again per row).
 pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
     let s = w.stmt?;
-    if w.into_leaf || w.under_no_grad {
+    if w.into_leaf || w.under_no_grad || w.memory_saved {
         return None;
     }
     let body = ctx.body(s.item)?;
@@ -19,16 +19,6 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
         return None;
     };
     let at = body.stmt_span(s.stmt);
-    // (A write that reads the row again, `row.div_(row.norm())`, would clobber what that op
-    // saved once the write goes through: no fix.)
-    let reads = (body.exprs.iter().zip(&body.expr_spans))
-        .filter(|(e, sp)| {
-            at.contains(**sp) && matches!(**e, Expr::Name { name: n, .. } if n == name)
-        })
-        .count();
-    if reads > 1 {
-        return None;
-    }
     // (The innermost loop around the write that binds the name.)
     let (target, iter, block) = (body.stmts.iter().zip(&body.stmt_spans))
         .filter(|(_, sp)| sp.contains(at) && **sp != at)
@@ -56,15 +46,31 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     if tensor.contains(['(', '\n', '#']) {
         return None;
     }
-    let index = fresh_name(ctx, &body)?;
+    // The row read before the write or in it (`outs.append(row.pow(2))`, `row.div_(row.norm())`):
+    // the op that read it may save it, and the write, once it goes through, would clobber that.
+    // A name of the tensor's text bound in the loop (`x = x + 1`): the text taken again per row
+    // would read another tensor.
+    let loop_body = block_span(&body, block)?;
+    let before = Rel::new(loop_body.start, at.end);
+    let reads = (body.exprs.iter().zip(&body.expr_spans))
+        .filter(|(e, sp)| {
+            before.contains(**sp) && matches!(**e, Expr::Name { name: n, .. } if n == name)
+        })
+        .count();
+    let mut named = Vec::new();
+    names_of(&body, rows, &mut named);
+    if reads > 1 || body.bound_in(block).iter().any(|n| named.contains(n)) {
+        return None;
+    }
+    let index = fresh_name(ctx)?;
     let first = body.stmts_of(block).next()?;
     let first_at = ctx.range(Span::new(s.item, body.stmt_span(first)))?;
     let (indent, eol) = indentation(ctx, first_at.start)?;
     let line = first_at.start - indent.len();
     let target_text = text(target);
-    let new_target = match target_text.starts_with('(') || !target_text.contains(',') {
-        true => format!("{index}, {target_text}"),
-        false => format!("{index}, ({target_text})"),
+    let new_target = match *body.expr(target) {
+        Expr::Name { .. } => format!("{index}, {target_text}"),
+        _ => format!("{index}, ({target_text})"),
     };
     let span = |e: ExprId| ctx.range(Span::new(s.item, body.expr_span(e)));
     let row = ctx.name(name);
@@ -98,14 +104,16 @@ fn iterated_tensor(
     iter: ExprId,
     name: Name,
 ) -> Option<ExprId> {
+    let starred = |l: List| (body.exprs_of(l)).any(|e| matches!(*body.expr(e), Expr::Starred(_)));
     let rows = match (*body.expr(target), *body.expr(iter)) {
         (Expr::Name { name: n, .. }, _) if n == name => iter,
-        (Expr::Seq { items, .. }, Expr::Call { func, args }) => {
+        // (Positions match only without `*rest` in the target or `*args` in the call.)
+        (Expr::Seq { items, .. }, Expr::Call { func, args }) if !starred(items) => {
             let Expr::Name { name: zip, .. } = *body.expr(func) else {
                 return None;
             };
             let args = &body.args[args as usize];
-            if ctx.name(zip) != "zip" || !args.keywords.is_empty() {
+            if ctx.name(zip) != "zip" || !args.keywords.is_empty() || starred(args.positional) {
                 return None;
             }
             let j = body
@@ -128,15 +136,36 @@ fn place_like(body: &Body, e: ExprId) -> bool {
     }
 }
 
-/// A short index name no name of the item uses.
-fn fresh_name(ctx: &RenderCtx<'_>, body: &Body) -> Option<&'static str> {
+/// A short index name the file does not use as a word anywhere (at module level each statement
+/// is an item of its own: a name bound elsewhere in the file may be read after the loop).
+fn fresh_name(ctx: &RenderCtx<'_>) -> Option<&'static str> {
+    let text = ctx.text_all();
+    let word = |c: char| c.is_alphanumeric() || c == '_';
     let used = |candidate: &str| {
-        body.exprs
-            .iter()
-            .any(|e| matches!(*e, Expr::Name { name, .. } if ctx.name(name) == candidate))
-            || body.params.iter().any(|p| ctx.name(p.name) == candidate)
+        text.match_indices(candidate).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + candidate.len()..].chars().next();
+            !before.is_some_and(word) && !after.is_some_and(word)
+        })
     };
     ["i", "k", "j", "idx", "row_index"]
         .into_iter()
         .find(|c| !used(c))
+}
+
+/// The text span of a block's statements.
+fn block_span(body: &Body, block: Block) -> Option<Rel> {
+    let mut spans = body.stmts_of(block).map(|s| body.stmt_span(s));
+    let first = spans.next()?;
+    let last = spans.last().unwrap_or(first);
+    Some(Rel::new(first.start, last.end))
+}
+
+/// The names an expression reads (`t[0]` -> `t`, `self.rows` -> `self`).
+fn names_of(body: &Body, e: ExprId, out: &mut Vec<Name>) {
+    match *body.expr(e) {
+        Expr::Name { name, .. } => out.push(name),
+        Expr::Attr { value, .. } | Expr::Subscript { value, .. } => names_of(body, value, out),
+        _ => {}
+    }
 }

@@ -57,25 +57,27 @@
 //! ```
 //!
 //! **Fix.** Write out of place: `q = q * 0.125` (offered), `q = q.mul(0.125)`, `inplace=False`;
-//! for a subscript write, a copy first (`q = q.clone()`). Rows of a parameter (an
-//! initialisation), or a `no_grad` view of a tensor that requires grad (an update): the write
-//! under `with torch.no_grad():` (offered), the view and the write then both unrecorded. A row
-//! of a loop over a tensor: the loop counts its rows and the name is bound to the row taken by
-//! index (`for i, (ch, m, s) in enumerate(zip(t[0], mean, std)): ch = t[0][i]`, offered), a
-//! view torch lets the write go through into the tensor; not where the write reads the row
-//! again (`row.div_(row.norm())`: the op would save what the write then changes; write the
-//! whole tensor out of place, `z = z / z.norm(dim=1, keepdim=True)`). A `no_grad` view of a
-//! plain tensor gets no fix: rebinding the name changes nothing the tensor keeps; take the view
-//! outside the block. An expanded
-//! view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered), or
-//! `repeat`. An inference tensor: out of place, or a copy (`.clone()`, a normal tensor) first.
-//! A view a list or dict keeps too (`parts = [gen]` before `gen.scatter_(...)` in a loop) gets
-//! no fix: the rewrite would leave the list the old tensor, and whether the list is meant to
-//! see the writes is the code's choice (AllenNLP's CopyNet put the result in after the loop).
+//! for a subscript write, a copy first (`q = q.clone()`). Rows of a parameter (an initialisation),
+//! or a `no_grad` view of a tensor that requires grad (an update): the write under `with
+//! torch.no_grad():` (offered), the view and the write then both unrecorded. A row of a loop over
+//! a tensor: the loop counts its rows and the name is bound to the row taken by index (`for i,
+//! (ch, m, s) in enumerate(zip(t[0], mean, std)): ch = t[0][i]`, offered), a view torch lets the
+//! write go through into the tensor; not where the loop reads the row before the write or in it
+//! (`row.div_(row.norm())`: the op would save what the write then changes; write the whole tensor
+//! out of place, `z = z / z.norm(dim=1, keepdim=True)`), where an op saved the tensor, nor where
+//! the loop binds a name of the tensor's spelling. A `no_grad` view of a plain tensor gets no fix:
+//! rebinding the name changes nothing the tensor keeps; take the view outside the block. An
+//! expanded view: a copy where it is made (`x.unsqueeze(2).expand(b, n, k, c).clone()`, offered),
+//! or `repeat`. An inference tensor: out of place, or a copy (`.clone()`, a normal tensor) first.
+//! A view a list or dict keeps too (`parts = [gen]` before `gen.scatter_(...)` in a loop) gets no
+//! fix: the rewrite would leave the list the old tensor, and whether the list is meant to see the
+//! writes is the code's choice (AllenNLP's CopyNet put the result in after the loop).
 //!
-//! **Fix safety.** *Unsafe*: the tensor viewed no longer sees the write (it never could while
-//! autograd recorded, but code after it may have read it expecting the change); under
-//! `no_grad` the write succeeds unrecorded.
+//! **Fix safety.** *Unsafe*: rewritten out of place, the tensor viewed no longer sees the write
+//! (it never could while autograd recorded, but code after it may have read it expecting the
+//! change); under `no_grad` the write succeeds unrecorded; through a row taken by index, the
+//! tensor sees the write and autograd records it (not offered where an op saved the tensor, or
+//! read the row before the write).
 
 use super::{out_of_place, write_of, write_related, RuleImpl};
 use crate::domain::{RefusedBy, RefusedView};
