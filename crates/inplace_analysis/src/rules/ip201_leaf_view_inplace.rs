@@ -28,10 +28,10 @@
 //! combine the pieces (`torch.cat`, `torch.where`, `x + torch.tensor([1.0, 0.0, 0.0])`); where
 //! the write goes through a name bound to the view that the function reads again
 //! (`cls = self.cls_token.expand(b, -1, -1); cls += pos; torch.cat((cls, x), 1)`), the rewrite
-//! `cls = cls + pos` is offered instead: the parameter stays as it was. A helper that writes a
-//! value requiring grad into a slice of what it was given and goes on with it (`inputs[s] =
-//! proj(x); return inputs`, given a parameter) computes with the write: a copy first (`inputs =
-//! inputs.clone()`, offered), since `no_grad` would cut the value's gradient.
+//! `cls = cls + pos` is offered instead: the parameter stays as it was. A function that writes a
+//! value requiring grad into a slice of a name it goes on with (`inputs[s] = proj(x); return
+//! inputs`, a helper given a parameter, or `forward` itself) computes with the write: a copy
+//! first (`inputs = inputs.clone()`, offered), since `no_grad` would cut the value's gradient.
 //!
 //! **Fix safety.** *Unsafe*: the write then succeeds, unrecorded, which is right for an update
 //! of a parameter and changes the gradient where the leaf was meant to be computed with; the
