@@ -428,6 +428,9 @@ pub(crate) struct Interp<'p, 't> {
     /// makes them stale wherever the container lives. The latest [`MAX_CALL_STORED`], oldest
     /// first (a helper's short-lived dicts would otherwise pile up, scanned at every write).
     pub call_stored: Vec<(ObjId, Slot)>,
+    /// How many writes had been made when each container slot was last stored: a write made
+    /// before cannot have changed what the slot holds now.
+    pub slot_stored_at: FxHashMap<(ObjId, Slot), usize>,
     /// Where each `.grad` tensor was last read as `p.grad` (a fix keeping a copy there, when
     /// that read put it into a list: `[p.grad for p in params]`).
     pub grad_reads: FxHashMap<ObjId, Span>,
@@ -593,6 +596,7 @@ impl<'p, 't> Interp<'p, 't> {
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
             call_stored: Vec::new(),
+            slot_stored_at: FxHashMap::default(),
             grad_reads: FxHashMap::default(),
             loop_rows: Vec::new(),
             slot_clock: 0,

@@ -216,8 +216,9 @@ impl Interp<'_, '_> {
                 // it.)
                 let t = *t;
                 let kept = single
-                    && !(self.slots_keeping(Taken::Any, false, |it, x| it.same_or_detached(x, t)))
-                        .is_empty();
+                    && !(self
+                        .slots_keeping(wid, Taken::Any, false, |it, x| it.same_or_detached(x, t)))
+                    .is_empty();
                 let saved = (self.state.live.get(&tt.storage)).is_some_and(|s| !s.is_empty());
                 let write = &mut self.writes[wid as usize];
                 (write.kept_in_slot, write.memory_saved) = (kept, saved);
@@ -811,7 +812,7 @@ impl Interp<'_, '_> {
         children: bool,
         hit: impl Fn(&Self, ObjId) -> bool,
     ) -> bool {
-        let stale = self.slots_keeping(taken, children, hit);
+        let stale = self.slots_keeping(wid, taken, children, hit);
         let found = !stale.is_empty();
         for key in stale {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
@@ -824,6 +825,7 @@ impl Interp<'_, '_> {
     /// them makes stale.
     fn slots_keeping(
         &mut self,
+        wid: WriteId,
         taken: Taken,
         children: bool,
         hit: impl Fn(&Self, ObjId) -> bool,
@@ -869,7 +871,7 @@ impl Interp<'_, '_> {
                 let key = (o, slot);
                 // (Every alternative the slot may hold: a slot of certain ones.)
                 if !vs.is_empty() && vs.iter().all(|x| hit(self, *x)) {
-                    if self.slot_kept(key, vs, taken) {
+                    if self.slot_kept(key, vs, wid, taken) {
                         stale.push(key);
                     }
                 } else if depth < 2 {
@@ -900,7 +902,7 @@ impl Interp<'_, '_> {
                 vs.is_some_and(|vs| {
                     !vs.is_empty()
                         && vs.iter().all(|x| self.same_or_detached(*x, t))
-                        && self.slot_kept(key, vs, Taken::Any)
+                        && self.slot_kept(key, vs, wid, Taken::Any)
                 })
             })
             .collect();
@@ -914,8 +916,11 @@ impl Interp<'_, '_> {
     /// Whether slot `key`, holding `vs` (what a write just wrote), keeps it as a copy the
     /// write makes stale: not a row of an earlier iteration, not taken out since it was stored
     /// (`taken`: which takings count), not stored by a hook that may not run on this layer.
-    fn slot_kept(&self, key: (ObjId, Slot), vs: &Vals, taken: Taken) -> bool {
-        if self.earlier_row(key, vs) {
+    fn slot_kept(&self, key: (ObjId, Slot), vs: &Vals, wid: WriteId, taken: Taken) -> bool {
+        // (Nor one stored after the write: a forward hook on the in-place layer itself keeps
+        // its output, written already.)
+        let stored_after = (self.slot_stored_at.get(&key)).is_some_and(|at| *at > wid as usize);
+        if stored_after || self.earlier_row(key, vs) {
             return false;
         }
         let taken = match (self.taken_slots.get(&key), taken) {
@@ -932,6 +937,7 @@ impl Interp<'_, '_> {
         let key = (o, slot);
         self.state.stale_slots.remove(&key);
         self.taken_slots.remove(&key);
+        self.slot_stored_at.insert(key, self.writes.len());
         self.call_stored.retain(|k| *k != key);
         if !self.frames.is_empty() {
             if self.call_stored.len() >= super::MAX_CALL_STORED {
