@@ -219,7 +219,7 @@ pub(crate) fn clone_between_save_and_write(
     let root = root_place(&body, written)?;
     // (Another name of it, `queries = q`, would keep the values without the write.)
     match *body.expr(root) {
-        Expr::Name { name, .. } if !aliased_by_name(ctx, &body, name) => {}
+        Expr::Name { name, .. } if !aliased_by_name(ctx, s.item, name) => {}
         _ => return Some(None),
     }
     let r = ctx.text(Span::new(s.item, body.expr_span(root)));

@@ -247,33 +247,12 @@ fn reads_of(body: &Body, within: Rel, name: Name) -> impl Iterator<Item = ExprId
         .map(|i| ExprId(i as u32))
 }
 
-/// Whether another name is bound to `name` as it is (`queries = q`) in the function of `body`
-/// (in the module's statements, one item each, for module-level code): a rewrite or copy that
-/// gives `name` a new tensor would leave that one with the old values.
-pub(crate) fn aliased_by_name(ctx: &RenderCtx<'_>, body: &Body, name: Name) -> bool {
-    if body.root_def().is_none() {
-        let n = ctx.name(name);
-        return ctx.text_all().lines().any(|l| {
-            let code = l.split('#').next().unwrap_or_default();
-            code.split_once('=').is_some_and(|(t, v)| {
-                let t = t.trim();
-                !l.starts_with([' ', '\t'])
-                    && v.trim() == n
-                    && t != n
-                    && !t.is_empty()
-                    && t.chars().all(|c| c.is_alphanumeric() || c == '_')
-            })
-        });
-    }
-    body.stmts.iter().any(|st| match *st {
-        Stmt::Assign { targets, value } => {
-            matches!(*body.expr(value), Expr::Name { name: n, .. } if n == name)
-                && body
-                    .exprs_of(targets)
-                    .any(|t| !matches!(*body.expr(t), Expr::Name { name: n, .. } if n == name))
-        }
-        _ => false,
-    })
+/// Whether another name is bound to `name` as it is (`queries = q`) in the scope of `item` (its
+/// function, or the module's statements, one item each): a rewrite or copy that gives `name` a
+/// new tensor would leave that one with the old values. (From the scope's assignments, collected
+/// once per rendering.)
+pub(crate) fn aliased_by_name(ctx: &RenderCtx<'_>, item: ItemId, name: Name) -> bool {
+    (assignments(ctx, item).iter()).any(|a| a.alias_of == Some(name) && a.names != [name])
 }
 
 /// Statement `s` replaced by its out-of-place form `new`.
@@ -394,6 +373,8 @@ struct Assignment {
     target: Option<Span>,
     /// The names the value reads.
     reads: Vec<Name>,
+    /// The value is this name as it is (`queries = q`).
+    alias_of: Option<Name>,
 }
 
 /// The items whose statements share a scope with those of `item`: itself, and for a
@@ -504,6 +485,10 @@ fn collect_assignments(ctx: &RenderCtx<'_>, item: ItemId) -> Vec<Assignment> {
                 names: bound.into_iter().map(|(n, _)| n).collect(),
                 target: single.then(|| Span::new(item, body.expr_span(t))),
                 reads: reads.within(body.expr_span(value)),
+                alias_of: match *body.expr(value) {
+                    Expr::Name { name, .. } => Some(name),
+                    _ => None,
+                },
             });
         }
     }

@@ -381,7 +381,7 @@ pub(crate) fn chain_all_out_of_place(
     }
     // (Another name of the tensor, `scores = logits`, would keep the values without the chain.)
     if w.through_bound.is_none_or(|b| b.alias_of.is_some())
-        || super::aliased_by_name(ctx, &body, root)
+        || super::aliased_by_name(ctx, s.item, root)
     {
         return Some(None);
     }
