@@ -120,7 +120,7 @@ pub(crate) struct Write {
     /// Written through a `.data` alias (or a view of one), taken there: a save made through
     /// that same alias sees its own counter move (the backward raises).
     pub data_alias: Option<Span>,
-    /// A list, dict or object kept the written tensor at the write (`parts = [gen]` before
+    /// A list, dict or object kept the tensor a raising write wrote (`parts = [gen]` before
     /// `gen.scatter_(...)`): a rewrite out of place would leave it the old tensor.
     pub kept_in_slot: bool,
     /// A raising write whose memory an earlier op saved (`y = x.pow(2)` before a loop writes

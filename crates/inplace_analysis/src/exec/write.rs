@@ -513,10 +513,8 @@ impl Interp<'_, '_> {
         // is meant to see it.)
         if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             if !w.masking {
-                let kept = self.mark_stale_slots(t, wid, Taken::Any);
-                if self.mark_stale_called_slots(t, wid) || kept {
-                    self.writes[wid as usize].kept_in_slot = true;
-                }
+                self.mark_stale_slots(t, wid, Taken::Any);
+                self.mark_stale_called_slots(t, wid);
             }
         } else {
             // ... but not a parameter made to show another's memory.
@@ -787,8 +785,8 @@ impl Interp<'_, '_> {
     /// (`w = self.w; w[m] = 0`, `for s in self.hidden: s.zero_()`, `self.center.mul_(m)`, a
     /// helper given `self.running`), and means the slot to change.
     /// `taken`: which slots taken out count (see [`Taken`]).
-    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) -> bool {
-        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t))
+    pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) {
+        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t));
     }
 
     /// Whether slot `key`, holding `vs`, was stored in an earlier iteration of a loop whose
@@ -811,13 +809,10 @@ impl Interp<'_, '_> {
         taken: Taken,
         children: bool,
         hit: impl Fn(&Self, ObjId) -> bool,
-    ) -> bool {
-        let stale = self.slots_keeping(wid, taken, children, hit);
-        let found = !stale.is_empty();
-        for key in stale {
+    ) {
+        for key in self.slots_keeping(wid, taken, children, hit) {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
         }
-        found
     }
 
     /// The container slots (reached from the running code's names, see
@@ -890,7 +885,7 @@ impl Interp<'_, '_> {
     /// Slots an inlined call stored `t` into, in a container that no name of the running code
     /// may reach (a forward hook's `feats[name] = out` into a module-level dict, read after
     /// the model ran): stale by write `wid` as [`Self::mark_stale_slots`] judges them.
-    fn mark_stale_called_slots(&mut self, t: ObjId, wid: WriteId) -> bool {
+    fn mark_stale_called_slots(&mut self, t: ObjId, wid: WriteId) {
         let stale: SmallVec<[(ObjId, Slot); 2]> = (self.call_stored.iter())
             .copied()
             .filter(|&key| {
@@ -906,11 +901,9 @@ impl Interp<'_, '_> {
                 })
             })
             .collect();
-        let found = !stale.is_empty();
         for key in stale {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
         }
-        found
     }
 
     /// Whether slot `key`, holding `vs` (what a write just wrote), keeps it as a copy the
