@@ -45,6 +45,19 @@ enum RulesFormat {
     Json,
 }
 
+/// The server analyses one document at a time per worker on tokio's blocking threads; glibc
+/// gives each new thread an arena of its own, and what an analysis frees stays resident in it.
+/// Two arenas hold an open document's memory to about 8x its text instead of 9.5x to 10x (bench
+/// "memory per open document"), with no measurable cost to keystroke latency. `check` keeps the
+/// default: its rayon threads allocate at once.
+fn few_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets an allocator parameter; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -56,7 +69,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => check::run(args),
-        Command::Server { .. } => ExitCode::from(inplace_server::run_stdio() as u8),
+        Command::Server { .. } => {
+            few_malloc_arenas();
+            ExitCode::from(inplace_server::run_stdio() as u8)
+        }
         Command::Explain { rule } => match inplace_analysis::Rule::from_code_or_name(&rule) {
             Some(r) => {
                 print!("{}", r.doc());

@@ -759,6 +759,27 @@ impl Body {
         self.classes.iter_mut().for_each(|c| m(&mut c.name));
     }
 
+    /// Drop the spare capacity lowering left (a body is kept across versions of an open file).
+    pub fn shrink_to_fit(&mut self) {
+        self.exprs.shrink_to_fit();
+        self.expr_spans.shrink_to_fit();
+        self.stmts.shrink_to_fit();
+        self.stmt_spans.shrink_to_fit();
+        self.lists.shrink_to_fit();
+        self.args.shrink_to_fit();
+        self.keywords.shrink_to_fit();
+        self.subscripts.shrink_to_fit();
+        self.generators.shrink_to_fit();
+        self.clauses.shrink_to_fit();
+        self.tries.shrink_to_fit();
+        self.handlers.shrink_to_fit();
+        self.with_items.shrink_to_fit();
+        self.imports.shrink_to_fit();
+        self.params.shrink_to_fit();
+        self.funcs.shrink_to_fit();
+        self.classes.shrink_to_fit();
+    }
+
     /// Approximate heap size, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;

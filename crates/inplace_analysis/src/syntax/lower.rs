@@ -45,6 +45,7 @@ pub(crate) fn lower(p: &Parsed<'_>, names: &mut Interner) -> Body {
         l.stmt_into(s, &mut ids, p.class_header);
     }
     l.body.root = l.list(&ids);
+    l.body.shrink_to_fit();
     l.body
 }
 
