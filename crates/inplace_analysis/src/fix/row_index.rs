@@ -62,7 +62,7 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     if reads > 1 || body.bound_in(block).iter().any(|n| named.contains(n)) {
         return None;
     }
-    let index = fresh_name(ctx)?;
+    let index = fresh_name(ctx, &body)?;
     let first = body.stmts_of(block).next()?;
     let first_at = ctx.range(Span::new(s.item, body.stmt_span(first)))?;
     let (indent, eol) = indentation(ctx, first_at.start)?;
@@ -136,21 +136,17 @@ fn place_like(body: &Body, e: ExprId) -> bool {
     }
 }
 
-/// A short index name the file does not use as a word anywhere (at module level each statement
-/// is an item of its own: a name bound elsewhere in the file may be read after the loop).
-fn fresh_name(ctx: &RenderCtx<'_>) -> Option<&'static str> {
-    let text = ctx.text_all();
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let used = |candidate: &str| {
-        text.match_indices(candidate).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
-            let after = text[at + candidate.len()..].chars().next();
-            !before.is_some_and(word) && !after.is_some_and(word)
-        })
-    };
+/// A short index name the loop's scope does not use: in a function, a variable its body (nested
+/// functions included) never reads or binds; at module level, where each statement is an item of
+/// its own and a name bound here may be read anywhere, one the file never spells.
+fn fresh_name(ctx: &RenderCtx<'_>, body: &Body) -> Option<&'static str> {
+    let in_function = body.root_def().is_some();
     ["i", "k", "j", "idx", "row_index"]
         .into_iter()
-        .find(|c| !used(c))
+        .find(|c| match ctx.names.get(c) {
+            None => true,
+            Some(n) => in_function && !body.mentions(n),
+        })
 }
 
 /// The text span of a block's statements.

@@ -759,6 +759,17 @@ impl Body {
         self.classes.iter_mut().for_each(|c| m(&mut c.name));
     }
 
+    /// Whether the body reads or binds the variable `n` anywhere (nested functions and classes
+    /// included; attributes, keywords and strings are not variables).
+    pub fn mentions(&self, n: Name) -> bool {
+        self.exprs.iter().any(|e| {
+            matches!(*e, Expr::Name { name, .. } | Expr::Named { target: name, .. } if name == n)
+        }) || self.imports.iter().any(|i| i.bind == n)
+            || self.params.iter().any(|p| p.name == n)
+            || self.funcs.iter().any(|f| f.name == n)
+            || self.classes.iter().any(|c| c.name == n)
+    }
+
     /// Drop the spare capacity lowering left (a body is kept across versions of an open file).
     pub fn shrink_to_fit(&mut self) {
         self.exprs.shrink_to_fit();
