@@ -40,7 +40,10 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
         })
         .min_by_key(|(_, sp)| sp.end - sp.start)?
         .0;
-    let rows = iterated_tensor(ctx, &body, target, iter, name)?;
+    // (A loop that counts already, `for i, row in enumerate(x)`, keeps its target and index.)
+    let counted = counted_loop(ctx, &body, target, iter);
+    let (row_target, row_iter) = counted.map_or((target, iter), |(_, t, it)| (t, it));
+    let rows = iterated_tensor(ctx, &body, row_target, row_iter, name)?;
     let text = |e: ExprId| ctx.text(Span::new(s.item, body.expr_span(e)));
     let tensor = text(rows);
     if tensor.contains(['(', '\n', '#']) {
@@ -59,10 +62,17 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
         .count();
     let mut named = Vec::new();
     names_of(&body, rows, &mut named);
-    if reads > 1 || body.bound_in(block).iter().any(|n| named.contains(n)) {
+    let bound = body.bound_in(block);
+    if counted.is_some_and(|(i, _, _)| bound.contains(&i)) {
         return None;
     }
-    let index = fresh_name(ctx, &body)?;
+    if reads > 1 || bound.iter().any(|n| named.contains(n)) {
+        return None;
+    }
+    let index = match counted {
+        Some((i, _, _)) => ctx.name(i),
+        None => fresh_name(ctx, &body)?,
+    };
     let first = body.stmts_of(block).next()?;
     let first_at = ctx.range(Span::new(s.item, body.stmt_span(first)))?;
     let (indent, eol) = indentation(ctx, first_at.start)?;
@@ -74,24 +84,60 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     };
     let span = |e: ExprId| ctx.range(Span::new(s.item, body.expr_span(e)));
     let row = ctx.name(name);
+    let mut edits = Vec::new();
+    if counted.is_none() {
+        edits.push(Edit {
+            range: span(target)?,
+            content: new_target,
+        });
+        edits.push(Edit {
+            range: span(iter)?,
+            content: format!("enumerate({})", text(iter)),
+        });
+    }
+    edits.push(Edit {
+        range: TextRange::new(line, line),
+        content: format!("{indent}{row} = {tensor}[{index}]{eol}"),
+    });
     Some(Fix {
         title: format!("Write through the tensor: `{row} = {tensor}[{index}]` in the loop"),
         applicability: Applicability::Unsafe,
-        edits: vec![
-            Edit {
-                range: span(target)?,
-                content: new_target,
-            },
-            Edit {
-                range: span(iter)?,
-                content: format!("enumerate({})", text(iter)),
-            },
-            Edit {
-                range: TextRange::new(line, line),
-                content: format!("{indent}{row} = {tensor}[{index}]{eol}"),
-            },
-        ],
+        edits,
     })
+}
+
+/// A loop that counts its rows from 0 (`for i, row in enumerate(x)`, `for i, (a, b) in
+/// enumerate(zip(x, y))`): its index name, and the target and iterable of the rows.
+fn counted_loop(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    target: ExprId,
+    iter: ExprId,
+) -> Option<(Name, ExprId, ExprId)> {
+    let (Expr::Seq { items, .. }, Expr::Call { func, args }) =
+        (*body.expr(target), *body.expr(iter))
+    else {
+        return None;
+    };
+    let mut parts = body.exprs_of(items);
+    let (Some(index), Some(rows_target), None) = (parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    let (Expr::Name { name: index, .. }, Expr::Name { name: f, .. }) =
+        (*body.expr(index), *body.expr(func))
+    else {
+        return None;
+    };
+    let args = &body.args[args as usize];
+    let mut positional = body.exprs_of(args.positional);
+    let (Some(rows_iter), None) = (positional.next(), positional.next()) else {
+        return None;
+    };
+    (ctx.name(f) == "enumerate" && args.keywords.is_empty()).then_some((
+        index,
+        rows_target,
+        rows_iter,
+    ))
 }
 
 /// The tensor whose rows loop target `target` binds `name` to: `iter` itself (`for row in x`),
