@@ -49,15 +49,28 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     if tensor.contains(['(', '\n', '#']) {
         return None;
     }
-    // The row read before the write or in it (`outs.append(row.pow(2))`, `row.div_(row.norm())`):
-    // the op that read it may save it, and the write, once it goes through, would clobber that.
+    // The row read anywhere else in the loop (`outs.append(row * w)` before or after the write,
+    // `row.div_(row.norm())`): the op that read it may save it, and rows taken by index share the
+    // tensor's version counter, so a write through any of them, in this pass or the next, would
+    // fail that op's backward. A comparison or a metadata read (`row.shape`) saves nothing.
     // A name of the tensor's text bound in the loop (`x = x + 1`): the text taken again per row
     // would read another tensor.
     let loop_body = block_span(&body, block)?;
-    let before = Rel::new(loop_body.start, at.end);
+    let within = |sp: &Rel| loop_body.contains(*sp);
+    let compared: Vec<ExprId> = (body.exprs.iter().zip(&body.expr_spans))
+        .filter(|(_, sp)| within(sp))
+        .filter_map(|(e, _)| match *e {
+            Expr::Compare { operands, .. } => Some(operands),
+            _ => None,
+        })
+        .flat_map(|l| body.exprs_of(l))
+        .collect();
     let reads = (body.exprs.iter().zip(&body.expr_spans))
-        .filter(|(e, sp)| {
-            before.contains(**sp) && matches!(**e, Expr::Name { name: n, .. } if n == name)
+        .enumerate()
+        .filter(|(i, (e, sp))| {
+            within(sp)
+                && matches!(**e, Expr::Name { name: n, reads: true } if n == name)
+                && !compared.contains(&ExprId(*i as u32))
         })
         .count();
     let mut named = Vec::new();
