@@ -197,14 +197,25 @@ fn place_like(body: &Body, e: ExprId) -> bool {
 
 /// A short index name the loop's scope does not use: in a function, a variable its body (nested
 /// functions included) never reads or binds; at module level, where each statement is an item of
-/// its own and a name bound here may be read anywhere, one the file never spells.
+/// its own and a name bound here may be read anywhere (in items the analysis did not lower, whose
+/// names the interner may not hold), one the file's text never spells as a word.
 fn fresh_name(ctx: &RenderCtx<'_>, body: &Body) -> Option<&'static str> {
     let in_function = body.root_def().is_some();
+    let text = ctx.text_all();
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let spelled = |candidate: &str| {
+        text.match_indices(candidate).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + candidate.len()..].chars().next();
+            !before.is_some_and(word) && !after.is_some_and(word)
+        })
+    };
     ["i", "k", "j", "idx", "row_index"]
         .into_iter()
         .find(|c| match ctx.names.get(c) {
-            None => true,
-            Some(n) => in_function && !body.mentions(n),
+            Some(n) if in_function => !body.mentions(n),
+            None if in_function => true,
+            _ => !spelled(c),
         })
 }
 
