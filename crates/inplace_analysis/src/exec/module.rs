@@ -1678,6 +1678,7 @@ impl Interp<'_, '_> {
                     .and_then(|k| self.one_exact_str(k))
                     .and_then(|key| self.key_slot(s, key));
                 let Some(slot) = slot else {
+                    self.read_any_slot(s, call);
                     return self.elements(&smallvec![s]);
                 };
                 let Some(at) = slot else {
@@ -1687,6 +1688,8 @@ impl Interp<'_, '_> {
                         .map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
                 };
                 let pop = m == "pop";
+                // (A read of the entry, as `d[k]`: a write since it was stored is seen here.)
+                self.read_slot(s, Slot::At(at as u32), call);
                 let Obj::Seq(items) = self.obj_mut(s) else {
                     return smallvec![UNKNOWN];
                 };
@@ -1716,7 +1719,37 @@ impl Interp<'_, '_> {
                 }
                 _ => smallvec![self.copy_seq(s, true)],
             },
-            "pop" | "get" => self.elements(&smallvec![s]),
+            m @ ("pop" | "get") => {
+                // `xs.pop()` takes the last item out, `xs.pop(i)` the item at a known `i`,
+                // reading it as `xs[-1]` and `xs[i]` do; otherwise (a dict whose keys are not
+                // known, an unknown position) any item may be read, and the list is kept whole.
+                let pop = m == "pop";
+                let len = match self.obj(s) {
+                    Obj::Seq(items) if !self.dict_objs.contains(&s) => Some(items.len()),
+                    _ => None,
+                };
+                let at = match args.first() {
+                    None if pop => len.and_then(|n| n.checked_sub(1)),
+                    Some(i) => (self.one_int(i).zip(len)).and_then(|(i, n)| position_in(i, n)),
+                    None => None,
+                };
+                let Some(at) = at else {
+                    self.read_any_slot(s, call);
+                    return self.elements(&smallvec![s]);
+                };
+                self.read_slot(s, Slot::At(at as u32), call);
+                // (The last slot of a full list stands for every item past it.)
+                let whole = len.is_some_and(|n| n < MAX_SLOTS);
+                let Obj::Seq(items) = self.obj_mut(s) else {
+                    return smallvec![UNKNOWN];
+                };
+                if !(pop && whole) {
+                    return items[at].clone();
+                }
+                let entry = items.remove(at);
+                self.slot_removed(s, at);
+                entry
+            }
             "items" => {
                 // A dict with its keys all known: its `(key, value)` pairs one by one.
                 if let Some(pairs) = self.dict_item_list(s) {

@@ -973,7 +973,7 @@ impl Interp<'_, '_> {
             return;
         }
         if let Some(writes) = self.state.stale_slots.remove(&(o, slot)) {
-            let name = self.prog.text_of(at).to_string();
+            let name = entry_spelling(self.prog.text_of(at));
             let name = self.intern(&name);
             self.report_stale_read(name, &writes, at, Some((o, slot)));
         }
@@ -1126,4 +1126,22 @@ pub(super) enum Taken {
     /// None: the callee wrote through a name it bound to the slot's tensor and gave it back
     /// (`out_x = g.x; out_x[m] = 0; return out_x`).
     None,
+}
+
+/// How a message names the entry a read takes: the read's own text, but for `d.pop(k)`,
+/// `d.get(k, default)` and `xs.pop()`, the subscript they read (`d[k]`, `xs[-1]`).
+fn entry_spelling(read: &str) -> String {
+    let call = [".pop(", ".get("]
+        .iter()
+        .filter_map(|m| read.rfind(m).map(|at| (at, m.len())))
+        .max();
+    match call {
+        Some((at, len)) if read.ends_with(')') && !read[at + len..].contains(['(', '\n']) => {
+            let args = &read[at + len..read.len() - 1];
+            let key = args.split(',').next().unwrap_or("").trim();
+            let key = if key.is_empty() { "-1" } else { key };
+            format!("{}[{key}]", &read[..at])
+        }
+        _ => read.to_string(),
+    }
 }
