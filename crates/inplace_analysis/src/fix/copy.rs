@@ -549,12 +549,7 @@ pub(crate) fn clone_argument(
     let stmt = super::simple_statement_at(&body, site.rel);
     // (A name the scope cannot rebind is passed a copy instead.)
     if !rebind || stmt.is_some_and(|s| !rebindable(ctx, &body, s, r)) {
-        return Some(one(
-            format!("Pass a copy: `{r}.clone()`"),
-            Applicability::Unsafe,
-            ctx.range(Span::new(site.item, body.expr_span(arg)))?,
-            format!("{r}.clone()"),
-        ));
+        return pass_copies(ctx, &body, site, arg);
     }
     let mut at = body.stmt_span(stmt?);
     // Under `no_grad` a copy would have no history: it is made before the block.
@@ -606,13 +601,54 @@ pub(crate) fn clone_passed_to_helper(
     if ctx.same_scope(site.item, read.item) {
         return clone_argument(ctx, w, false);
     }
-    let (_, arg) = call_passing(ctx, w, name, read)?;
-    Some(one(
-        format!("Pass a copy: `{name}.clone()`"),
-        Applicability::Unsafe,
-        ctx.range(arg)?,
-        format!("{name}.clone()"),
-    ))
+    let (call, arg) = call_passing(ctx, w, name, read)?;
+    let body = ctx.body(call.item)?;
+    let arg = (0..body.exprs.len() as u32)
+        .map(ExprId)
+        .find(|&e| body.expr_span(e) == arg.rel)?;
+    pass_copies(ctx, &body, call, arg)
+}
+
+/// `f(x.clone())` for argument `arg` of the call at `call`, and for every other call of the
+/// same function in the scope passing the same name at the same place (`a = shift(x); b =
+/// shift(x)`: each call would write `x` again).
+fn pass_copies(ctx: &RenderCtx<'_>, body: &Body, call: Span, arg: ExprId) -> Option<Fix> {
+    let text = |e: ExprId| ctx.text(Span::new(call.item, body.expr_span(e)));
+    let r = text(arg);
+    let call_of = |e: usize| match body.exprs[e] {
+        Expr::Call { func, args } => {
+            Some((func, body.exprs_of(body.args[args as usize].positional)))
+        }
+        _ => None,
+    };
+    let here = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == call.rel);
+    let same = here.and_then(|i| {
+        let (func, mut args) = call_of(i)?;
+        Some((text(func), args.position(|a| a == arg)?))
+    });
+    let mut args = vec![arg];
+    if let Some((callee, j)) = same {
+        let others = (0..body.exprs.len()).filter_map(|i| {
+            let (func, mut args) = call_of(i)?;
+            let a = args.nth(j)?;
+            (a != arg && text(func) == callee && text(a) == r).then_some(a)
+        });
+        args.extend(others);
+    }
+    let edits = args
+        .iter()
+        .map(|&a| {
+            Some(Edit {
+                range: ctx.range(Span::new(call.item, body.expr_span(a)))?,
+                content: format!("{r}.clone()"),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Fix {
+        title: format!("Pass a copy: `{r}.clone()`"),
+        applicability: Applicability::Unsafe,
+        edits,
+    })
 }
 
 /// A write into a leaf's view of a value that requires grad (`inputs[slices] = updates` with
