@@ -542,6 +542,108 @@ def measure_module(cls_name):
     return flags
 
 
+# What `out=` does when an input requires grad, for every measured op in each of its function
+# forms (keyed as the analyzer spells the call below `torch`: `mul`, `linalg.norm`,
+# `nn.functional.normalize`): `call` (refused at the call, naming `op` in the message, which is
+# not always the function's own name: `F.normalize` -> `div`, `torch.hstack` -> `cat`),
+# `backward` (the call works and its result has no derivative: `backward()` through it raises
+# "derivative for `op` is not implemented"), or `never` (a composite that records the copy:
+# `torch.tensordot`, `torch.inner`, `torch.linalg.norm`).
+JOINS = "cat concat concatenate stack hstack vstack dstack column_stack row_stack".split()
+# (Ops measured for `out=` alone.)
+OUT_ONLY = "diag tril triu diff index_select masked_select take".split()
+OUT_EXTRA = {
+    "index_select": (0, torch.tensor([1, 0])),
+    "masked_select": (torch.tensor([[True, False, True], [False, True, True]]),),
+    "take": (torch.tensor([0, 4]),),
+}
+OUT_ERR = "functions with out=... arguments don't support automatic differentiation"
+
+
+def out_forms(name):
+    owners = [("", torch), ("linalg.", torch.linalg), ("special.", torch.special),
+              ("fft.", torch.fft), ("nn.functional.", F)]
+    return [(prefix + name, getattr(owner, name)) for prefix, owner in owners
+            if callable(getattr(owner, name, None))]
+
+
+def out_operands(name):
+    """The positional operands an op is measured with: fresh tensors that require grad."""
+    def grad(*shape):
+        torch.manual_seed(0)
+        return (torch.rand(*shape) + 0.5).requires_grad_()
+    if name in JOINS:
+        return ([grad(2, 3), grad(2, 3)],)
+    if name in BASED:
+        if name == "addmv":
+            return grad(3), grad(3, 3), grad(3)
+        if name == "addr":
+            return grad(3, 3), grad(3), grad(3)
+        if name in ("baddbmm", "addbmm"):
+            return grad(2, 3, 3) if name == "baddbmm" else grad(3, 3), grad(2, 3, 3), grad(2, 3, 3)
+        return grad(3, 3), grad(3, 3), grad(3, 3)
+    if name in BINARY:
+        if name in ("dot", "vdot", "outer", "ger", "inner"):
+            return grad(3), grad(3)
+        if name in ("mv",):
+            return grad(3, 3), grad(3)
+        if name == "bmm":
+            return grad(2, 3, 3), grad(2, 3, 3)
+        return grad(3, 3), grad(3, 3)
+    x = grad(*UNARY_SHAPE.get(name, (2, 3)))
+    if name in PREP:
+        x = PREP[name](x.detach()).requires_grad_()
+    return (x, *EXTRA.get(name, OUT_EXTRA.get(name, ())))
+
+
+def measure_out(fn, operands):
+    def empty_like(r):
+        if isinstance(r, torch.Tensor):
+            return torch.empty_like(r.detach())
+        if isinstance(r, (tuple, list)) and r and all(isinstance(t, torch.Tensor) for t in r):
+            return tuple(torch.empty_like(t.detach()) for t in r)
+        return None
+    try:
+        result = fn(*operands)
+        out = empty_like(result)
+    except Exception:
+        return None
+    if out is None or not first_tensor(result).requires_grad:
+        return None
+    try:
+        made = fn(*operands, out=out)
+    except TypeError:
+        return None  # no `out=` in this form
+    except RuntimeError as e:
+        if OUT_ERR not in str(e):
+            return None
+        return {"raises": "call", "op": str(e).split("()")[0]}
+    made = first_tensor(made)
+    if made is None or not made.requires_grad:
+        return None
+    try:
+        made.float().sum().backward()
+    except RuntimeError as e:
+        msg = str(e)
+        if "derivative for" in msg and "is not implemented" in msg:
+            return {"raises": "backward", "op": msg.split("derivative for ")[1].split(" is not")[0]}
+        return None
+    return {"raises": "never"}
+
+
+def measure_out_args():
+    table = {}
+    names = sorted(set(UNARY + UNARY_DIM + BINARY + JOINS + OUT_ONLY) - set(CALL))
+    for name in names:
+        if name.endswith("_"):
+            continue
+        for key, fn in out_forms(name):
+            flags = measure_out(fn, out_operands(name))
+            if flags is not None:
+                table[key] = flags
+    return table
+
+
 def main(argv):
     check = argv[:1] == ["--check"]
     path = argv[-1]
@@ -592,6 +694,7 @@ def main(argv):
         "ops": ops,
         "modules": modules,
         "inplace_methods": inplace_methods,
+        "out_args": measure_out_args(),
     }
     text = json.dumps(table, indent=1, sort_keys=True) + "\n"
     if check:
@@ -603,6 +706,8 @@ def main(argv):
             mdiff = sorted(k for k in set(old["modules"]) | set(modules)
                            if old["modules"].get(k) != modules.get(k))
             methods = old.get("inplace_methods") != inplace_methods
+            if old.get("out_args") != table["out_args"]:
+                print("out= behaviour differs")
             print(f"op table differs from torch {torch.__version__}: ops {diff} modules {mdiff}"
                   f"{' in-place methods' if methods else ''}")
             return 1

@@ -52,6 +52,8 @@ FORMS = [
     ("form2", "a view of a leaf Variable that requires grad"),
     ("form1", "a leaf Variable that requires grad"),
     ("outarg", "functions with out=... arguments don't support automatic differentiation"),
+    # (`out=` of an op torch fills without a derivative: `backward()` through it raises.)
+    ("outarg", "derivative for aten::"),
     ("form3", "needed for gradient computation has been modified"),
     ("refusedview", "This view is the output of a function that returns multiple views"),
     ("refusedview", "A view was created in no_grad mode and is being modified inplace"),

@@ -182,9 +182,14 @@ pub(crate) enum Event {
         view: Option<Span>,
     },
     /// An op called with `out=` while autograd records and one of its tensors (an input or the
-    /// `out=` tensor) requires grad: it refuses at the call. `writes_grad`: the `out=` tensor
-    /// itself requires grad.
-    OutArgRefused { write: WriteId, writes_grad: bool },
+    /// `out=` tensor) requires grad: it refuses at the call (or, as the op table measured for
+    /// `op`, its path below `torch`, leaves the result without a derivative). `writes_grad`:
+    /// the `out=` tensor itself requires grad.
+    OutArgRefused {
+        write: WriteId,
+        writes_grad: bool,
+        op: Name,
+    },
     /// A write, while autograd records, into a view it refuses to rebase (a split's output, a
     /// row of an iteration, a view made under `no_grad`, a hooked layer's input or output);
     /// `plain`: the view does not require grad, the value written does.

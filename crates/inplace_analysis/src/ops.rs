@@ -142,6 +142,32 @@ pub struct OpTable {
     pub modules: FxHashMap<String, ModuleSpec>,
     /// Every in-place method of `torch.Tensor` (`add_`, `clamp_`, `uniform_`, ...), sorted.
     pub inplace_methods: Vec<String>,
+    /// What `out=` does when an input requires grad, by the call's path below `torch`
+    /// (`mul`, `linalg.norm`, `nn.functional.normalize`).
+    #[serde(default)]
+    pub out_args: FxHashMap<String, OutArg>,
+}
+
+/// What an op called with `out=` does when one of its inputs requires grad (measured).
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutArg {
+    pub raises: OutRaises,
+    /// The op the error names: `div` for `F.normalize`, `aten::softmax` for a missing
+    /// derivative.
+    pub op: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutRaises {
+    /// Refused at the call: "`op`(): functions with out=... arguments don't support automatic
+    /// differentiation".
+    Call,
+    /// The call works; `backward()` through its result raises "derivative for `op` is not
+    /// implemented".
+    Backward,
+    /// The call records a copy autograd follows (a composite: `tensordot`, `linalg.norm`).
+    Never,
 }
 
 /// How an argument takes part in an op.
@@ -177,6 +203,11 @@ impl OpTable {
         self.is_inplace_method(name)
             .then(|| name.strip_suffix('_'))
             .flatten()
+    }
+
+    /// What `out=` does in a call of `path` (below `torch`) when an input requires grad.
+    pub fn out_arg(&self, path: &str) -> Option<&OutArg> {
+        self.out_args.get(path)
     }
 
     pub fn op(&self, name: &str) -> Option<&OpSpec> {

@@ -1260,7 +1260,17 @@ impl Interp<'_, '_> {
 
     /// `f(..., out=t)` (a torch function, or `F.normalize`): the op writes its result into `t`,
     /// in place, and returns it; `None` without an `out=` tensor.
-    fn write_out_arg(&mut self, c: Code<'_>, f: &str, args: &Args, call: Span) -> Option<Vals> {
+    /// `f(..., out=t)` of the op at `path` below `torch` (`mul`, `nn.functional.normalize`):
+    /// a write into `t`, refused at the call, or its result left without a derivative, as the
+    /// op table measured (`out=` of a composite that records a copy, `tensordot`, is no write
+    /// the analysis follows: the call is taken as made without it).
+    fn write_out_arg(
+        &mut self,
+        c: Code<'_>,
+        (f, path): (&str, &str),
+        args: &Args,
+        call: Span,
+    ) -> Option<Vals> {
         // (`out=None` is no `out=`: the op makes its result.)
         let out_arg = args
             .keyword(known::OUT)
@@ -1268,11 +1278,22 @@ impl Interp<'_, '_> {
         let (out, value, span) = out_arg?;
         let out: Vals = out.iter().copied().filter(|v| *v != NONE).collect();
         let tensors = self.as_tensors(&out);
+        let writes_grad = self.surely_grad(&tensors);
+        // (Measured with inputs that require grad; an `out=` tensor that requires grad itself
+        // is refused whatever the op.)
+        let raises = match ops::table().out_arg(path) {
+            Some(m) if !writes_grad => m.raises,
+            _ => ops::OutRaises::Call,
+        };
+        if raises == ops::OutRaises::Never {
+            return None;
+        }
         let through = self.obj_name(c, value);
         let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
-        // Autograd refuses the call when one of its tensors surely requires grad (the
-        // `out=` one included), whatever it is: nothing is written then. (An op whose result
-        // is integers or booleans, `argmax`, `eq`, has no gradient to refuse.)
+        // Autograd refuses the call (or leaves its result without a derivative) when one of
+        // its tensors surely requires grad (the `out=` one included), whatever it is: nothing
+        // is written then. (An op whose result is integers or booleans, `argmax`, `eq`, has no
+        // gradient to refuse.)
         let refused = self.grad_enabled
             && !ops::INDEX_RESULT.contains(&f)
             && !ops::NO_GRAD_OUT.contains(&f)
@@ -1280,14 +1301,18 @@ impl Interp<'_, '_> {
                 .all_values()
                 .any(|v| self.surely_grad(&self.flat_tensors(v)))
             && !self.raised();
-        if refused {
+        if refused && raises == ops::OutRaises::Call {
             // (Raised before the write is recorded: the write does nothing.)
             self.raised_in = Some(self.stmt_run);
         }
-        let writes_grad = self.surely_grad(&tensors);
         let write = self.write(&tensors, spec);
         if refused {
-            self.report(Event::OutArgRefused { write, writes_grad });
+            let op = self.intern(path);
+            self.report(Event::OutArgRefused {
+                write,
+                writes_grad,
+                op,
+            });
         }
         Some(out)
     }
@@ -1305,7 +1330,7 @@ impl Interp<'_, '_> {
             let list = (args.positional.first()).and_then(|(_, arg)| arg.map(|a| c.span(a)));
             self.read_entries(&first, list.unwrap_or(call));
         }
-        if let Some(out) = self.write_out_arg(c, f, args, call) {
+        if let Some(out) = self.write_out_arg(c, (f, qualified), args, call) {
             return out;
         }
         // `torch.as_tensor(t)` / `torch.asarray(t)` of a tensor, with no dtype or device to
@@ -1480,7 +1505,7 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        if let Some(out) = self.write_out_arg(c, f, args, call) {
+        if let Some(out) = self.write_out_arg(c, (f, &format!("nn.functional.{f}")), args, call) {
             return out;
         }
         let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();

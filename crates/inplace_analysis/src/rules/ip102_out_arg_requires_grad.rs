@@ -12,6 +12,13 @@
 //! for a factory):
 //! `RuntimeError: mul(): functions with out=... arguments don't support automatic
 //! differentiation, but one of the arguments requires grad.`
+//! The op named is the one that writes `out=`, not always the function called: `div()` for
+//! `F.normalize`, `cat()` for `torch.hstack`, `pow()` for `torch.square` (the op table measures
+//! each function with torch). A few functions fill `out=` without refusing and record no
+//! derivative for it (`torch.softmax`, `torch.log_softmax`, `torch.diag`): reported as a warning,
+//! since only a `backward()` through the result raises (`derivative for aten::softmax is not
+//! implemented`). Composites that record a copy autograd follows (`torch.tensordot`,
+//! `torch.inner`, `torch.linalg.norm`) are not reported.
 //!
 //! **Example**
 //! ```python
@@ -38,6 +45,7 @@ use crate::exec::UnitOutput;
 use crate::finding::{Finding, Severity};
 use crate::fix;
 use crate::ir::Span;
+use crate::ops::OutRaises;
 use crate::registry::Rule;
 use crate::render::RenderCtx;
 
@@ -61,7 +69,12 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 }
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
-    let Event::OutArgRefused { write, writes_grad } = ev else {
+    let Event::OutArgRefused {
+        write,
+        writes_grad,
+        op,
+    } = ev
+    else {
         return None;
     };
     let w = ctx.write(*write);
@@ -74,27 +87,51 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     } else {
         None
     };
+    // (The op table measured inputs that require grad; an `out=` tensor that requires grad is
+    // refused at the call all the same, by the same op.)
+    let measured = crate::ops::table()
+        .out_arg(ctx.name(*op))
+        .filter(|m| !writes_grad || m.raises == OutRaises::Call);
+    let which = if *writes_grad {
+        "the tensor it writes"
+    } else {
+        "a tensor it reads"
+    };
+    let snippet = ctx.snippet(w.site);
+    let named = |m: &crate::ops::OutArg| m.op.clone();
+    let (severity, message) = match measured {
+        Some(m) if m.raises == OutRaises::Backward => (
+            Severity::Warning,
+            format!(
+                "`{snippet}` passes `out=` while {which} requires grad; torch fills `out=` \
+                 but records no derivative for it: a `backward()` through the result raises: \
+                 derivative for {} is not implemented",
+                named(m).unwrap_or_else(|| out_op(ctx.text(w.site)))
+            ),
+        ),
+        _ => (
+            Severity::Error,
+            format!(
+                "`{snippet}` passes `out=` while {which} requires grad; it raises here: {}(): \
+                 {OUT_ARG_MESSAGE}",
+                measured
+                    .and_then(named)
+                    .unwrap_or_else(|| out_op(ctx.text(w.site))),
+            ),
+        ),
+    };
     Some(Finding {
         rule: Rule::OutArgRequiresGrad,
-        severity: Severity::Error,
+        severity,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` passes `out=` while {} requires grad; it raises here: {}(): {OUT_ARG_MESSAGE}",
-            ctx.snippet(w.site),
-            if *writes_grad {
-                "the tensor it writes"
-            } else {
-                "a tensor it reads"
-            },
-            out_op(ctx.text(w.site)),
-        ),
+        message,
         related,
         fix,
     })
 }
 
-/// The op as torch names it in the error: `mul` for `torch.mul(...)`, `aten::arange` for a
-/// factory.
+/// The op as torch names it in the error when the op table has not measured it: `mul` for
+/// `torch.mul(...)`, `aten::arange` for a factory.
 fn out_op(call: &str) -> String {
     let callee = call.split('(').next().unwrap_or_default();
     let name = callee.rsplit('.').next().unwrap_or_default().trim();
