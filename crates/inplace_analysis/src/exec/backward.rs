@@ -28,6 +28,9 @@ impl Interp<'_, '_> {
         let stop = self.nodes_of(inputs);
         let mut flat = Vals::new();
         self.flatten(roots, &mut flat, &mut FxHashSet::default());
+        if backward {
+            self.backpropagated.extend(flat.iter().copied());
+        }
         let mut stack: Vec<NodeId> = flat
             .iter()
             .filter_map(|v| self.tensor(*v).and_then(|t| t.node))

@@ -378,6 +378,9 @@ pub(crate) struct Interp<'p, 't> {
     pub passed_grad: FxHashMap<Span, (bool, bool)>,
     /// A `backward()` ran in the unit.
     pub ran_backward: bool,
+    /// The tensors a `backward()` ran from in this unit: a function that returns one after
+    /// (`return d_loss, g_loss`, for logging) hands over a graph already differentiated.
+    pub backpropagated: FxHashSet<ObjId>,
     /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
     pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -582,6 +585,7 @@ impl<'p, 't> Interp<'p, 't> {
             training_calls: FxHashSet::default(),
             passed_grad: FxHashMap::default(),
             ran_backward: false,
+            backpropagated: FxHashSet::default(),
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),

@@ -159,6 +159,14 @@ impl Interp<'_, '_> {
                     roots.extend(kept.iter().copied());
                 }
             }
+            // (A loss a `backward()` already ran from, returned for logging, `return d_loss,
+            // g_loss` of a training step, is no graph the caller goes on to differentiate.)
+            if !self.backpropagated.is_empty() {
+                let mut flat = Vals::new();
+                self.flatten(&roots, &mut flat, &mut FxHashSet::default());
+                flat.retain(|v| !self.backpropagated.contains(v));
+                roots = flat;
+            }
             self.check_graph(&roots, c.stmt_span(s), true, false);
         }
         self.steps += self.state.weight();
