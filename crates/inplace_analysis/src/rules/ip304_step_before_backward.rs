@@ -80,16 +80,24 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         ),
         related: form3_related(ctx, w, save, &t),
         // (Moved past another optimizer's `zero_grad()`, a step would apply the later loss's
-        // gradients instead of its own: computing the forward again is preferred there.)
+        // gradients instead of its own: computing the forward again is preferred there. Moved
+        // after a backward whose loss another optimizer steps on (a GAN's `g_loss.backward();
+        // opt_g.step()`), it would add that loss's gradients to its own: no move then.)
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
-            crate::fix::move_after(ctx, s, t.range, crate::fix::ZeroGrad::Blocks)
+            let moves = !loss_of_another_optimizer(ctx, w, t.range);
+            let move_after = |z| {
+                moves
+                    .then(|| crate::fix::move_after(ctx, s, t.range, z))
+                    .flatten()
+            };
+            move_after(crate::fix::ZeroGrad::Blocks)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
                 .or_else(|| {
                     let others = other_origins(ctx, ev);
                     crate::fix::recompute_after_step(ctx, s, save.stmt, &others, t.range)
                 })
-                .or_else(|| crate::fix::move_after(ctx, s, t.range, crate::fix::ZeroGrad::Crossed))
+                .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
         }),
     })
 }
@@ -108,4 +116,20 @@ fn other_origins(ctx: &RenderCtx<'_>, ev: &Event) -> Vec<crate::ir::StmtRef> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether the first optimizer step after `backward` (in its scope) is another optimizer's
+/// than step `w`'s: the loss differentiated there is that optimizer's, and its backward also
+/// fills the gradients of the parameters `w` steps on (an op saved one of them for it).
+fn loss_of_another_optimizer(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    backward: Span,
+) -> bool {
+    let key = |x: &crate::events::Write| ctx.text(x.site).split_whitespace().collect::<String>();
+    (ctx.unit.writes.iter())
+        .filter(|x| x.kind == WriteKind::Step && x.site.item == backward.item)
+        .filter(|x| x.site.rel.start >= backward.rel.end)
+        .min_by_key(|x| x.site.rel.start)
+        .is_some_and(|next| key(next) != key(w))
 }
