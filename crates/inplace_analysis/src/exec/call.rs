@@ -70,7 +70,13 @@ impl Interp<'_, '_> {
                     Obj::Dist(_) => self.distribution_method(r, attr, &a, call),
                     Obj::Params { .. } => smallvec![r],
                     Obj::Class(k) => match self.find_method(&k.clone(), attr) {
-                        Some(def) => self.inline(def, None, &a, call),
+                        // (A `@classmethod` gets the class as its first argument: `m = cls()`
+                        // in `Head.build()` makes a `Head`.)
+                        Some(def) => {
+                            let classmethod = (self.resolve_def(def))
+                                .is_some_and(|(b, f)| b.func(f).decorators.classmethod);
+                            self.inline(def, classmethod.then_some(r), &a, call)
+                        }
                         None if attr == known::APPLY && self.is_autograd_function(k, 0) => {
                             let k = k.clone();
                             self.apply_function(&k, &a, call)
@@ -1206,7 +1212,12 @@ impl Interp<'_, '_> {
                 self.deps.instance = Some(k.loc);
             }
         }
-        let self_obj = class.map(|k| self.instance_for(&k));
+        // (A `@classmethod` analysed on its own gets its class, `cls`, not an instance.)
+        let self_obj = match class {
+            Some(k) if fd.decorators.classmethod => Some(self.alloc(Obj::Class(k))),
+            Some(k) => Some(self.instance_for(&k)),
+            None => None,
+        };
         self.getitem_self = self_obj.filter(|_| fd.name == known::GETITEM);
         self.method_self = self_obj.filter(|_| {
             let plain = !fd.decorators.staticmethod && !fd.decorators.classmethod;
