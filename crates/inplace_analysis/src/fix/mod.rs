@@ -25,8 +25,9 @@ pub(crate) use copy::{
 pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, chain_all_out_of_place, chain_out_of_place_rebound,
-    data_write_out_of_place, fresh_result_out_of_place, inplace_false, nested_call_out_of_place,
-    rebind_read_again, result_out_of_place, return_from_hook, view_base_read_after,
+    data_write_out_of_place, fresh_result_out_of_place, inplace_false, lambda_result_out_of_place,
+    nested_call_out_of_place, rebind_read_again, result_out_of_place, return_from_hook,
+    view_base_read_after,
 };
 pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{

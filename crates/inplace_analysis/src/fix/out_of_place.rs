@@ -425,6 +425,32 @@ pub(crate) fn fresh_result_out_of_place(
     nested_call_out_of_place(ctx, w, name, applicability)
 }
 
+/// An in-place call that is the whole body of a lambda (`lambda m, inp, out: out.mul_(2.0)` given
+/// to `register_forward_hook`): the lambda returns what the call returns, the tensor itself, so
+/// its out-of-place twin (`out.mul(2.0)`) returns the same values as a new tensor (a hook's
+/// result replaces the module's output) and leaves the saved one alone.
+pub(crate) fn lambda_result_out_of_place(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    applicability: Applicability,
+) -> Option<Fix> {
+    let crate::events::WriteKind::Method(name) = w.kind else {
+        return None;
+    };
+    let (s, call) = (w.stmt?, w.call?);
+    let body = ctx.body(s.item)?;
+    let returned = |f: &crate::ir::FuncDef| {
+        f.lambda
+            && body
+                .stmts_of(f.body)
+                .any(|r| matches!(*body.stmt(r), Stmt::Return(e) if e == call))
+    };
+    if w.under_no_grad || !body.funcs.iter().any(returned) {
+        return None;
+    }
+    nested_call_out_of_place(ctx, w, name, applicability)
+}
+
 /// Whether `e` is the element a comprehension builds.
 fn comp_element(body: &Body, e: ExprId) -> bool {
     (body.exprs.iter()).any(|x| matches!(*x, Expr::Comp { elt, .. } if elt == e))

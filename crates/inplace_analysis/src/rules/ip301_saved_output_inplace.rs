@@ -87,7 +87,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .or_else(|| {
                     crate::fix::fresh_result_out_of_place(ctx, w, save.range, applicability)
                 })
-                .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
+                .or_else(|| crate::fix::loop_list_out_of_place(ctx, w))
+                .or_else(|| crate::fix::lambda_result_out_of_place(ctx, w, applicability)),
         },
     })
 }
