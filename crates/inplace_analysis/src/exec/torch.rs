@@ -396,7 +396,17 @@ impl Interp<'_, '_> {
                 .keyword(known::PARAMS)
                 .map(|(v, ..)| v.clone())
                 .unwrap_or(first_arg);
-            return smallvec![self.new_optimizer(&params, call)];
+            // (Built by a factory, `return torch.optim.SGD(...)` in `build_optimizer(model)`: it
+            // is built where the factory is called; an IP403 fix builds it again there.)
+            let factory = self.inlining.len() > self.unit_depth
+                && self.stmt.is_some_and(|s| {
+                    s.item == c.item && matches!(c.body.stmt(s.stmt), Stmt::Return(_))
+                });
+            let origin = match self.call_site {
+                Some(site) if factory => site,
+                _ => call,
+            };
+            return smallvec![self.new_optimizer(&params, origin)];
         }
         if p.starts_with("torch.nn.init.") {
             if !first_arg.is_empty() {
