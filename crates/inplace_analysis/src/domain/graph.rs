@@ -51,6 +51,9 @@ pub(crate) struct Save {
     pub assumes: Option<GradIf>,
     /// The statement of the unit's own code that made it (the call that reached the op).
     pub stmt: Option<crate::ir::StmtRef>,
+    /// The innermost statement running when it was made (in a called function: its own
+    /// statement, where a fix that computes the forward again repeats it).
+    pub inner: Option<crate::ir::StmtRef>,
     /// Kept by a custom Function's `forward` as this attribute of `ctx` (`ctx.x = x`), not
     /// given to `save_for_backward`: torch checks no version, so a write before the backward
     /// changes the gradient silently.

@@ -817,6 +817,7 @@ impl Interp<'_, '_> {
             range,
             assumes,
             stmt: self.unit_stmt,
+            inner: self.stmt,
             stash: None,
             through_data: None,
         });

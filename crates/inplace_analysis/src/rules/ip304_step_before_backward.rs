@@ -94,8 +94,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
                 .or_else(|| {
-                    let others = other_origins(ctx, ev);
-                    crate::fix::recompute_after_step(ctx, s, save.stmt, &others, t.range)
+                    let others = other_origins(ctx, ev, s);
+                    let origin = origin_beside(ctx, save, s);
+                    crate::fix::recompute_after_step(ctx, s, origin, &others, t.range)
                 })
                 .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
         }),
@@ -104,7 +105,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
 
 /// The statements that made the other saves the same step clobbers (`out_fake = D(x_fake)`
 /// beside `out_true = D(x)`).
-fn other_origins(ctx: &RenderCtx<'_>, ev: &Event) -> Vec<crate::ir::StmtRef> {
+fn other_origins(
+    ctx: &RenderCtx<'_>,
+    ev: &Event,
+    step: crate::ir::StmtRef,
+) -> Vec<crate::ir::StmtRef> {
     let Event::Clobber { write, save, .. } = ev else {
         return Vec::new();
     };
@@ -112,10 +117,25 @@ fn other_origins(ctx: &RenderCtx<'_>, ev: &Event) -> Vec<crate::ir::StmtRef> {
         .filter_map(|e| match e {
             Event::Clobber {
                 write: w, save: s, ..
-            } if w == write && s != save => ctx.unit.saves.get(s)?.stmt,
+            } if w == write && s != save => origin_beside(ctx, ctx.unit.saves.get(s)?, step),
             _ => None,
         })
         .collect()
+}
+
+/// The statement that made `save`, in the scope of `step` where there is one: the unit's own
+/// (`out = D(x)` at module level), or, when the step runs in a called method (`t.fit_batch()`
+/// from a script), the method's own statement that made it.
+fn origin_beside(
+    ctx: &RenderCtx<'_>,
+    save: &crate::domain::Save,
+    step: crate::ir::StmtRef,
+) -> Option<crate::ir::StmtRef> {
+    [save.stmt, save.inner]
+        .into_iter()
+        .flatten()
+        .find(|o| ctx.same_scope(o.item, step.item))
+        .or(save.stmt)
 }
 
 /// Whether the first optimizer step after `backward` (in its scope) is another optimizer's
