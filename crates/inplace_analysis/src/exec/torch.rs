@@ -1271,9 +1271,8 @@ impl Interp<'_, '_> {
     /// `f(..., out=t)` (a torch function, or `F.normalize`): the op writes its result into `t`,
     /// in place, and returns it; `None` without an `out=` tensor.
     /// `f(..., out=t)` of the op at `path` below `torch` (`mul`, `nn.functional.normalize`):
-    /// a write into `t`, refused at the call, or its result left without a derivative, as the
-    /// op table measured (`out=` of a composite that records a copy, `tensordot`, is no write
-    /// the analysis follows: the call is taken as made without it).
+    /// a write into `t`, refused at the call, or its result left without a derivative, or
+    /// neither (a composite that records a copy, `tensordot`), as the op table measured.
     fn write_out_arg(
         &mut self,
         c: Code<'_>,
@@ -1295,9 +1294,6 @@ impl Interp<'_, '_> {
             Some(m) if !writes_grad => m.raises,
             _ => ops::OutRaises::Call,
         };
-        if raises == ops::OutRaises::Never {
-            return None;
-        }
         let through = self.obj_name(c, value);
         let spec = WriteSpec::new(WriteKind::OutArg, span, call).through(through, through);
         // Autograd refuses the call (or leaves its result without a derivative) when one of
@@ -1305,6 +1301,7 @@ impl Interp<'_, '_> {
         // is written then. (An op whose result is integers or booleans, `argmax`, `eq`, has no
         // gradient to refuse.)
         let refused = self.grad_enabled
+            && raises != ops::OutRaises::Never
             && !ops::INDEX_RESULT.contains(&f)
             && !ops::NO_GRAD_OUT.contains(&f)
             && args
