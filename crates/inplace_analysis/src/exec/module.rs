@@ -1721,15 +1721,17 @@ impl Interp<'_, '_> {
             },
             m @ ("pop" | "get") => {
                 // `xs.pop()` takes the last item out, `xs.pop(i)` the item at a known `i`,
-                // reading it as `xs[-1]` and `xs[i]` do; otherwise (a dict whose keys are not
-                // known, an unknown position) any item may be read, and the list is kept whole.
+                // reading it as `xs[-1]` and `xs[i]` do (a dict given a constant int key is read
+                // where `d[i]` reads it, and not taken apart); otherwise (an unknown key or
+                // position) any item may be read, and the list is kept whole.
                 let pop = m == "pop";
+                let dict = self.dict_objs.contains(&s);
                 let len = match self.obj(s) {
-                    Obj::Seq(items) if !self.dict_objs.contains(&s) => Some(items.len()),
+                    Obj::Seq(items) => Some(items.len()),
                     _ => None,
                 };
                 let at = match args.first() {
-                    None if pop => len.and_then(|n| n.checked_sub(1)),
+                    None if pop && !dict => len.and_then(|n| n.checked_sub(1)),
                     Some(i) => (self.one_int(i).zip(len)).and_then(|(i, n)| position_in(i, n)),
                     None => None,
                 };
@@ -1739,7 +1741,7 @@ impl Interp<'_, '_> {
                 };
                 self.read_slot(s, Slot::At(at as u32), call);
                 // (The last slot of a full list stands for every item past it.)
-                let whole = len.is_some_and(|n| n < MAX_SLOTS);
+                let whole = !dict && len.is_some_and(|n| n < MAX_SLOTS);
                 let Obj::Seq(items) = self.obj_mut(s) else {
                     return smallvec![UNKNOWN];
                 };
