@@ -609,31 +609,73 @@ pub(crate) fn clone_passed_to_helper(
     pass_copies(ctx, &body, call, arg)
 }
 
-/// `f(x.clone())` for argument `arg` of the call at `call`, and for every other call of the
-/// same function in the scope passing the same name at the same place (`a = shift(x); b =
-/// shift(x)`: each call would write `x` again).
+/// `f(x.clone())` for argument `arg` of the call at `call`, and for every later call of the
+/// same function passing the same name at the same place in the same block, with the result
+/// used and the name not bound again in between (`a = shift(x); b = shift(x)`: each call would
+/// write `x` again). (A call alone as a statement, `shift(x)`, is there for its write: it keeps
+/// it.)
 fn pass_copies(ctx: &RenderCtx<'_>, body: &Body, call: Span, arg: ExprId) -> Option<Fix> {
     let text = |e: ExprId| ctx.text(Span::new(call.item, body.expr_span(e)));
     let r = text(arg);
-    let call_of = |e: usize| match body.exprs[e] {
-        Expr::Call { func, args } => {
-            Some((func, body.exprs_of(body.args[args as usize].positional)))
-        }
-        _ => None,
-    };
+    let mut args = vec![arg];
     let here = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == call.rel);
     let same = here.and_then(|i| {
-        let (func, mut args) = call_of(i)?;
-        Some((text(func), args.position(|a| a == arg)?))
+        let Expr::Call { func, args } = body.exprs[i] else {
+            return None;
+        };
+        let j = body
+            .exprs_of(body.args[args as usize].positional)
+            .position(|a| a == arg)?;
+        Some((text(func), j))
     });
-    let mut args = vec![arg];
-    if let Some((callee, j)) = same {
-        let others = (0..body.exprs.len()).filter_map(|i| {
-            let (func, mut args) = call_of(i)?;
-            let a = args.nth(j)?;
-            (a != arg && text(func) == callee && text(a) == r).then_some(a)
-        });
-        args.extend(others);
+    let stmt = super::simple_statement_at(body, call.rel);
+    if let (Some((callee, j)), Some(stmt)) = (same, stmt) {
+        let name = match *body.expr(arg) {
+            Expr::Name { name, .. } => Some(name),
+            _ => None,
+        };
+        let block = body.siblings(stmt);
+        let later = block.iter().skip_while(|s| **s != stmt).skip(1);
+        for &s in later {
+            let span = body.stmt_span(s);
+            let used = match *body.stmt(s) {
+                Stmt::Assign { value, .. } | Stmt::Return(value) => Some(value),
+                _ => None,
+            };
+            // (The value's own calls: `b = shift(x)`, `out = head(shift(x))`.)
+            if let Some(value) = used {
+                let within = body.expr_span(value);
+                let calls = (0..body.exprs.len()).filter(|&i| within.contains(body.expr_spans[i]));
+                for i in calls {
+                    let Expr::Call { func, args: a } = body.exprs[i] else {
+                        continue;
+                    };
+                    let Some(x) = body.exprs_of(body.args[a as usize].positional).nth(j) else {
+                        continue;
+                    };
+                    if text(func) == callee && text(x) == r && !inside_lambda(body, x, within) {
+                        args.push(x);
+                    }
+                }
+            }
+            // (Bound again here, or in a block of this statement, a loop's target included: the
+            // calls after pass another tensor.)
+            let rebinds = |n: Name| {
+                super::reorder::names_bound_in(body, span).contains(&n)
+                    || body
+                        .inner_blocks(s)
+                        .iter()
+                        .any(|b| body.bound_in(*b).contains(&n))
+                    || matches!(*body.stmt(s), Stmt::For { target, .. } if {
+                        let mut bound = Vec::new();
+                        super::reorder::names_in(body, target, &mut bound);
+                        bound.iter().any(|(b, _)| *b == n)
+                    })
+            };
+            if name.is_some_and(rebinds) {
+                break;
+            }
+        }
     }
     let edits = args
         .iter()
@@ -648,6 +690,15 @@ fn pass_copies(ctx: &RenderCtx<'_>, body: &Body, call: Span, arg: ExprId) -> Opt
         title: format!("Pass a copy: `{r}.clone()`"),
         applicability: Applicability::Unsafe,
         edits,
+    })
+}
+
+/// Whether expression `e` lies inside a lambda within `within` (its parameters shadow names).
+fn inside_lambda(body: &Body, e: ExprId, within: Rel) -> bool {
+    let at = body.expr_span(e);
+    (0..body.exprs.len()).any(|i| {
+        let sp = body.expr_spans[i];
+        matches!(body.exprs[i], Expr::Lambda(_)) && within.contains(sp) && sp.contains(at)
     })
 }
 

@@ -661,7 +661,7 @@ pub(crate) fn detach_loop_input(
 }
 
 /// The plain names bound by the assignments and augmented assignments within `within`.
-fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
+pub(super) fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
     let mut out = Vec::new();
     for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
         if !within.contains(*sp) {

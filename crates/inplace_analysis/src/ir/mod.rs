@@ -759,6 +759,25 @@ impl Body {
         self.classes.iter_mut().for_each(|c| m(&mut c.name));
     }
 
+    /// The statements of the block that holds statement `s`, in order (the item's own, a
+    /// function's, or a compound statement's body or branch).
+    pub fn siblings(&self, s: StmtId) -> Vec<StmtId> {
+        let mut blocks = vec![self.root];
+        while let Some(b) = blocks.pop() {
+            let stmts: Vec<StmtId> = self.stmts_of(b).collect();
+            if stmts.contains(&s) {
+                return stmts;
+            }
+            for t in stmts {
+                blocks.extend(self.inner_blocks(t));
+                if let Stmt::Def(f) = *self.stmt(t) {
+                    blocks.push(self.func(f).body);
+                }
+            }
+        }
+        Vec::new()
+    }
+
     /// Whether the body reads or binds the variable `n` anywhere (nested functions and classes
     /// included; attributes, keywords and strings are not variables).
     pub fn mentions(&self, n: Name) -> bool {
