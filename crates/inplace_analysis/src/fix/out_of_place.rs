@@ -173,6 +173,11 @@ pub(crate) fn call_out_of_place(
         Stmt::Assign { value: v, .. } | Stmt::Return(v)
             if v == call || comp_element(&body, call) =>
         {
+            // (A lambda's result is used only where the call it is given to takes it:
+            // `map(lambda t: t.mul_(2), ys)` is all side effect.)
+            if lambda_returning(&body, call).is_some_and(|l| !lambda_result_used(ctx, &body, l)) {
+                return None;
+            }
             Some(one(
                 format!("Use out-of-place `{base}`"),
                 applicability,
@@ -425,10 +430,12 @@ pub(crate) fn fresh_result_out_of_place(
     nested_call_out_of_place(ctx, w, name, applicability)
 }
 
-/// An in-place call that is the whole body of a lambda (`lambda m, inp, out: out.mul_(2.0)` given
-/// to `register_forward_hook`): the lambda returns what the call returns, the tensor itself, so
-/// its out-of-place twin (`out.mul(2.0)`) returns the same values as a new tensor (a hook's
-/// result replaces the module's output) and leaves the saved one alone.
+/// An in-place call that is the whole body of a lambda whose result is used
+/// (`register_forward_hook(lambda m, inp, out: out.mul_(2.0))`: torch puts a hook's result in
+/// place of what it was given): the lambda returns what the call returns, the tensor itself, so
+/// the out-of-place twin (`out.mul(2.0)`) passes on the same values and leaves the saved tensor
+/// alone. (A lambda whose result nobody uses, `map(lambda t: t.mul_(2), ys)`, gets no such fix:
+/// the write is its whole effect; see [`lambda_result_used`].)
 pub(crate) fn lambda_result_out_of_place(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
@@ -439,16 +446,42 @@ pub(crate) fn lambda_result_out_of_place(
     };
     let (s, call) = (w.stmt?, w.call?);
     let body = ctx.body(s.item)?;
-    let returned = |f: &crate::ir::FuncDef| {
-        f.lambda
-            && body
-                .stmts_of(f.body)
-                .any(|r| matches!(*body.stmt(r), Stmt::Return(e) if e == call))
-    };
-    if w.under_no_grad || !body.funcs.iter().any(returned) {
+    let lambda = lambda_returning(&body, call)?;
+    if w.under_no_grad || !lambda_result_used(ctx, &body, lambda) {
         return None;
     }
     nested_call_out_of_place(ctx, w, name, applicability)
+}
+
+/// The lambda whose whole body is expression `e` (`lambda t: t.mul_(2)`), if any.
+fn lambda_returning(body: &Body, e: ExprId) -> Option<crate::ir::FuncId> {
+    (0..body.funcs.len() as u32)
+        .map(crate::ir::FuncId)
+        .find(|&f| {
+            let f = body.func(f);
+            f.lambda
+                && (body.stmts_of(f.body))
+                    .any(|r| matches!(*body.stmt(r), Stmt::Return(x) if x == e))
+        })
+}
+
+/// Whether what `lambda` returns is used: it is given to a call that takes its result (a hook
+/// registration, which puts it in place of what the hook was given; a transform's `T.Lambda`),
+/// not to `map`/`filter` or bound where the calls of it are not seen (`scale = lambda t:
+/// t.mul_(2)` then `scale(y)` alone: the write is all it does).
+fn lambda_result_used(ctx: &RenderCtx<'_>, body: &Body, lambda: crate::ir::FuncId) -> bool {
+    let is_it = |e: ExprId| matches!(*body.expr(e), Expr::Lambda(f) if f == lambda);
+    body.exprs.iter().any(|e| {
+        let Expr::Call { func, args } = *e else {
+            return false;
+        };
+        let a = &body.args[args as usize];
+        let given = body.exprs_of(a.positional).any(is_it)
+            || (body.list(a.keywords).iter()).any(|k| is_it(body.keywords[*k as usize].value));
+        let discards = matches!(*body.expr(func), Expr::Name { name, .. }
+            if matches!(ctx.name(name), "map" | "filter"));
+        given && !discards
+    })
 }
 
 /// Whether `e` is the element a comprehension builds.
