@@ -80,11 +80,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         ),
         related: form3_related(ctx, w, save, &t),
         // (Moved past another optimizer's `zero_grad()`, a step would apply the later loss's
-        // gradients instead of its own: computing the forward again is preferred there. Moved
-        // after a backward whose loss another optimizer steps on (a GAN's `g_loss.backward();
-        // opt_g.step()`), it would add that loss's gradients to its own: no move then.)
+        // gradients instead of its own: computing the forward again is preferred there. Where
+        // another optimizer steps later (a GAN's `g_loss.backward(); opt_g.step()`), the later
+        // loss is its: moved after that backward, the step would add its gradients: no move.)
         fix: w.stmt.filter(|_| t.backward).and_then(|s| {
-            let moves = !loss_of_another_optimizer(ctx, w, t.range);
+            let moves = !loss_of_another_optimizer(ctx, w);
             let move_after = |z| {
                 moves
                     .then(|| crate::fix::move_after(ctx, s, t.range, z))
@@ -138,18 +138,16 @@ fn origin_beside(
         .or(save.stmt)
 }
 
-/// Whether the first optimizer step after `backward` (in its scope) is another optimizer's
-/// than step `w`'s: the loss differentiated there is that optimizer's, and its backward also
-/// fills the gradients of the parameters `w` steps on (an op saved one of them for it).
-fn loss_of_another_optimizer(
-    ctx: &RenderCtx<'_>,
-    w: &crate::events::Write,
-    backward: Span,
-) -> bool {
+/// Whether another optimizer steps after step `w` (by what its call spells: `opt_g.step()`,
+/// `scaler.step(opt_g)`), in this scope or a called one: the later backward `w`'s step would be
+/// moved past then is that optimizer's loss, and it also fills the gradients of the parameters
+/// `w` steps on (an op in it saved one of them), so the moved step would step on both losses.
+fn loss_of_another_optimizer(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bool {
     let key = |x: &crate::events::Write| ctx.text(x.site).split_whitespace().collect::<String>();
+    let this = key(w);
+    let at = (ctx.unit.writes.iter()).position(|x| std::ptr::eq(x, w));
     (ctx.unit.writes.iter())
-        .filter(|x| x.kind == WriteKind::Step && x.site.item == backward.item)
-        .filter(|x| x.site.rel.start >= backward.rel.end)
-        .min_by_key(|x| x.site.rel.start)
-        .is_some_and(|next| key(next) != key(w))
+        .skip(at.map_or(0, |i| i + 1))
+        .filter(|x| x.kind == WriteKind::Step)
+        .any(|x| key(x) != this)
 }
