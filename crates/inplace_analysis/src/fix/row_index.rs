@@ -82,6 +82,23 @@ pub(crate) fn index_loop_rows(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     if reads > 1 || bound.iter().any(|n| named.contains(n)) {
         return None;
     }
+    // The tensor itself read in the loop (`acc = acc + (h * w).sum()`): what read it may have
+    // saved it, and the next row's write through it would break that. A tensor that is itself a
+    // row of an outer loop (`for row in h: for v in row:`): its rows by index are views of a view
+    // torch refuses to write through as well.
+    let tensor_read =
+        (body.expr_spans.iter()).any(|sp| within(sp) && ctx.text(Span::new(s.item, *sp)) == tensor);
+    let outer_row = (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| {
+        let Stmt::For { target: t, .. } = *st else {
+            return false;
+        };
+        let mut bound = Vec::new();
+        reorder::names_in(&body, t, &mut bound);
+        sp.contains(at) && t != target && bound.iter().any(|(n, _)| named.contains(n))
+    });
+    if tensor_read || outer_row {
+        return None;
+    }
     let index = match counted {
         Some((i, _, _)) => ctx.name(i),
         None => fresh_name(ctx, &body)?,
