@@ -413,11 +413,7 @@ pub(crate) fn fresh_result_out_of_place(
     saved_at: Span,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let crate::events::WriteKind::Method(name) = w.kind else {
-        return None;
-    };
-    let (s, call) = (w.stmt?, w.call?);
-    let body = ctx.body(s.item)?;
+    let (name, s, call, body) = method_write(ctx, w)?;
     let Expr::Call { func, .. } = *body.expr(call) else {
         return None;
     };
@@ -441,16 +437,25 @@ pub(crate) fn lambda_result_out_of_place(
     w: &crate::events::Write,
     applicability: Applicability,
 ) -> Option<Fix> {
-    let crate::events::WriteKind::Method(name) = w.kind else {
-        return None;
-    };
-    let (s, call) = (w.stmt?, w.call?);
-    let body = ctx.body(s.item)?;
+    let (name, _, call, body) = method_write(ctx, w)?;
     let lambda = lambda_returning(&body, call)?;
     if w.under_no_grad || !lambda_result_used(ctx, &body, lambda) {
         return None;
     }
     nested_call_out_of_place(ctx, w, name, applicability)
+}
+
+/// A write by an in-place method call (`y.mul_(2)`): the method, its statement, the call and
+/// the body they are in.
+fn method_write(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+) -> Option<(Name, crate::ir::StmtRef, ExprId, std::sync::Arc<Body>)> {
+    let crate::events::WriteKind::Method(name) = w.kind else {
+        return None;
+    };
+    let (s, call) = (w.stmt?, w.call?);
+    Some((name, s, call, ctx.body(s.item)?))
 }
 
 /// The lambda whose whole body is expression `e` (`lambda t: t.mul_(2)`), if any.
