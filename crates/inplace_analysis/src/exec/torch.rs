@@ -1270,13 +1270,13 @@ impl Interp<'_, '_> {
 
     /// `f(..., out=t)` (a torch function, or `F.normalize`): the op writes its result into `t`,
     /// in place, and returns it; `None` without an `out=` tensor.
-    /// `f(..., out=t)` of the op at `path` below `torch` (`mul`, `nn.functional.normalize`):
+    /// `f(..., out=t)` of the op at `path()` below `torch` (`mul`, `nn.functional.normalize`):
     /// a write into `t`, refused at the call, or its result left without a derivative, or
     /// neither (a composite that records a copy, `tensordot`), as the op table measured.
     fn write_out_arg(
         &mut self,
         c: Code<'_>,
-        (f, path): (&str, &str),
+        (f, path): (&str, &dyn Fn() -> String),
         args: &Args,
         call: Span,
     ) -> Option<Vals> {
@@ -1290,7 +1290,8 @@ impl Interp<'_, '_> {
         let writes_grad = self.surely_grad(&tensors);
         // (Measured with inputs that require grad; an `out=` tensor that requires grad itself
         // is refused whatever the op.)
-        let raises = match ops::table().out_arg(path) {
+        let path = path();
+        let raises = match ops::table().out_arg(&path) {
             Some(m) if !writes_grad => m.raises,
             _ => ops::OutRaises::Call,
         };
@@ -1314,7 +1315,7 @@ impl Interp<'_, '_> {
         }
         let write = self.write(&tensors, spec);
         if refused {
-            let op = self.intern(path);
+            let op = self.intern(&path);
             self.report(Event::OutArgRefused {
                 write,
                 writes_grad,
@@ -1337,7 +1338,7 @@ impl Interp<'_, '_> {
             let list = (args.positional.first()).and_then(|(_, arg)| arg.map(|a| c.span(a)));
             self.read_entries(&first, list.unwrap_or(call));
         }
-        if let Some(out) = self.write_out_arg(c, (f, qualified), args, call) {
+        if let Some(out) = self.write_out_arg(c, (f, &|| qualified.to_string()), args, call) {
             return out;
         }
         // `torch.as_tensor(t)` / `torch.asarray(t)` of a tensor, with no dtype or device to
@@ -1512,7 +1513,9 @@ impl Interp<'_, '_> {
         if let Some(base) = strip_inplace(f) {
             return self.inplace_call(c, e, fname, base, args);
         }
-        if let Some(out) = self.write_out_arg(c, (f, &format!("nn.functional.{f}")), args, call) {
+        // (The op's path is spelled only for a call given `out=`.)
+        let path = || format!("nn.functional.{f}");
+        if let Some(out) = self.write_out_arg(c, (f, &path), args, call) {
             return out;
         }
         let mut inputs: Vec<Vals> = args.positional.iter().map(|(v, _)| v.clone()).collect();
