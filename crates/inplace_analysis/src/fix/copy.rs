@@ -18,7 +18,7 @@ pub(crate) fn insert_clone(
 /// `zero_grad(set_to_none=False)` does not change (unsafe: the list no longer follows `.grad`).
 pub(crate) fn clone_kept_grad(ctx: &RenderCtx<'_>, read: Span) -> Option<Fix> {
     let body = ctx.body(read.item)?;
-    let mut at = ExprId((0..body.exprs.len()).find(|&i| body.expr_spans[i] == read.rel)? as u32);
+    let mut at = body.expr_with_span(read.rel)?;
     // (Through the branches of a conditional kept so: `p.grad.clone() if copy else p.grad`.)
     while let Some(k) = (0..body.exprs.len()).find(|&i| {
         matches!(body.exprs[i], Expr::IfExp { body: b, orelse, .. } if b == at || orelse == at)
@@ -43,8 +43,8 @@ pub(crate) fn clone_kept_grad(ctx: &RenderCtx<'_>, read: Span) -> Option<Fix> {
 pub(crate) fn copy_snapshot(ctx: &RenderCtx<'_>, made: Span) -> Option<Fix> {
     let r = ctx.range(made)?;
     let body = ctx.body(made.item)?;
-    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == made.rel)?;
-    let state_dict = matches!(*body.expr(ExprId(e as u32)), Expr::Call { func, .. }
+    let e = body.expr_with_span(made.rel)?;
+    let state_dict = matches!(*body.expr(e), Expr::Call { func, .. }
         if matches!(*body.expr(func), Expr::Attr { attr, .. } if ctx.name(attr) == "state_dict"));
     if !state_dict {
         return insert_clone(ctx, made, Applicability::Unsafe);
@@ -325,8 +325,8 @@ pub(crate) fn clone_reads_in_value(
 pub(crate) fn copy_detached(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
     let v = w.view_origin?;
     let body = ctx.body(v.item)?;
-    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel)?;
-    let Expr::Call { func, .. } = *body.expr(ExprId(e as u32)) else {
+    let e = body.expr_with_span(v.rel)?;
+    let Expr::Call { func, .. } = *body.expr(e) else {
         return None;
     };
     match *body.expr(func) {
@@ -388,8 +388,8 @@ pub(crate) fn written_expr(body: &Body, s: StmtId, w: &crate::events::Write) -> 
 /// from.
 fn view_statement(ctx: &RenderCtx<'_>, v: Span) -> Option<(StmtRef, Span)> {
     let body = ctx.body(v.item)?;
-    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel)?;
-    let root = view_root(ctx, &body, ExprId(e as u32))?;
+    let e = body.expr_with_span(v.rel)?;
+    let root = view_root(ctx, &body, e)?;
     let stmt = simple_statement_at(&body, v.rel)?;
     Some((
         StmtRef { item: v.item, stmt },
@@ -577,8 +577,8 @@ pub(crate) fn call_passing(
     }
     let call = (w.call_path.iter().rev()).find(|c| ctx.same_scope(c.item, read.item))?;
     let body = ctx.body(call.item)?;
-    let e = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == call.rel)?;
-    let Expr::Call { args, .. } = body.exprs[e] else {
+    let e = body.expr_with_span(call.rel)?;
+    let Expr::Call { args, .. } = *body.expr(e) else {
         return None;
     };
     let arg = body
@@ -603,9 +603,7 @@ pub(crate) fn clone_passed_to_helper(
     }
     let (call, arg) = call_passing(ctx, w, name, read)?;
     let body = ctx.body(call.item)?;
-    let arg = (0..body.exprs.len() as u32)
-        .map(ExprId)
-        .find(|&e| body.expr_span(e) == arg.rel)?;
+    let arg = body.expr_with_span(arg.rel)?;
     pass_copies(ctx, &body, call, arg)
 }
 
@@ -618,9 +616,8 @@ fn pass_copies(ctx: &RenderCtx<'_>, body: &Body, call: Span, arg: ExprId) -> Opt
     let text = |e: ExprId| ctx.text(Span::new(call.item, body.expr_span(e)));
     let r = text(arg);
     let mut args = vec![arg];
-    let here = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == call.rel);
-    let same = here.and_then(|i| {
-        let Expr::Call { func, args } = body.exprs[i] else {
+    let same = body.expr_with_span(call.rel).and_then(|e| {
+        let Expr::Call { func, args } = *body.expr(e) else {
             return None;
         };
         let j = body

@@ -85,10 +85,10 @@ pub(crate) fn view_base_read_after(ctx: &RenderCtx<'_>, w: &crate::events::Write
         return false;
     };
     // (What the view was taken of: the receiver of the view method, or what is subscripted.)
-    let Some(view) = (0..body.exprs.len()).find(|&i| body.expr_spans[i] == v.rel) else {
+    let Some(view) = body.expr_with_span(v.rel) else {
         return false;
     };
-    let base = match body.exprs[view] {
+    let base = match *body.expr(view) {
         Expr::Call { func, .. } => match *body.expr(func) {
             Expr::Attr { value, .. } => value,
             _ => return false,

@@ -759,6 +759,13 @@ impl Body {
         self.classes.iter_mut().for_each(|c| m(&mut c.name));
     }
 
+    /// The first expression spanning exactly `rel` (a call or name a span was recorded for).
+    pub fn expr_with_span(&self, rel: Rel) -> Option<ExprId> {
+        (self.expr_spans.iter())
+            .position(|sp| *sp == rel)
+            .map(|i| ExprId(i as u32))
+    }
+
     /// The statements of the block that holds statement `s`, in order (the item's own, a
     /// function's, or a compound statement's body or branch).
     pub fn siblings(&self, s: StmtId) -> Vec<StmtId> {
