@@ -268,6 +268,44 @@ async fn configuration_from_initialization_and_changes() {
     assert_eq!(diags[0]["severity"], 2);
 }
 
+/// A quick fix asked for right after a settings change (which clears the analysis and
+/// schedules another) is still offered: the request waits for the analysis of the text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_fix_right_after_a_settings_change() {
+    let (mut c, _) = start().await;
+    c.initialize(push_caps(), json!(null)).await;
+    // (Many functions: the analysis the settings change starts takes a while.)
+    let text: String = (0..300)
+        .map(|i| {
+            format!("def f{i}(x):\n    y = torch.sigmoid(x)\n    y += 1\n    return y.sum()\n\n")
+        })
+        .collect();
+    let text = format!("{SIGMOID}{text}");
+    c.open(URI, &text).await;
+    let diags = c.diagnostics_for(URI, 1).await;
+    let d = diags.iter().find(|d| d["code"] == "IP301").unwrap().clone();
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"inplace-lsp": {}}}),
+    )
+    .await;
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}}),
+        )
+        .await;
+    let actions = actions.as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a["kind"] == "quickfix"
+            && a["edit"].is_object()
+            && a["title"]
+                .as_str()
+                .is_some_and(|t| !t.starts_with("Suppress"))),
+        "the fix, not only the suppression: {actions:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pyproject_of_the_workspace_folder() {
     let dir = tempfile::tempdir().unwrap();

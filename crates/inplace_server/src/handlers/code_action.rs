@@ -81,6 +81,7 @@ async fn quick_fixes(
 ) -> Vec<CodeActionOrCommand> {
     let enc = session.enc();
     let key = session.key(uri);
+    analysis_of_text(session, &key).await;
     let (text, version, state, analysis) = {
         let Some(entry) = session.docs.get(&key) else {
             return Vec::new();
@@ -137,6 +138,30 @@ async fn quick_fixes(
         out.extend(convert::actions_for(view, uri, d, enc, i == 0, ok));
     }
     out
+}
+
+/// Wait (up to 10 s) until the document has an analysis of its current text: a settings change
+/// clears it and schedules another, and a quick-fix request made meanwhile (VS Code sends one
+/// right after its configuration) would otherwise find no findings and offer nothing.
+async fn analysis_of_text(session: &Arc<Session>, key: &Uri) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut rx = {
+            let Some(entry) = session.docs.get(key) else {
+                return;
+            };
+            if entry.of_text().is_some() {
+                return;
+            }
+            entry.analysis.subscribe()
+        };
+        if !matches!(
+            tokio::time::timeout_at(deadline, rx.changed()).await,
+            Ok(Ok(()))
+        ) {
+            return;
+        }
+    }
 }
 
 /// Which fixes pass verification (off the reactor), on a copy of the document's state.
