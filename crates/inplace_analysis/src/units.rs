@@ -248,6 +248,68 @@ fn seeded(prog: &Program<'_>) -> Vec<bool> {
 /// mentions a backward pass at all (kept where one is, to stay on the safe side).
 const CARRIED: u16 = Seeds::INPLACE_ARG | Seeds::OPTIM | Seeds::STEP | Seeds::SETATTR;
 
+/// What the relevant items bind, in one pass of [`relevant_from`].
+struct Bound {
+    /// Relevant names bound at module level, by module (segment).
+    names_in: FxHashSet<(u32, u64)>,
+    /// The module binding each relevant name (`MANY` when several do).
+    bound_by: FxHashMap<u64, u32>,
+    /// The names of relevant methods.
+    methods_rel: FxHashSet<u64>,
+    /// Classes with a relevant statement in their body (a class attribute holding what
+    /// writes later: `helper = Block()`).
+    class_state: FxHashSet<usize>,
+}
+
+impl Bound {
+    fn of(prog: &Program<'_>, binds: &[Vec<u64>], segment: &[u32], rel: &[bool]) -> Bound {
+        const MANY: u32 = u32::MAX;
+        let mut names_in: FxHashSet<(u32, u64)> = FxHashSet::default();
+        let mut bound_by: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
+        let mut class_state: FxHashSet<usize> = FxHashSet::default();
+        for (i, it) in prog.items.iter().enumerate() {
+            if !rel[i] {
+                continue;
+            }
+            let name = it
+                .outline
+                .name
+                .map(|(s, e)| name_hash(&prog.text[s as usize..e as usize]));
+            let bound: &[u64] = match (it.kind(), it.parent(), &name) {
+                (ItemKind::Function | ItemKind::Class, None, Some(h)) => std::slice::from_ref(h),
+                (ItemKind::Function, Some(_), Some(h)) => {
+                    methods_rel.insert(*h);
+                    &[]
+                }
+                (ItemKind::Statement, None, _) => &binds[i],
+                (ItemKind::Statement, Some(class), _) => {
+                    class_state.insert(class as usize);
+                    &[]
+                }
+                _ => &[],
+            };
+            for h in bound {
+                names_in.insert((segment[i], *h));
+                bound_by
+                    .entry(*h)
+                    .and_modify(|s| {
+                        if *s != segment[i] {
+                            *s = MANY
+                        }
+                    })
+                    .or_insert(segment[i]);
+            }
+        }
+        Bound {
+            names_in,
+            bound_by,
+            methods_rel,
+            class_state,
+        }
+    }
+}
+
 /// Which items are relevant, by position, from those `seeded`.
 fn relevant_from(
     prog: &Program<'_>,
@@ -307,48 +369,12 @@ fn relevant_from(
         .collect();
     let any_module = |i: usize| importers[i] || star.contains(&segment[i]);
     loop {
-        // Relevant names bound at module level, by module; and the module binding each
-        // (`MANY` when several do).
-        const MANY: u32 = u32::MAX;
-        let mut names_in: FxHashSet<(u32, u64)> = FxHashSet::default();
-        let mut bound_by: FxHashMap<u64, u32> = FxHashMap::default();
-        let mut methods_rel: FxHashSet<u64> = FxHashSet::default();
-        // Classes with a relevant statement in their body (a class attribute holding what
-        // writes later: `helper = Block()`).
-        let mut class_state: FxHashSet<usize> = FxHashSet::default();
-        for (i, it) in items.iter().enumerate() {
-            if !rel[i] {
-                continue;
-            }
-            let name = it
-                .outline
-                .name
-                .map(|(s, e)| name_hash(&prog.text[s as usize..e as usize]));
-            let bound: &[u64] = match (it.kind(), it.parent(), &name) {
-                (ItemKind::Function | ItemKind::Class, None, Some(h)) => std::slice::from_ref(h),
-                (ItemKind::Function, Some(_), Some(h)) => {
-                    methods_rel.insert(*h);
-                    &[]
-                }
-                (ItemKind::Statement, None, _) => &binds[i],
-                (ItemKind::Statement, Some(class), _) => {
-                    class_state.insert(class as usize);
-                    &[]
-                }
-                _ => &[],
-            };
-            for h in bound {
-                names_in.insert((segment[i], *h));
-                bound_by
-                    .entry(*h)
-                    .and_modify(|s| {
-                        if *s != segment[i] {
-                            *s = MANY
-                        }
-                    })
-                    .or_insert(segment[i]);
-            }
-        }
+        let Bound {
+            names_in,
+            bound_by,
+            methods_rel,
+            class_state,
+        } = Bound::of(prog, binds, &segment, &rel);
         // Whether item `i` uses a relevant item (the init rule aside).
         let reaches = |i: usize, rel: &[bool]| {
             let it = &items[i];

@@ -1075,22 +1075,7 @@ impl Interp<'_, '_> {
             let b = self.dict_items(b).unwrap_or(b);
             // A key a `defaultdict` does not hold yet: added, with a new empty list or dict.
             if let (Some(k), Some(&list)) = (key, self.default_factories.get(&b)) {
-                let len = match self.obj(b) {
-                    Obj::Seq(items) => items.len(),
-                    _ => MAX_SLOTS,
-                };
-                if self.key_slot(b, k).flatten().is_none() && len < MAX_SLOTS {
-                    let new = match list {
-                        true => self.alloc(Obj::Seq(Vec::new())),
-                        false => self.keyed_dict(Vec::new()),
-                    };
-                    if let Obj::Seq(items) = self.obj_mut(b) {
-                        items.push(smallvec![new]);
-                    }
-                    let keys = self.dict_keys.entry(b).or_default();
-                    keys.resize(len, None);
-                    keys.push(Some((k, c.span(e))));
-                }
+                self.add_default_entry(b, k, list, c.span(e));
             }
             // `cfg["act"]` of a dict whose keys are known: that entry.
             if let (Some(at), Obj::Seq(items)) =
@@ -1167,27 +1152,12 @@ impl Interp<'_, '_> {
                     }
                 }
                 Obj::Module(m) if !m.children.is_empty() => {
-                    let ch = m.children.clone();
-                    // (`self.blocks[-1]`: the last; `self.blocks[:-1]`: a container of the
-                    // same kind holding the others.)
+                    let m = m.clone();
                     let index = match (index, int) {
                         (Index::Other, Some(k)) => Index::At(k),
                         _ => index,
                     };
-                    match (index, index_at(index, ch.len())) {
-                        (_, Some(k)) => out.push(ch[k]),
-                        (Index::Range(lo, hi), _) => {
-                            let (lo, hi) = slice_bounds(lo, hi, ch.len());
-                            let mut part = m.clone();
-                            part.children = ch[lo..hi].to_vec();
-                            part.attrs.retain(|_, vs| {
-                                vs.iter()
-                                    .all(|v| !ch.contains(v) || part.children.contains(v))
-                            });
-                            out.push(self.alloc(Obj::Module(part)));
-                        }
-                        _ => out.extend(ch),
-                    }
+                    out.extend(self.children_at(&m, index));
                 }
                 Obj::Params { tensors, .. } => out.extend(tensors.clone()),
                 Obj::Other | Obj::Str(_) => out.push(OTHER),
@@ -1205,6 +1175,47 @@ impl Interp<'_, '_> {
             out.push(UNKNOWN);
         }
         out
+    }
+
+    /// A key a `defaultdict` does not hold yet, read: added, with a new empty list or dict.
+    fn add_default_entry(&mut self, b: ObjId, k: Name, list: bool, at: Span) {
+        let len = match self.obj(b) {
+            Obj::Seq(items) => items.len(),
+            _ => MAX_SLOTS,
+        };
+        if self.key_slot(b, k).flatten().is_none() && len < MAX_SLOTS {
+            let new = match list {
+                true => self.alloc(Obj::Seq(Vec::new())),
+                false => self.keyed_dict(Vec::new()),
+            };
+            if let Obj::Seq(items) = self.obj_mut(b) {
+                items.push(smallvec![new]);
+            }
+            let keys = self.dict_keys.entry(b).or_default();
+            keys.resize(len, None);
+            keys.push(Some((k, at)));
+        }
+    }
+
+    /// The children of a container module at `index` (`self.blocks[-1]`: the last;
+    /// `self.blocks[:-1]`: a container of the same kind holding the others; all of them at
+    /// an unknown index).
+    fn children_at(&mut self, m: &ModuleObj, index: Index) -> Vals {
+        let ch = &m.children;
+        match (index, index_at(index, ch.len())) {
+            (_, Some(k)) => smallvec![ch[k]],
+            (Index::Range(lo, hi), _) => {
+                let (lo, hi) = slice_bounds(lo, hi, ch.len());
+                let mut part = Box::new(m.clone());
+                part.children = ch[lo..hi].to_vec();
+                part.attrs.retain(|_, vs| {
+                    vs.iter()
+                        .all(|v| !ch.contains(v) || part.children.contains(v))
+                });
+                smallvec![self.alloc(Obj::Module(part))]
+            }
+            _ => ch.iter().copied().collect(),
+        }
     }
 
     /// The element(s) of container `seq` at `index`; true when there are too many to keep.

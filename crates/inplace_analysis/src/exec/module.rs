@@ -810,25 +810,8 @@ impl Interp<'_, '_> {
         };
         let spec = ops::table().module(&class);
         if let Some(arg) = module.inplace {
-            let tensors = self.as_tensors(&input);
-            let (through, keep) = self.first_arg_names(c, args, call);
-            let kind = WriteKind::InplaceModule {
-                call,
-                ctor: arg.call,
-            };
-            let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
-            self.write(&tensors, w);
-            if spec.is_some_and(|s| s.inplace_result) && self.grad_enabled {
-                let mut saves = Saves::new();
-                let assumes = self.assumption(std::slice::from_ref(&tensors));
-                for t in tensors.clone() {
-                    if let Some(tt) = self.tensor(t).filter(|tt| tt.grad.is_possible()) {
-                        let st = tt.storage;
-                        saves.push(self.record_save(st, true, label, save_at, assumes));
-                    }
-                }
-                self.extend_history(&tensors, saves, None);
-            }
+            let saves_result = spec.is_some_and(|s| s.inplace_result);
+            self.run_inplace_layer(c, e, args, arg, (label, save_at), saves_result);
             return input;
         }
         if module.attrs.contains_key(&known::MAX_NORM) {
@@ -841,42 +824,8 @@ impl Interp<'_, '_> {
         }
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
-        let (mut saves_result, mut saves_input) =
-            spec.map_or((false, false), |s| (s.result, s.input));
-        if ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str()) {
-            // The table measures the defaults. Measured with torch 2.15 on CPU: with
-            // `batch_first=True` the layer reads a transposed copy of its input; a bidirectional
-            // LSTM or one with `proj_size` returns a new tensor, not the output it saved.
-            saves_input &= self.layer_option_off(&module, "batch_first");
-            saves_result &= self.layer_option_off(&module, "bidirectional")
-                && self.layer_option_off(&module, "proj_size");
-        }
-        if class.starts_with("AdaptiveAvgPool") {
-            let global = self.intern(GLOBAL_POOL);
-            saves_input &= module.attrs.get(&global).map(|v| v.as_slice()) != Some(&[TRUE]);
-        }
-        // Tensors inside tuples and lists are inputs too (an RNN's `(h, c)` state).
-        let mut inputs: Vals = self.flat_tensors(
-            &args
-                .positional
-                .iter()
-                .flat_map(|(v, _)| v.iter().copied())
-                .collect(),
-        );
-        // A weighted bag's per-sample weights, by keyword too.
-        let bag = (class == "EmbeddingBag")
-            .then(|| self.bag_weights(args, ops::MODULE_BAG_WEIGHTS_AT))
-            .flatten()
-            .map(|v| self.flat_tensors(&v))
-            .unwrap_or_default();
-        for v in &bag {
-            if !inputs.contains(v) {
-                inputs.push(*v);
-            }
-        }
-        if inputs.len() > MAX_VALUES {
-            inputs.truncate(MAX_VALUES);
-        }
+        let (saves_result, saves_input) = self.layer_saves_what(&module, &class, spec);
+        let (inputs, bag) = self.layer_inputs(&class, args);
         // The weights are saved for the inputs' gradients: when any input carries grad, and
         // always in a whole-sequence RNN, whose steps feed each other (measured with torch).
         let inputs_grad =
@@ -908,34 +857,9 @@ impl Interp<'_, '_> {
                 new_saves.extend(self.save_input(v, label, save_at, assumes));
             }
         }
-        if spec.is_some_and(|s| s.target) {
-            // A loss's target, second or by keyword (`criterion(out, target=label)`).
-            let target = (args.named_or_at(known::TARGET, 1))
-                .map(|v| self.flat_tensors(v))
-                .unwrap_or_default();
-            for v in target {
-                new_saves.extend(self.save_input(v, label, save_at, assumes));
-            }
-        }
-        if ops::SAVES_STATE.contains(&class.as_str()) {
-            let state = (args.positional.get(1).map(|(v, _)| v))
-                .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
-                .map(|v| self.flat_tensors(v))
-                .unwrap_or_default();
-            // The weights' gradients read the state; with frozen weights only the LSTMs' cell
-            // arithmetic does (both states of `LSTM`, the cell state of `LSTMCell`).
-            let weights_grad =
-                (params.iter()).any(|p| self.tensor(*p).is_some_and(|t| t.grad.is_possible()));
-            let kept = match class.as_str() {
-                _ if weights_grad => 0,
-                "LSTM" => 0,
-                "LSTMCell" => 1,
-                _ => state.len(),
-            };
-            for v in state.into_iter().skip(kept) {
-                new_saves.extend(self.save_input(v, label, save_at, assumes));
-            }
-        }
+        let target = spec.is_some_and(|s| s.target);
+        let at = (label, save_at, assumes);
+        new_saves.extend(self.save_target_and_state(&class, target, args, &params, at));
         if !bag.is_empty() {
             let table = module
                 .attrs
@@ -944,21 +868,7 @@ impl Interp<'_, '_> {
                 .unwrap_or_default();
             self.save_weighted_bag(&smallvec![out], &bag, &table, label, save_at);
         }
-        let state_grad = (args.positional.get(1).map(|(v, _)| v))
-            .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
-            .is_some_and(|v| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad);
-        // (A recurrent state is no input here: a cell reads its input weights only for the
-        // input's gradient, whatever the state requires.)
-        let operand_grad = match ops::SAVES_STATE.contains(&class.as_str()) {
-            true => (args.positional.first())
-                .is_some_and(|(v, _)| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad),
-            false => inputs_grad,
-        };
-        let read = ParamsRead {
-            input_grad: operand_grad,
-            state_grad,
-            fallback: input_grad,
-        };
+        let read = self.layer_params_read(&class, args, inputs_grad, input_grad);
         for p in self.params_saved(&module, &class, &params, read) {
             new_saves.extend(self.save_input(p, label, save_at, assumes));
         }
@@ -974,6 +884,158 @@ impl Interp<'_, '_> {
             self.save_with(&smallvec![out], operand, label, save_at);
         }
         self.layer_result(&class, out)
+    }
+
+    /// A torch layer built with `inplace=True` writes its input (and, where the in-place
+    /// kernel saves it, saves what it wrote for its backward).
+    fn run_inplace_layer(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        args: &Args,
+        arg: InplaceArg,
+        (label, save_at): (OpLabel, Span),
+        saves_result: bool,
+    ) {
+        let call = c.span(e);
+        let input = args.first().cloned().unwrap_or_default();
+        let tensors = self.as_tensors(&input);
+        let (through, keep) = self.first_arg_names(c, args, call);
+        let kind = WriteKind::InplaceModule {
+            call,
+            ctor: arg.call,
+        };
+        let w = WriteSpec::new(kind, arg.arg, call).through(through, keep);
+        self.write(&tensors, w);
+        if saves_result && self.grad_enabled {
+            let mut saves = Saves::new();
+            let assumes = self.assumption(std::slice::from_ref(&tensors));
+            for t in tensors.clone() {
+                if let Some(tt) = self.tensor(t).filter(|tt| tt.grad.is_possible()) {
+                    let st = tt.storage;
+                    saves.push(self.record_save(st, true, label, save_at, assumes));
+                }
+            }
+            self.extend_history(&tensors, saves, None);
+        }
+    }
+
+    /// Whether a torch layer saves its result and its input, as the op table measured the
+    /// defaults and as the layer's options change that.
+    fn layer_saves_what(
+        &mut self,
+        module: &ModuleObj,
+        class: &str,
+        spec: Option<&ops::ModuleSpec>,
+    ) -> (bool, bool) {
+        let (mut saves_result, mut saves_input) =
+            spec.map_or((false, false), |s| (s.result, s.input));
+        if ops::SAVES_WEIGHTS_ALWAYS.contains(&class) {
+            // The table measures the defaults. Measured with torch 2.15 on CPU: with
+            // `batch_first=True` the layer reads a transposed copy of its input; a bidirectional
+            // LSTM or one with `proj_size` returns a new tensor, not the output it saved.
+            saves_input &= self.layer_option_off(module, "batch_first");
+            saves_result &= self.layer_option_off(module, "bidirectional")
+                && self.layer_option_off(module, "proj_size");
+        }
+        if class.starts_with("AdaptiveAvgPool") {
+            let global = self.intern(GLOBAL_POOL);
+            saves_input &= module.attrs.get(&global).map(|v| v.as_slice()) != Some(&[TRUE]);
+        }
+        (saves_result, saves_input)
+    }
+
+    /// A layer call's input tensors (those inside tuples and lists too: an RNN's `(h, c)`
+    /// state), and a weighted bag's per-sample weights (by keyword too), which are inputs as
+    /// well.
+    fn layer_inputs(&mut self, class: &str, args: &Args) -> (Vals, Vals) {
+        let mut inputs: Vals = self.flat_tensors(
+            &args
+                .positional
+                .iter()
+                .flat_map(|(v, _)| v.iter().copied())
+                .collect(),
+        );
+        let bag = (class == "EmbeddingBag")
+            .then(|| self.bag_weights(args, ops::MODULE_BAG_WEIGHTS_AT))
+            .flatten()
+            .map(|v| self.flat_tensors(&v))
+            .unwrap_or_default();
+        for v in &bag {
+            if !inputs.contains(v) {
+                inputs.push(*v);
+            }
+        }
+        if inputs.len() > MAX_VALUES {
+            inputs.truncate(MAX_VALUES);
+        }
+        (inputs, bag)
+    }
+
+    /// What a layer saves of a loss's target (second or by keyword: `criterion(out,
+    /// target=label)`) and of a recurrent state.
+    fn save_target_and_state(
+        &mut self,
+        class: &str,
+        target: bool,
+        args: &Args,
+        params: &Vals,
+        (label, save_at, assumes): (OpLabel, Span, Option<GradIf>),
+    ) -> Saves {
+        let mut saves = Saves::new();
+        if target {
+            let target = (args.named_or_at(known::TARGET, 1))
+                .map(|v| self.flat_tensors(v))
+                .unwrap_or_default();
+            for v in target {
+                saves.extend(self.save_input(v, label, save_at, assumes));
+            }
+        }
+        if ops::SAVES_STATE.contains(&class) {
+            let state = (args.positional.get(1).map(|(v, _)| v))
+                .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
+                .map(|v| self.flat_tensors(v))
+                .unwrap_or_default();
+            // The weights' gradients read the state; with frozen weights only the LSTMs' cell
+            // arithmetic does (both states of `LSTM`, the cell state of `LSTMCell`).
+            let weights_grad =
+                (params.iter()).any(|p| self.tensor(*p).is_some_and(|t| t.grad.is_possible()));
+            let kept = match class {
+                _ if weights_grad => 0,
+                "LSTM" => 0,
+                "LSTMCell" => 1,
+                _ => state.len(),
+            };
+            for v in state.into_iter().skip(kept) {
+                saves.extend(self.save_input(v, label, save_at, assumes));
+            }
+        }
+        saves
+    }
+
+    /// Which gradients of a layer call read its parameters.
+    fn layer_params_read(
+        &self,
+        class: &str,
+        args: &Args,
+        inputs_grad: bool,
+        input_grad: bool,
+    ) -> ParamsRead {
+        let state_grad = (args.positional.get(1).map(|(v, _)| v))
+            .or_else(|| args.keyword(known::HX).map(|(v, ..)| v))
+            .is_some_and(|v| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad);
+        // (A recurrent state is no input here: a cell reads its input weights only for the
+        // input's gradient, whatever the state requires.)
+        let operand_grad = match ops::SAVES_STATE.contains(&class) {
+            true => (args.positional.first())
+                .is_some_and(|(v, _)| self.arg_kind(&self.flat_tensors(v)) == ArgKind::Grad),
+            false => inputs_grad,
+        };
+        ParamsRead {
+            input_grad: operand_grad,
+            state_grad,
+            fallback: input_grad,
+        }
     }
 
     /// The parameters of a torch layer its backward reads, as the op table measured them per
@@ -1316,39 +1378,8 @@ impl Interp<'_, '_> {
         args: &Args,
     ) -> Vals {
         let call = c.span(e);
-        if let Obj::Module(module) = self.obj(m) {
-            if module.class == known::FUNCTION_CTX && meth == known::SAVE_FOR_BACKWARD {
-                self.save_for_backward(m, args);
-                return smallvec![OTHER];
-            }
-            if module.class == known::FUNCTION_CTX
-                && (meth == known::MARK_DIRTY || meth == known::MARK_NON_DIFFERENTIABLE)
-            {
-                self.mark_dirty(m, meth, args);
-                return smallvec![OTHER];
-            }
-            if let Some(v) = module.attrs.get(&meth).cloned() {
-                return self.call_one_of(c, e, &v, args);
-            }
-            if let Some(k) = module.local.clone() {
-                if let Some(def) = self.find_method(&k, meth) {
-                    // `self.norm1(out)` of an `@property` returning a layer: the getter's result,
-                    // called.
-                    if self.is_property(def) {
-                        let got = self.inline(def, Some(m), &Args::default(), call);
-                        return self.call_one_of(c, e, &got, args);
-                    }
-                    return self.inline(def, Some(m), args, call);
-                }
-                // `self.act_layer(inplace=True)` with `act_layer = nn.ReLU` in the class body.
-                if let Some(v) = self.class_attribute(&k, meth) {
-                    return self.call_one_of(c, e, &v, args);
-                }
-            }
-            // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
-            if let Some(d) = self.dict_items(m) {
-                return self.seq_method(d, meth, args, c.span(e));
-            }
+        if let Some(v) = self.own_method(c, e, m, meth, args) {
+            return v;
         }
         let name = self.name(meth).to_string();
         match name.as_str() {
@@ -1361,57 +1392,13 @@ impl Interp<'_, '_> {
                 Some(keys) => smallvec![keys],
                 None => smallvec![OTHER],
             },
-            "parameters" | "named_parameters" => {
-                let mut ps = Vals::new();
-                self.module_params(m, &mut ps, &mut FxHashSet::default());
-                let params = self.alloc(Obj::Params {
-                    owners: smallvec![m],
-                    tensors: ps.clone(),
-                });
-                // `(name, parameter)` pairs, one per parameter, in order.
-                if name == "named_parameters" {
-                    let pairs = (self.named_params(m).into_iter())
-                        .map(|(path, p)| {
-                            let path = match path {
-                                Some(path) => {
-                                    let n = self.intern(&path);
-                                    self.string(n)
-                                }
-                                None => OTHER,
-                            };
-                            smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![p]]))]
-                        })
-                        .collect();
-                    return smallvec![self.alloc(Obj::Seq(pairs))];
-                }
-                smallvec![params]
-            }
+            "parameters" | "named_parameters" => self.parameters_of(m, name == "named_parameters"),
             "forward" => self.call_module(c, e, m, args),
             "children" | "named_children" | "modules" | "named_modules" => {
                 self.module_list(m, &name)
             }
             "apply" => self.apply_to_tree(c, e, m, args),
-            // `self.gru.requires_grad_(False)`: every parameter of the tree frozen, as the
-            // tensor-level call freezes one; `requires_grad_()` / `(True)` unfreezes them. The
-            // module itself is returned.
-            "requires_grad_" => {
-                let flag = (args.positional.first().map(|(v, _)| v))
-                    .or_else(|| args.keyword(known::REQUIRES_GRAD).map(|(v, ..)| v));
-                let on = match flag.map(|v| v.as_slice()) {
-                    None => Some(true),
-                    Some([f]) if *f == FALSE => Some(false),
-                    Some([t]) if *t == TRUE => Some(true),
-                    _ => None,
-                };
-                if let Some(on) = on {
-                    let mut params = Vals::new();
-                    self.module_params(m, &mut params, &mut FxHashSet::default());
-                    for p in params {
-                        self.set_requires_grad(p, on);
-                    }
-                }
-                smallvec![m]
-            }
+            "requires_grad_" => self.tree_requires_grad(m, args),
             // `model.get_submodule("head.fc")`, `get_parameter("head.fc.weight")`.
             "get_submodule" | "get_parameter" | "get_buffer" => {
                 let path = args
@@ -1437,23 +1424,7 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            // `self.register_buffer("center", t)` is `self.center = t` (a buffer or a
-            // parameter by name; `None` registers nothing to write).
-            "register_parameter" | "register_buffer" => {
-                let value = args.positional.get(1).map(|(v, _)| v.clone()).or_else(|| {
-                    args.keywords
-                        .iter()
-                        .find(|(n, ..)| matches!(self.name(*n), "tensor" | "param"))
-                        .map(|(_, v, ..)| v.clone())
-                });
-                if let (Some((names, _)), Some(vals)) = (args.positional.first(), value) {
-                    if let Some([attr]) = self.str_values(names).as_deref() {
-                        let stmt = self.stmt.filter(|s| s.item == c.item).map(|s| s.stmt);
-                        self.set_attribute(c, e, m, *attr, vals, stmt);
-                    }
-                }
-                smallvec![OTHER]
-            }
+            "register_parameter" | "register_buffer" => self.register_by_name(c, e, m, args),
             "append" => {
                 if let Some(v) = args.first().cloned() {
                     if let Obj::Module(module) = self.obj_mut(m) {
@@ -1462,26 +1433,7 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            // `model.eval()`, `model.train(False)`: `training` of the whole tree.
-            "eval" | "train" => {
-                let given = args
-                    .first()
-                    .or_else(|| args.keyword(known::MODE).map(|(v, ..)| v));
-                let mode = match given.map(|v| v.as_slice()) {
-                    _ if name == "eval" => FALSE,
-                    None | Some([TRUE]) => TRUE,
-                    Some([FALSE]) => FALSE,
-                    Some(_) => OTHER,
-                };
-                let mut tree = Vec::new();
-                self.submodules(m, TreeWalk::PreOrder, &mut tree);
-                for (_, sub) in tree {
-                    if let Obj::Module(module) = self.obj_mut(sub) {
-                        module.attrs.insert(known::TRAINING, smallvec![mode]);
-                    }
-                }
-                smallvec![m]
-            }
+            "eval" | "train" => self.set_training(m, name == "eval", args),
             _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
             "register_forward_hook" | "register_forward_pre_hook" => {
                 self.register_forward_hook(m, &name, args)
@@ -1498,42 +1450,185 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            // A dict of `.detach()` of each parameter: the same memory, which later steps
-            // write (a "best" state kept this way is not a copy).
-            "state_dict" => {
-                let mut params = Vals::new();
-                self.module_params(m, &mut params, &mut FxHashSet::default());
-                let slots: Vec<Vals> = (params.into_iter().take(MAX_SLOTS))
-                    .map(|p| smallvec![self.detach_of(p, call)])
-                    .collect();
-                let d = self.alloc(Obj::Seq(slots));
-                self.dict_objs.insert(d);
-                self.state_dicts.insert(d, call);
-                smallvec![d]
-            }
-            // (It reads every entry of the state given: a stale snapshot is read here.)
-            // Then it copies each entry into its parameter, in place under `no_grad`: what a
-            // forward saved of them is changed before its backward.
-            "load_state_dict" => {
-                if let Some((v, Some(arg))) = args.positional.first() {
-                    self.read_entries(v, c.span(*arg));
-                }
-                if (args.keyword(known::ASSIGN)).is_some_and(|(v, ..)| v.as_slice() == [TRUE]) {
-                    self.load_assigned(c, e, m);
-                    return smallvec![OTHER];
-                }
-                let mut params = Vals::new();
-                self.module_params(m, &mut params, &mut FxHashSet::default());
-                if !params.is_empty() {
-                    let spec = WriteSpec::new(WriteKind::LoadState, call, call)
-                        .no_leaf_check()
-                        .call(e);
-                    self.write(&params, spec);
-                }
-                smallvec![OTHER]
-            }
+            "state_dict" => self.state_dict_of(m, call),
+            "load_state_dict" => self.load_state_dict(c, e, m, args),
             _ => self.opaque_call(args, call),
         }
+    }
+
+    /// A method the module itself answers before torch's: `ctx.save_for_backward`/
+    /// `mark_dirty` of a custom autograd function, a callable attribute, a method (or a
+    /// property's layer) of its class, a dict subclass's entries.
+    fn own_method(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        m: ObjId,
+        meth: Name,
+        args: &Args,
+    ) -> Option<Vals> {
+        let call = c.span(e);
+        if let Obj::Module(module) = self.obj(m) {
+            if module.class == known::FUNCTION_CTX && meth == known::SAVE_FOR_BACKWARD {
+                self.save_for_backward(m, args);
+                return Some(smallvec![OTHER]);
+            }
+            if module.class == known::FUNCTION_CTX
+                && (meth == known::MARK_DIRTY || meth == known::MARK_NON_DIFFERENTIABLE)
+            {
+                self.mark_dirty(m, meth, args);
+                return Some(smallvec![OTHER]);
+            }
+            if let Some(v) = module.attrs.get(&meth).cloned() {
+                return Some(self.call_one_of(c, e, &v, args));
+            }
+            if let Some(k) = module.local.clone() {
+                if let Some(def) = self.find_method(&k, meth) {
+                    // `self.norm1(out)` of an `@property` returning a layer: the getter's result,
+                    // called.
+                    if self.is_property(def) {
+                        let got = self.inline(def, Some(m), &Args::default(), call);
+                        return Some(self.call_one_of(c, e, &got, args));
+                    }
+                    return Some(self.inline(def, Some(m), args, call));
+                }
+                // `self.act_layer(inplace=True)` with `act_layer = nn.ReLU` in the class body.
+                if let Some(v) = self.class_attribute(&k, meth) {
+                    return Some(self.call_one_of(c, e, &v, args));
+                }
+            }
+            // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
+            if let Some(d) = self.dict_items(m) {
+                return Some(self.seq_method(d, meth, args, c.span(e)));
+            }
+        }
+        None
+    }
+
+    /// `parameters()` (one value of all of them) and `named_parameters()` (`(name,
+    /// parameter)` pairs, one per parameter, in order).
+    fn parameters_of(&mut self, m: ObjId, named: bool) -> Vals {
+        let mut ps = Vals::new();
+        self.module_params(m, &mut ps, &mut FxHashSet::default());
+        let params = self.alloc(Obj::Params {
+            owners: smallvec![m],
+            tensors: ps.clone(),
+        });
+        // `(name, parameter)` pairs, one per parameter, in order.
+        if named {
+            let pairs = (self.named_params(m).into_iter())
+                .map(|(path, p)| {
+                    let path = match path {
+                        Some(path) => {
+                            let n = self.intern(&path);
+                            self.string(n)
+                        }
+                        None => OTHER,
+                    };
+                    smallvec![self.alloc(Obj::Seq(vec![smallvec![path], smallvec![p]]))]
+                })
+                .collect();
+            return smallvec![self.alloc(Obj::Seq(pairs))];
+        }
+        smallvec![params]
+    }
+
+    /// `self.gru.requires_grad_(False)`: every parameter of the tree frozen, as the
+    /// tensor-level call freezes one; `requires_grad_()` / `(True)` unfreezes them. The
+    /// module itself is returned.
+    fn tree_requires_grad(&mut self, m: ObjId, args: &Args) -> Vals {
+        let flag = (args.positional.first().map(|(v, _)| v))
+            .or_else(|| args.keyword(known::REQUIRES_GRAD).map(|(v, ..)| v));
+        let on = match flag.map(|v| v.as_slice()) {
+            None => Some(true),
+            Some([f]) if *f == FALSE => Some(false),
+            Some([t]) if *t == TRUE => Some(true),
+            _ => None,
+        };
+        if let Some(on) = on {
+            let mut params = Vals::new();
+            self.module_params(m, &mut params, &mut FxHashSet::default());
+            for p in params {
+                self.set_requires_grad(p, on);
+            }
+        }
+        smallvec![m]
+    }
+
+    /// `self.register_buffer("center", t)` is `self.center = t` (a buffer or a parameter by
+    /// name; `None` registers nothing to write).
+    fn register_by_name(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
+        let value = args.positional.get(1).map(|(v, _)| v.clone()).or_else(|| {
+            args.keywords
+                .iter()
+                .find(|(n, ..)| matches!(self.name(*n), "tensor" | "param"))
+                .map(|(_, v, ..)| v.clone())
+        });
+        if let (Some((names, _)), Some(vals)) = (args.positional.first(), value) {
+            if let Some([attr]) = self.str_values(names).as_deref() {
+                let stmt = self.stmt.filter(|s| s.item == c.item).map(|s| s.stmt);
+                self.set_attribute(c, e, m, *attr, vals, stmt);
+            }
+        }
+        smallvec![OTHER]
+    }
+
+    /// `model.eval()`, `model.train(False)`: `training` of the whole tree.
+    fn set_training(&mut self, m: ObjId, eval: bool, args: &Args) -> Vals {
+        let given = args
+            .first()
+            .or_else(|| args.keyword(known::MODE).map(|(v, ..)| v));
+        let mode = match given.map(|v| v.as_slice()) {
+            _ if eval => FALSE,
+            None | Some([TRUE]) => TRUE,
+            Some([FALSE]) => FALSE,
+            Some(_) => OTHER,
+        };
+        let mut tree = Vec::new();
+        self.submodules(m, TreeWalk::PreOrder, &mut tree);
+        for (_, sub) in tree {
+            if let Obj::Module(module) = self.obj_mut(sub) {
+                module.attrs.insert(known::TRAINING, smallvec![mode]);
+            }
+        }
+        smallvec![m]
+    }
+
+    /// A dict of `.detach()` of each parameter: the same memory, which later steps write (a
+    /// "best" state kept this way is not a copy).
+    fn state_dict_of(&mut self, m: ObjId, call: Span) -> Vals {
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        let slots: Vec<Vals> = (params.into_iter().take(MAX_SLOTS))
+            .map(|p| smallvec![self.detach_of(p, call)])
+            .collect();
+        let d = self.alloc(Obj::Seq(slots));
+        self.dict_objs.insert(d);
+        self.state_dicts.insert(d, call);
+        smallvec![d]
+    }
+
+    /// `load_state_dict` reads every entry of the state given (a stale snapshot is read
+    /// here), then copies each entry into its parameter, in place under `no_grad`: what a
+    /// forward saved of them is changed before its backward.
+    fn load_state_dict(&mut self, c: Code<'_>, e: ExprId, m: ObjId, args: &Args) -> Vals {
+        let call = c.span(e);
+        if let Some((v, Some(arg))) = args.positional.first() {
+            self.read_entries(v, c.span(*arg));
+        }
+        if (args.keyword(known::ASSIGN)).is_some_and(|(v, ..)| v.as_slice() == [TRUE]) {
+            self.load_assigned(c, e, m);
+            return smallvec![OTHER];
+        }
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        if !params.is_empty() {
+            let spec = WriteSpec::new(WriteKind::LoadState, call, call)
+                .no_leaf_check()
+                .call(e);
+            self.write(&params, spec);
+        }
+        smallvec![OTHER]
     }
 
     /// What a dotted path of attribute names (`"head.fc"`) names below module `m`, when each
@@ -1595,6 +1690,120 @@ impl Interp<'_, '_> {
     }
 
     /// A method of list or dict `s` called at `call`.
+    /// `d.update(other)`, `d.update(k=v)`: stores, as `d[k] = v`.
+    fn dict_update(&mut self, s: ObjId, args: &Args, call: Span) -> Vals {
+        if let Some(other) = args.first() {
+            match self.keyed_entries(other) {
+                Some(entries) => {
+                    for (k, v, _) in entries {
+                        self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+                    }
+                }
+                None => {
+                    let add = self.elements(other);
+                    let len = match self.obj(s) {
+                        Obj::Seq(items) => items.len(),
+                        _ => 0,
+                    };
+                    self.seq_insert(s, len.min(MAX_SLOTS - 1), &add);
+                }
+            }
+        }
+        for (k, v, ..) in args.keywords.clone() {
+            self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+        }
+        smallvec![NONE]
+    }
+
+    /// `d.setdefault(k, v)`: the entry, or `v` stored at `k` where there is none.
+    fn dict_setdefault(&mut self, s: ObjId, args: &Args, call: Span) -> Vals {
+        let key = args.first().and_then(|k| self.one_exact_str(k));
+        let v = (args.positional.get(1)).map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
+        let empty = matches!(self.obj(s), Obj::Seq(items) if items.is_empty());
+        match key.map(|k| (k, self.key_slot(s, k))) {
+            Some((_, Some(Some(at)))) => match self.obj(s) {
+                Obj::Seq(items) => items[at].clone(),
+                _ => smallvec![UNKNOWN],
+            },
+            Some((k, Some(None))) | Some((k, None)) if empty || self.dict_keys.contains_key(&s) => {
+                self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
+                v
+            }
+            _ => {
+                let mut out = self.elements(&smallvec![s]);
+                out.extend(v);
+                out
+            }
+        }
+    }
+
+    /// `kwargs.get("act", nn.ReLU)` of a dict whose keys are known: the entry, or the default
+    /// where there is none; `pop` takes the entry out.
+    fn keyed_take(&mut self, s: ObjId, pop: bool, args: &Args, call: Span) -> Vals {
+        let slot = args
+            .first()
+            .and_then(|k| self.one_exact_str(k))
+            .and_then(|key| self.key_slot(s, key));
+        let Some(slot) = slot else {
+            self.read_any_slot(s, call);
+            return self.elements(&smallvec![s]);
+        };
+        let Some(at) = slot else {
+            return args
+                .positional
+                .get(1)
+                .map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
+        };
+        // (A read of the entry, as `d[k]`: a write since it was stored is seen here.)
+        self.read_slot(s, Slot::At(at as u32), call);
+        let Obj::Seq(items) = self.obj_mut(s) else {
+            return smallvec![UNKNOWN];
+        };
+        if !pop {
+            return items[at].clone();
+        }
+        let entry = items.remove(at);
+        self.exact_seqs.remove(&s);
+        self.slot_removed(s, at);
+        if let Some(keys) = self.dict_keys.get_mut(&s) {
+            keys.remove(at);
+        }
+        entry
+    }
+
+    /// `xs.pop()` takes the last item out, `xs.pop(i)` the item at a known `i`, reading it
+    /// as `xs[-1]` and `xs[i]` do (a dict given a constant int key is read where `d[i]` reads
+    /// it, and not taken apart); otherwise (an unknown key or position) any item may be read,
+    /// and the list is kept whole. `get` reads as `pop` does, taking nothing out.
+    fn seq_take(&mut self, s: ObjId, pop: bool, args: &Args, call: Span) -> Vals {
+        let dict = self.dict_objs.contains(&s);
+        let len = match self.obj(s) {
+            Obj::Seq(items) => Some(items.len()),
+            _ => None,
+        };
+        let at = match args.first() {
+            None if pop && !dict => len.and_then(|n| n.checked_sub(1)),
+            Some(i) => (self.one_int(i).zip(len)).and_then(|(i, n)| position_in(i, n)),
+            None => None,
+        };
+        let Some(at) = at else {
+            self.read_any_slot(s, call);
+            return self.elements(&smallvec![s]);
+        };
+        self.read_slot(s, Slot::At(at as u32), call);
+        // (The last slot of a full list stands for every item past it.)
+        let whole = !dict && len.is_some_and(|n| n < MAX_SLOTS);
+        let Obj::Seq(items) = self.obj_mut(s) else {
+            return smallvec![UNKNOWN];
+        };
+        if !(pop && whole) {
+            return items[at].clone();
+        }
+        let entry = items.remove(at);
+        self.slot_removed(s, at);
+        entry
+    }
+
     pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args, call: Span) -> Vals {
         match self.name(meth) {
             // `d.__setitem__(k, v)` (a hook's `lambda m, i, o: feats.__setitem__(name, o)`),
@@ -1608,51 +1817,9 @@ impl Interp<'_, '_> {
                 smallvec![NONE]
             }
             "update" if self.dict_objs.contains(&s) || self.dict_keys.contains_key(&s) => {
-                if let Some(other) = args.first() {
-                    match self.keyed_entries(other) {
-                        Some(entries) => {
-                            for (k, v, _) in entries {
-                                self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
-                            }
-                        }
-                        None => {
-                            let add = self.elements(other);
-                            let len = match self.obj(s) {
-                                Obj::Seq(items) => items.len(),
-                                _ => 0,
-                            };
-                            self.seq_insert(s, len.min(MAX_SLOTS - 1), &add);
-                        }
-                    }
-                }
-                for (k, v, ..) in args.keywords.clone() {
-                    self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
-                }
-                smallvec![NONE]
+                self.dict_update(s, args, call)
             }
-            "setdefault" if self.dict_objs.contains(&s) => {
-                let key = args.first().and_then(|k| self.one_exact_str(k));
-                let v =
-                    (args.positional.get(1)).map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
-                let empty = matches!(self.obj(s), Obj::Seq(items) if items.is_empty());
-                match key.map(|k| (k, self.key_slot(s, k))) {
-                    Some((_, Some(Some(at)))) => match self.obj(s) {
-                        Obj::Seq(items) => items[at].clone(),
-                        _ => smallvec![UNKNOWN],
-                    },
-                    Some((k, Some(None))) | Some((k, None))
-                        if empty || self.dict_keys.contains_key(&s) =>
-                    {
-                        self.store_entry(s, Some(k), Index::Other, &Vals::new(), &v, call);
-                        v
-                    }
-                    _ => {
-                        let mut out = self.elements(&smallvec![s]);
-                        out.extend(v);
-                        out
-                    }
-                }
-            }
+            "setdefault" if self.dict_objs.contains(&s) => self.dict_setdefault(s, args, call),
             m @ ("append" | "extend" | "insert" | "add") => {
                 let extend = m == "extend";
                 let mut add = Vals::new();
@@ -1671,38 +1838,7 @@ impl Interp<'_, '_> {
                 smallvec![OTHER]
             }
             m @ ("pop" | "get") if self.dict_keys.contains_key(&s) => {
-                // `kwargs.get("act", nn.ReLU)`: the entry, or the default where there is none;
-                // `pop` takes the entry out.
-                let slot = args
-                    .first()
-                    .and_then(|k| self.one_exact_str(k))
-                    .and_then(|key| self.key_slot(s, key));
-                let Some(slot) = slot else {
-                    self.read_any_slot(s, call);
-                    return self.elements(&smallvec![s]);
-                };
-                let Some(at) = slot else {
-                    return args
-                        .positional
-                        .get(1)
-                        .map_or_else(|| smallvec![NONE], |(v, _)| v.clone());
-                };
-                let pop = m == "pop";
-                // (A read of the entry, as `d[k]`: a write since it was stored is seen here.)
-                self.read_slot(s, Slot::At(at as u32), call);
-                let Obj::Seq(items) = self.obj_mut(s) else {
-                    return smallvec![UNKNOWN];
-                };
-                if !pop {
-                    return items[at].clone();
-                }
-                let entry = items.remove(at);
-                self.exact_seqs.remove(&s);
-                self.slot_removed(s, at);
-                if let Some(keys) = self.dict_keys.get_mut(&s) {
-                    keys.remove(at);
-                }
-                entry
+                self.keyed_take(s, m == "pop", args, call)
             }
             "keys" => match self.dict_key_list(s).or_else(|| self.object_key_list(s)) {
                 Some(keys) => smallvec![keys],
@@ -1719,39 +1855,7 @@ impl Interp<'_, '_> {
                 }
                 _ => smallvec![self.copy_seq(s, true)],
             },
-            m @ ("pop" | "get") => {
-                // `xs.pop()` takes the last item out, `xs.pop(i)` the item at a known `i`,
-                // reading it as `xs[-1]` and `xs[i]` do (a dict given a constant int key is read
-                // where `d[i]` reads it, and not taken apart); otherwise (an unknown key or
-                // position) any item may be read, and the list is kept whole.
-                let pop = m == "pop";
-                let dict = self.dict_objs.contains(&s);
-                let len = match self.obj(s) {
-                    Obj::Seq(items) => Some(items.len()),
-                    _ => None,
-                };
-                let at = match args.first() {
-                    None if pop && !dict => len.and_then(|n| n.checked_sub(1)),
-                    Some(i) => (self.one_int(i).zip(len)).and_then(|(i, n)| position_in(i, n)),
-                    None => None,
-                };
-                let Some(at) = at else {
-                    self.read_any_slot(s, call);
-                    return self.elements(&smallvec![s]);
-                };
-                self.read_slot(s, Slot::At(at as u32), call);
-                // (The last slot of a full list stands for every item past it.)
-                let whole = !dict && len.is_some_and(|n| n < MAX_SLOTS);
-                let Obj::Seq(items) = self.obj_mut(s) else {
-                    return smallvec![UNKNOWN];
-                };
-                if !(pop && whole) {
-                    return items[at].clone();
-                }
-                let entry = items.remove(at);
-                self.slot_removed(s, at);
-                entry
-            }
+            m @ ("pop" | "get") => self.seq_take(s, m == "pop", args, call),
             "items" => {
                 // A dict with its keys all known: its `(key, value)` pairs one by one.
                 if let Some(pairs) = self.dict_item_list(s) {

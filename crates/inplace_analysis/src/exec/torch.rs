@@ -170,19 +170,30 @@ impl Interp<'_, '_> {
     pub(super) fn call_path(&mut self, c: Code<'_>, e: ExprId, path: Name, args: &Args) -> Vals {
         let call = c.span(e);
         let p = self.name(path).to_string();
-        let first_arg = args.first().cloned().unwrap_or_default();
-        if p == "builtins.map" {
-            return self.call_map(c, e, args);
+        if let Some(v) = self.call_unbound_method(c, e, &p, args) {
+            return v;
         }
-        // `if torch.is_grad_enabled(): ... else: <in-place fast path>`.
-        if p == "torch.is_grad_enabled" {
-            return smallvec![if self.grad_enabled { TRUE } else { FALSE }];
+        if let Some(v) = self.call_python_library(c, e, &p, args) {
+            return v;
         }
-        if let Some(b) = p.strip_prefix("builtins.") {
-            return self.call_builtin(c, e, b, args);
+        if !p.starts_with("torch") {
+            return self.opaque_call(args, call);
         }
-        // `torch.Tensor.add_(y, 1)` (the unbound method) and `operator.iadd(y, 1)`: the method
-        // on the first argument.
+        if let Some(v) = self.call_torch_runtime(c, e, &p, args) {
+            return v;
+        }
+        self.call_torch_api(c, e, &p, args)
+    }
+
+    /// `torch.Tensor.add_(y, 1)` (the unbound method) and `operator.iadd(y, 1)`: the method on
+    /// the first argument, when it is a tensor.
+    fn call_unbound_method(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        p: &str,
+        args: &Args,
+    ) -> Option<Vals> {
         let unbound = (p.strip_prefix("torch.Tensor."))
             .or_else(|| p.strip_prefix("operator.").and_then(ops::inplace_operator));
         if let (Some(meth), Some((recv, recv_expr))) = (unbound, args.positional.first()) {
@@ -196,16 +207,28 @@ impl Interp<'_, '_> {
                 };
                 let meth = self.intern(meth);
                 let recv_expr = recv_expr.unwrap_or(ExprId::NONE);
-                return self.tensor_method(c, e, &tensors, meth, &rest, recv_expr);
+                return Some(self.tensor_method(c, e, &tensors, meth, &rest, recv_expr));
             }
         }
-        if matches!(
-            p.as_str(),
-            "torch.nn.utils.weight_norm" | "torch.nn.utils.parametrizations.weight_norm"
-        ) {
-            if let Some(v) = self.weight_norm(c, e, args) {
-                return v;
-            }
+        None
+    }
+
+    /// A call of Python's own library the analysis models: builtins, `copy`, `collections`,
+    /// `functools.partial`, dataclass fields, named tuples, torchvision's transforms.
+    fn call_python_library(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        p: &str,
+        args: &Args,
+    ) -> Option<Vals> {
+        let call = c.span(e);
+        let first_arg = args.first().cloned().unwrap_or_default();
+        if p == "builtins.map" {
+            return Some(self.call_map(c, e, args));
+        }
+        if let Some(b) = p.strip_prefix("builtins.") {
+            return Some(self.call_builtin(c, e, b, args));
         }
         // `copy.copy(x)`: a module copied so shares its parameters (its `_parameters` dict is the
         // same), a tensor so shares its memory but not its version counter (as `.data` does), a
@@ -213,7 +236,7 @@ impl Interp<'_, '_> {
         // `collections.OrderedDict(d)` of a dict.
         if p == "copy.copy" || p == "collections.OrderedDict" {
             if let Some(v) = self.shallow_copy(&first_arg, args, call, p == "copy.copy") {
-                return v;
+                return Some(v);
             }
         }
         // `defaultdict(list)`, `defaultdict(dict)`: an empty dict that adds an empty list or
@@ -234,21 +257,21 @@ impl Interp<'_, '_> {
             if let Some(list) = kind {
                 self.default_factories.insert(d, list);
             }
-            return smallvec![d];
+            return Some(smallvec![d]);
         }
         // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
         // is a dict's too).
         if p == "collections.OrderedDict" {
-            return self.call_builtin(c, e, "dict", args);
+            return Some(self.call_builtin(c, e, "dict", args));
         }
         if p == "copy.deepcopy" {
             if let Some(v) = self.deepcopy(args) {
-                return v;
+                return Some(v);
             }
         }
         if p == "functools.partial" {
             let Some((func, rest)) = args.positional.split_first() else {
-                return smallvec![self.alloc(Obj::Unknown)];
+                return Some(smallvec![self.alloc(Obj::Unknown)]);
             };
             let partial = Obj::Partial {
                 func: func.0.clone(),
@@ -259,7 +282,7 @@ impl Interp<'_, '_> {
                     .map(|(n, v, _, s)| (*n, v.clone(), *s))
                     .collect(),
             };
-            return smallvec![self.alloc(partial)];
+            return Some(smallvec![self.alloc(partial)]);
         }
         // A dataclass field's default (`init_record` evaluates it for each instance):
         // `field(default_factory=list)` calls the factory, `field(default=v)` is `v`.
@@ -270,71 +293,88 @@ impl Interp<'_, '_> {
                 for f in fs.clone() {
                     out.extend(self.call_value(c, e, f, &Args::default()));
                 }
-                return out;
+                return Some(out);
             }
-            return match args.keyword(default) {
+            return Some(match args.keyword(default) {
                 Some((v, ..)) => v.clone(),
                 None => smallvec![self.alloc(Obj::Unknown)],
-            };
+            });
         }
-        if matches!(p.as_str(), "collections.namedtuple" | "typing.NamedTuple") {
+        if matches!(p, "collections.namedtuple" | "typing.NamedTuple") {
             if let Some(fields) = self.record_fields_given(args) {
-                return smallvec![self.alloc(Obj::Record(fields.into()))];
+                return Some(smallvec![self.alloc(Obj::Record(fields.into()))]);
             }
         }
         if let Some(t) = p.strip_prefix("torchvision.transforms.") {
             if let Some(v) = self.call_transform(c, e, t, args) {
-                return v;
+                return Some(v);
             }
         }
-        if !p.starts_with("torch") {
-            return self.opaque_call(args, call);
+        None
+    }
+
+    /// torch's runtime around the ops: grad modes, distributions, `_foreach_` ops, weight
+    /// norm, data loading, saving, autograd's entry points, checkpoints, parameters.
+    fn call_torch_runtime(&mut self, c: Code<'_>, e: ExprId, p: &str, args: &Args) -> Option<Vals> {
+        let call = c.span(e);
+        let first_arg = args.first().cloned().unwrap_or_default();
+        // `if torch.is_grad_enabled(): ... else: <in-place fast path>`.
+        if p == "torch.is_grad_enabled" {
+            return Some(smallvec![if self.grad_enabled { TRUE } else { FALSE }]);
         }
-        if let Some(v) = self.distribution_call(&p, args, call) {
-            return v;
+        if matches!(
+            p,
+            "torch.nn.utils.weight_norm" | "torch.nn.utils.parametrizations.weight_norm"
+        ) {
+            if let Some(v) = self.weight_norm(c, e, args) {
+                return Some(v);
+            }
+        }
+        if let Some(v) = self.distribution_call(p, args, call) {
+            return Some(v);
         }
         if let Some(meth) = p.strip_prefix("torch._foreach_") {
             if meth.ends_with('_') {
-                return self.foreach_inplace(c, e, meth, args);
+                return Some(self.foreach_inplace(c, e, meth, args));
             }
-            return self.foreach_results(args, call);
+            return Some(self.foreach_results(args, call));
         }
-        if let Some(v) = self.grad_mode_call(c, &p, args, call) {
-            return v;
+        if let Some(v) = self.grad_mode_call(c, p, args, call) {
+            return Some(v);
         }
         if matches!(
-            p.as_str(),
+            p,
             "torch.utils.data.DataLoader" | "torch.utils.data.dataloader.DataLoader"
         ) {
             if let Some(loader) = self.unbatched_loader(args, call) {
-                return smallvec![loader];
+                return Some(smallvec![loader]);
             }
             // Batches are stacked from the samples: new tensors, not the dataset's (unless
             // a `collate_fn` of the program's passes the samples through).
             let collate = self.intern("collate_fn");
             if args.keyword(collate).is_none() {
-                return smallvec![self.alloc(Obj::Unknown)];
+                return Some(smallvec![self.alloc(Obj::Unknown)]);
             }
         }
         if matches!(
-            p.as_str(),
+            p,
             "torch.utils.data.TensorDataset" | "torch.utils.data.dataset.TensorDataset"
         ) {
-            return smallvec![self.tensor_dataset(args, call)];
+            return Some(smallvec![self.tensor_dataset(args, call)]);
         }
-        match p.as_str() {
+        match p {
             // `torch.save(best_state, path)` writes out every entry of the state given: a stale
             // snapshot is read here (what it saves are the values of now).
             "torch.save" => {
                 if let Some((v, Some(arg))) = args.positional.first() {
                     self.read_entries(v, c.span(*arg));
                 }
-                return smallvec![OTHER];
+                return Some(smallvec![OTHER]);
             }
             "torch.autograd.backward" => {
                 let retain = self.keyword_on(args, known::RETAIN_GRAPH);
                 self.check_graph(&first_arg, call, retain, true);
-                return smallvec![OTHER];
+                return Some(smallvec![OTHER]);
             }
             "torch.autograd.grad" => {
                 let outputs = args
@@ -352,27 +392,27 @@ impl Interp<'_, '_> {
                 // ops saved.
                 if self.keyword_on(args, known::CREATE_GRAPH) {
                     if let Some(out) = self.gradient_graph(&outputs, &inputs, call) {
-                        return smallvec![out];
+                        return Some(smallvec![out]);
                     }
                 }
-                return smallvec![self.alloc(Obj::Unknown)];
+                return Some(smallvec![self.alloc(Obj::Unknown)]);
             }
             "torch.autograd.functional.jacobian"
             | "torch.autograd.functional.hessian"
             | "torch.autograd.functional.vjp"
             | "torch.autograd.functional.jvp"
             | "torch.autograd.functional.vhp"
-            | "torch.autograd.functional.hvp" => return self.call_differentiated(c, e, args),
+            | "torch.autograd.functional.hvp" => return Some(self.call_differentiated(c, e, args)),
             "torch.utils.checkpoint.checkpoint" if !args.positional.is_empty() => {
-                return self.call_checkpointed(c, e, args);
+                return Some(self.call_checkpointed(c, e, args));
             }
             "torch.utils.checkpoint.checkpoint_sequential" => {
                 if let Some(out) = self.checkpoint_sequential(c, e, args) {
-                    return out;
+                    return Some(out);
                 }
             }
             "torch.autograd.Variable" | "torch.autograd.variable.Variable" => {
-                return self.variable(&first_arg, args, call);
+                return Some(self.variable(&first_arg, args, call));
             }
             "torch.nn.Parameter" | "torch.nn.parameter.Parameter" | "torch.nn.Buffer" => {
                 let param = p.ends_with("Parameter");
@@ -385,11 +425,18 @@ impl Interp<'_, '_> {
                         self.frozen.insert(t);
                     }
                 }
-                return smallvec![t];
+                return Some(smallvec![t]);
             }
             _ => {}
         }
-        let last = p.rsplit('.').next().unwrap_or(&p).to_string();
+        None
+    }
+
+    /// torch's API proper: optimizers, `nn.init`, `nn.functional`, layers, `torch.<op>`.
+    fn call_torch_api(&mut self, c: Code<'_>, e: ExprId, p: &str, args: &Args) -> Vals {
+        let call = c.span(e);
+        let first_arg = args.first().cloned().unwrap_or_default();
+        let last = p.rsplit('.').next().unwrap_or(p).to_string();
         if p.starts_with("torch.optim.") && !p.contains("lr_scheduler") && !p.contains("swa_utils")
         {
             let params = args

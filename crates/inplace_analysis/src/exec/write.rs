@@ -112,8 +112,6 @@ impl Interp<'_, '_> {
         self.steps += targets.len() as u64;
         let no_grad = !self.grad_enabled || !w.checks_leaf;
         let first = targets.first().copied().unwrap_or(UNKNOWN);
-        let view_origin = self.tensor(first).and_then(|t| t.view_origin);
-        let through_bound = w.through.and_then(|n| self.state.bound_at.get(&n).copied());
         // A write through a name that may point to several tensors counts only where every
         // possibility agrees: all are leaves (forms ①②), all carry a live save (form ③), or
         // there is just one (IP402).
@@ -122,45 +120,8 @@ impl Interp<'_, '_> {
             .filter_map(|t| self.tensor(*t).cloned())
             .collect();
         let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
-        self.writes.push(Write {
-            range: w.range,
-            site: w.site,
-            stmt: self.stmt,
-            call: w.call,
-            kind: w.kind,
-            view_origin,
-            call_site: self.call_site,
-            call_path: self.call_path.clone(),
-            numpy_share: tensors.iter().find_map(|t| t.numpy),
-            named: w.through.is_some(),
-            through_bound,
-            under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
-            element: w.element,
-            grad_read: w.grad_read,
-            into_leaf: !tensors.is_empty()
-                && (targets.iter())
-                    .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),
-            gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
-            record_field: w.record_field,
-            call_arg: self.call_site.and(tensors.first()).and_then(|t| {
-                self.call_site_args
-                    .iter()
-                    .find(|(storage, _)| *storage == t.storage)
-                    .map(|(_, e)| *e)
-            }),
-            hook_args: self
-                .running_pre_hook
-                .is_some_and(|args| self.is_element_of(args, targets)),
-            hook_output: self.running_hook.filter(|(def, name)| {
-                w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
-            }),
-            data_alias: self.data_alias_at(first),
-            kept_in_slot: false,
-            memory_saved: false,
-            value_grad: false,
-        });
+        let wid = self.record_write(targets, &w, &tensors);
         self.write_targets.push(first);
-        let wid = (self.writes.len() - 1) as WriteId;
         if self.raised() {
             // The statement stopped at an earlier write: this one never runs.
             return wid;
@@ -178,15 +139,6 @@ impl Interp<'_, '_> {
                 .iter()
                 .any(|(name, ps, _)| *name == n && targets.iter().all(|t| ps.contains(t)))
         });
-        // (Or, through `.data`, the tensors such a loop takes: `for p in ...: p.data.mul_(a)`;
-        // asked only of `.data` writes.)
-        let each_data = |it: &Self| {
-            it.each_element.iter().any(|(_, ps, _)| {
-                (targets.iter()).all(|x| {
-                    (it.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
-                })
-            })
-        };
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
             && tensors
@@ -225,34 +177,8 @@ impl Interp<'_, '_> {
                 break;
             }
             if !tt.counter {
-                self.write_through_data(wid, (*t, &tt), w.kind, w.masking);
-                if let Some(grad) = second_order.take() {
-                    self.report(Event::DataDropsGraph { write: wid, grad });
-                }
-                // IP402: a `.data` alias bound to a name first (`x_adv = x.data; x_adv += eps`)
-                // changes what the tensor's other names read, as a `.detach()` alias does. (Not
-                // a parameter's: `.data` is how older code updates one where it is kept.)
-                let plain = !matches!(
-                    w.kind,
-                    WriteKind::Step | WriteKind::Renorm | WriteKind::LoadState | WriteKind::Init(_)
-                );
-                if tt.known
-                    && single
-                    && self.names_data_of_non_leaf(&tt)
-                    && plain
-                    && !self.made_in_write(*t, w.site)
-                {
-                    self.mark_stale(*t, wid, w.keep);
-                }
-                // (A parameter's own update through `.data` changes another's memory when it
-                // was made to show it.)
-                if let Some((b, bt)) = (tt.detached_from)
-                    .filter(|_| plain && w.kind != WriteKind::DataAssign)
-                    .filter(|_| single || each_data(self))
-                    .and_then(|b| Some((b, self.tensor(b)?.clone())))
-                {
-                    self.mark_shown_memory(b, &bt, wid);
-                }
+                let second_order = second_order.take();
+                self.write_into_data_alias(wid, (*t, &tt), &w, (single, targets), second_order);
                 continue;
             }
             // A step writes every parameter for certain (they are not alternatives), and so
@@ -291,9 +217,121 @@ impl Interp<'_, '_> {
                 }
             }
         }
-        // Copying a tensor with history into another (`buf[t] = h`, `buf.copy_(h)`) makes that
-        // history part of the target's (autograd's CopySlices), whether or not the target had
-        // one: a later backward through the target reaches what the value's ops saved.
+        self.link_value_history(targets, &tensors, &w, plain_buffer);
+        wid
+    }
+
+    /// The write's record, before its effects.
+    fn record_write(
+        &mut self,
+        targets: &Vals,
+        w: &WriteSpec<'_>,
+        tensors: &[TensorObj],
+    ) -> WriteId {
+        let first = targets.first().copied().unwrap_or(UNKNOWN);
+        let view_origin = self.tensor(first).and_then(|t| t.view_origin);
+        let through_bound = w.through.and_then(|n| self.state.bound_at.get(&n).copied());
+        self.writes.push(Write {
+            range: w.range,
+            site: w.site,
+            stmt: self.stmt,
+            call: w.call,
+            kind: w.kind,
+            view_origin,
+            call_site: self.call_site,
+            call_path: self.call_path.clone(),
+            numpy_share: tensors.iter().find_map(|t| t.numpy),
+            named: w.through.is_some(),
+            through_bound,
+            under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
+            element: w.element,
+            grad_read: w.grad_read,
+            into_leaf: !tensors.is_empty()
+                && (targets.iter())
+                    .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),
+            gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
+            record_field: w.record_field,
+            call_arg: self.call_site.and(tensors.first()).and_then(|t| {
+                self.call_site_args
+                    .iter()
+                    .find(|(storage, _)| *storage == t.storage)
+                    .map(|(_, e)| *e)
+            }),
+            hook_args: self
+                .running_pre_hook
+                .is_some_and(|args| self.is_element_of(args, targets)),
+            hook_output: self.running_hook.filter(|(def, name)| {
+                w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
+            }),
+            data_alias: self.data_alias_at(first),
+            kept_in_slot: false,
+            memory_saved: false,
+            value_grad: false,
+        });
+        (self.writes.len() - 1) as WriteId
+    }
+
+    /// A write into a `.data` alias (no version counter of its own to bump): form ④ (and a
+    /// `create_graph=True` gradient's graph dropped), and IP402 where the alias was bound to a
+    /// name first or was made to show a parameter.
+    fn write_into_data_alias(
+        &mut self,
+        wid: WriteId,
+        (t, tt): (ObjId, &TensorObj),
+        w: &WriteSpec<'_>,
+        (single, targets): (bool, &Vals),
+        second_order: Option<Span>,
+    ) {
+        self.write_through_data(wid, (t, tt), w.kind, w.masking);
+        if let Some(grad) = second_order {
+            self.report(Event::DataDropsGraph { write: wid, grad });
+        }
+        // IP402: a `.data` alias bound to a name first (`x_adv = x.data; x_adv += eps`)
+        // changes what the tensor's other names read, as a `.detach()` alias does. (Not
+        // a parameter's: `.data` is how older code updates one where it is kept.)
+        let plain = !matches!(
+            w.kind,
+            WriteKind::Step | WriteKind::Renorm | WriteKind::LoadState | WriteKind::Init(_)
+        );
+        if tt.known
+            && single
+            && self.names_data_of_non_leaf(tt)
+            && plain
+            && !self.made_in_write(t, w.site)
+        {
+            self.mark_stale(t, wid, w.keep);
+        }
+        // (A parameter's own update through `.data` changes another's memory when it
+        // was made to show it.)
+        if let Some((b, bt)) = (tt.detached_from)
+            .filter(|_| plain && w.kind != WriteKind::DataAssign)
+            .filter(|_| single || self.each_data_loop(targets))
+            .and_then(|b| Some((b, self.tensor(b)?.clone())))
+        {
+            self.mark_shown_memory(b, &bt, wid);
+        }
+    }
+
+    /// Whether every target is the `.data` of a tensor a loop over a known list takes (`for p
+    /// in ...: p.data.mul_(a)`).
+    fn each_data_loop(&self, targets: &Vals) -> bool {
+        self.each_element.iter().any(|(_, ps, _)| {
+            (targets.iter()).all(|x| {
+                (self.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
+            })
+        })
+    }
+
+    /// Copying a tensor with history into another (`buf[t] = h`, `buf.copy_(h)`) makes that
+    /// history part of the target's (autograd's CopySlices), whether or not the target had
+    /// one: a later backward through the target reaches what the value's ops saved.
+    fn link_value_history(
+        &mut self,
+        targets: &Vals,
+        tensors: &[TensorObj],
+        w: &WriteSpec<'_>,
+        plain_buffer: bool,
+    ) {
         if let Some(v) = w.value {
             // (A leaf that requires grad, or a view of one, starts a history too.)
             let carries = v.iter().any(|x| {
@@ -314,7 +352,6 @@ impl Interp<'_, '_> {
                 self.extend_history(&tensors, Saves::new(), Some(v));
             }
         }
-        wid
     }
 
     /// Form ④: a write through `.data` does not bump the counter autograd checks.

@@ -134,10 +134,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         bindings,
         next_call,
         view,
-        view_copyable,
+
         nested,
         snapshot,
         shared,
+        ..
     } = ev
     else {
         return None;
@@ -210,6 +211,50 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             });
         }
     }
+    let fix = stale_fix(ctx, ev, w, alias);
+    let (through, range) = match w.kind {
+        WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
+        _ => (ctx.snippet(w.site), w.range),
+    };
+    let message = stale_message(
+        ctx,
+        w,
+        (&through, name, *read),
+        *next_call,
+        (*nested, view.is_some()),
+    );
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(range)?,
+        message,
+        related,
+        fix,
+    })
+}
+
+/// The fix of a stale read: a copy where the alias or view was made (or of what a helper or
+/// a loop is given), else the write rewritten out of place.
+fn stale_fix(
+    ctx: &RenderCtx<'_>,
+    ev: &Event,
+    w: &crate::events::Write,
+    alias: Option<&crate::domain::Binding>,
+) -> Option<crate::finding::Fix> {
+    let Event::StaleRead {
+        name,
+        read,
+        bindings,
+        next_call,
+        view,
+        view_copyable,
+        nested,
+        ..
+    } = ev
+    else {
+        return None;
+    };
+    let name = ctx.name(*name);
     let in_module = w
         .stmt
         .is_some_and(|s| crate::project::is_module_item(s.item));
@@ -230,7 +275,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         }
         _ => out_of_place(ctx, w, Applicability::Unsafe),
     };
-    let fix = if *nested {
+    if *nested {
         nested_fix()
     } else {
         // (Not an alias one arm of a conditional makes, `out = t if inplace else t.clone()`: a
@@ -281,26 +326,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 || !bindings.is_empty()
                 || through_local_name(ctx, w)
         })
-    };
-    let (through, range) = match w.kind {
-        WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
-        _ => (ctx.snippet(w.site), w.range),
-    };
-    let message = stale_message(
-        ctx,
-        w,
-        (&through, name, *read),
-        *next_call,
-        (*nested, view.is_some()),
-    );
-    Some(Finding {
-        rule: Rule::ClobberedAlias,
-        severity: Severity::Warning,
-        range: ctx.range(range)?,
-        message,
-        related,
-        fix,
-    })
+    }
 }
 
 /// An optimizer step updating the parameters a snapshot (`best = model.state_dict()`,
