@@ -460,6 +460,14 @@ impl Interp<'_, '_> {
         self.state.stale = saved_stale;
         self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
         self.carry_stale(call, carried);
+        // (The steps it ran left the caller's snapshots of their parameters stale, and its
+        // caller's in turn.)
+        for (params, wid) in &frame.steps {
+            self.mark_stale_snapshots(params, *wid);
+        }
+        if let Some(outer) = self.frames.last_mut() {
+            outer.steps.extend(frame.steps.iter().cloned());
+        }
         // A generator: what it yields, as the elements of what the call gives (its body has
         // run to the end: the consumer's loop sees every value it yields).
         if fd.generator {

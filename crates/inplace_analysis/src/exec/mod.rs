@@ -127,6 +127,10 @@ pub(crate) struct Frame {
     /// Names made stale by a call that wrote what they hold (`img = denormalize(batch[0])`
     /// leaves `batch` stale): when one is a parameter, the caller's names of it are stale too.
     pub call_stale: Vec<Name>,
+    /// The optimizer steps run in this call (or in calls it made), with the parameters each
+    /// wrote: the caller's snapshots of them (`state = model.state_dict()` before `fit(model,
+    /// opt)`) are stale once it returns.
+    pub steps: Vec<(Vals, crate::events::WriteId)>,
 }
 
 impl Frame {
@@ -140,6 +144,7 @@ impl Frame {
             local_rebinds: Vec::new(),
             captured: None,
             call_stale: Vec::new(),
+            steps: Vec::new(),
         }
     }
 }

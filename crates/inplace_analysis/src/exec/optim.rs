@@ -169,6 +169,9 @@ impl Interp<'_, '_> {
                     let spec = WriteSpec::new(WriteKind::Step, call, call).no_leaf_check();
                     let wid = self.write(&written, spec);
                     self.mark_stale_snapshots(&written, wid);
+                    if let Some(frame) = self.frames.last_mut() {
+                        frame.steps.push((written, wid));
+                    }
                 }
                 smallvec![OTHER]
             }
