@@ -430,6 +430,11 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
             .map(|(n, e)| (ctx.name(*n), *e))
             .collect();
         if carried.is_empty() {
+            // Carried under a second name (`out, h_next = rnn(x, h_cur)` ... `h_cur = h_next`):
+            // detached where it is handed over.
+            if let Some(fix) = detach_handover(ctx, s.item, &body, block, &passed, &bound) {
+                return Some(fix);
+            }
             continue;
         }
         // Each carried value detached as what it is (a tensor, a tuple or a `NamedTuple` of
@@ -460,6 +465,55 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
             edits: vec![Edit {
                 range: TextRange::new(insert, insert),
                 content: format!("{sep}{indent}{stmt}{eol}"),
+            }],
+        });
+    }
+    None
+}
+
+/// `h_cur = h_next` in loop body `block`, where `h_cur` is passed to a call and `h_next` is
+/// what it returned (`bound`): rewritten `h_cur = h_next.detach()`, so the next step starts
+/// from the value without the graph the step's parameters were saved in.
+fn detach_handover(
+    ctx: &RenderCtx<'_>,
+    item: crate::ir::ItemId,
+    body: &Body,
+    block: crate::ir::Block,
+    passed: &[(Name, ExprId)],
+    bound: &[(Name, ExprId)],
+) -> Option<Fix> {
+    for st in body.stmts_of(block) {
+        let Stmt::Assign { targets, value } = *body.stmt(st) else {
+            continue;
+        };
+        let ([target], Expr::Name { name: from, .. }) = (body.list(targets), body.expr(value))
+        else {
+            continue;
+        };
+        let Expr::Name { name: to, .. } = *body.expr(ExprId(*target)) else {
+            continue;
+        };
+        let Some((_, made)) = bound.iter().find(|(n, _)| n == from) else {
+            continue;
+        };
+        if !passed.iter().any(|(p, _)| *p == to) {
+            continue;
+        }
+        let n = ctx.name(*from);
+        let detached = match ctx.unit.shapes.get(&Span::new(item, body.expr_span(*made))) {
+            Some(Shape::Tensor) => format!("{n}.detach()"),
+            Some(Shape::Tensors) => format!("type({n})(t.detach() for t in {n})"),
+            Some(Shape::NamedTuple) => format!("type({n})(*(t.detach() for t in {n}))"),
+            _ => return None,
+        };
+        let at = ctx.range(Span::new(item, body.expr_span(value)))?;
+        let stmt = format!("{} = {detached}", ctx.name(to));
+        return Some(Fix {
+            title: format!("Detach the state carried into the next step: `{stmt}`"),
+            applicability: Applicability::Unsafe,
+            edits: vec![Edit {
+                range: at,
+                content: detached,
             }],
         });
     }
