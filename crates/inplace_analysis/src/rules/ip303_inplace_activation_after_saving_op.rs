@@ -90,6 +90,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             trigger_clause(ctx, &t, save)
         ),
         related,
-        fix: fix::inplace_false(ctx, w.range, Applicability::Safe),
+        // (A layer built in an imported module's code: the call here passes it a copy.)
+        fix: match w
+            .stmt
+            .is_some_and(|s| crate::project::is_module_item(s.item))
+        {
+            true => fix::clone_argument(ctx, w, true),
+            false => fix::inplace_false(ctx, w.range, Applicability::Safe),
+        },
     })
 }
