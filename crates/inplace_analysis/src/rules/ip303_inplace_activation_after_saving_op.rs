@@ -25,7 +25,9 @@
 //!
 //! **Fix safety.** *Safe*: the activation computes the same values into new memory. Where
 //! `inplace` comes from a setting (`inplace=cfg.inplace_act`), replacing it is *unsafe*: the
-//! setting no longer decides.
+//! setting no longer decides. Where the layer is built in an imported module's code, the fix
+//! is in this file: the call passes it a copy (`e = e.clone()` before `logits = head(e)`),
+//! *unsafe*: later reads of the name see the copy the layer wrote, as they saw the original.
 
 use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
