@@ -599,6 +599,20 @@ pub(crate) fn clone_passed_to_helper(
 ) -> Option<Fix> {
     let site = w.call_site?;
     if ctx.same_scope(site.item, read.item) {
+        // (Not when the name read is what the call gave back, `outs = rollout(x0, 2)`: a
+        // copy passed in is what the helper then writes and gives back.)
+        let base = name.split(['[', '.']).next().unwrap_or(name);
+        let body = ctx.body(site.item)?;
+        let stmt = super::simple_statement_at(&body, site.rel);
+        if let Some(Stmt::Assign { targets, .. }) = stmt.map(|s| *body.stmt(s)) {
+            let mut bound = Vec::new();
+            for t in body.exprs_of(targets) {
+                super::reorder::names_in(&body, t, &mut bound);
+            }
+            if bound.iter().any(|(n, _)| ctx.name(*n) == base) {
+                return None;
+            }
+        }
         return clone_argument(ctx, w, false);
     }
     let (call, arg) = call_passing(ctx, w, name, read)?;
