@@ -104,6 +104,9 @@ pub(crate) struct Write {
     /// No tensor written can require grad (position ids, a tensor made from a NumPy array): a
     /// rewrite out of place under `no_grad` loses no history.
     pub gradless: bool,
+    /// Every tensor written is a parameter's memory (an `nn.Parameter`, a layer's weight, or
+    /// a view of one), not a leaf tensor of the program's own (an image being optimised).
+    pub param: bool,
     /// The written tensor is a field of a tuple-like record (`state.h` of a `namedtuple` or a
     /// `NamedTuple`), which cannot be assigned: a rewrite replaces the record
     /// (`state = state._replace(h=...)`).

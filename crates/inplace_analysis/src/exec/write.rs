@@ -250,6 +250,8 @@ impl Interp<'_, '_> {
                 && (targets.iter())
                     .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
+            param: !tensors.is_empty()
+                && (tensors.iter()).all(|t| self.parameters.contains(&t.storage)),
             record_field: w.record_field,
             call_arg: self.call_site.and(tensors.first()).and_then(|t| {
                 self.call_site_args

@@ -737,6 +737,29 @@ pub(crate) fn clone_leaf_before_computed_write(
     copy_before_statement(ctx, stmt, r, title)
 }
 
+/// A write through a name bound to a view (`part = t.narrow(-1, 0, 1)`, `patch = img[:, c:]`)
+/// whose base the function reads after the write (`return t`): the write was meant to change
+/// the base, which a rewrite of the view out of place drops (the base keeps its old values)
+/// and `no_grad` cuts from the gradient. The base gets a copy before the view is taken (`t =
+/// t.clone()`): the view is then one of a tensor with a history of its own, the write goes
+/// through, and what the function reads on carries it. `None` unless the base is a plain name.
+pub(crate) fn clone_view_base(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let (v, s) = (w.view_origin?, w.stmt?);
+    if v.item != s.item || w.record_field || !super::view_base_read_after(ctx, w) {
+        return None;
+    }
+    let body = ctx.body(s.item)?;
+    let base = super::out_of_place::view_base(&body, v.rel)?;
+    let Expr::Name { .. } = *body.expr(base) else {
+        return None;
+    };
+    let r = ctx.text(Span::new(s.item, body.expr_span(base)));
+    let taken = super::simple_statement_at(&body, v.rel)?;
+    let at = ctx.range(Span::new(s.item, body.stmt_span(taken)))?;
+    let title = format!("Copy `{r}` before the view is taken: `{r} = {r}.clone()`");
+    copy_before_statement(ctx, at, r, title)
+}
+
 /// `r = r.clone()` inserted as a statement of its own just before the statement at `at`, at
 /// its indentation (unsafe: what `r` names is a copy from there on).
 pub(crate) fn copy_before_statement(

@@ -19,8 +19,8 @@ mod row_index;
 pub(crate) use copy::{
     call_passing, clone_argument, clone_before, clone_between_save_and_write, clone_kept_grad,
     clone_leaf_before_computed_write, clone_operand, clone_passed_to_helper, clone_reads_in_value,
-    clone_renormalised_weight, clone_saved_read, clone_target_in_operand, copy_detached,
-    copy_snapshot, insert_clone, own_memory, written_expr,
+    clone_renormalised_weight, clone_saved_read, clone_target_in_operand, clone_view_base,
+    copy_detached, copy_snapshot, insert_clone, own_memory, written_expr,
 };
 pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{

@@ -73,6 +73,19 @@ pub(crate) fn rebind_read_again(
     }
 }
 
+/// What the view taken at `view` was taken of: the receiver of the view method
+/// (`t.narrow(-1, 0, 1)`), or what is subscripted (`img[:, c:]`).
+pub(crate) fn view_base(body: &Body, view: Rel) -> Option<ExprId> {
+    match *body.expr(body.expr_with_span(view)?) {
+        Expr::Call { func, .. } => match *body.expr(func) {
+            Expr::Attr { value, .. } => Some(value),
+            _ => None,
+        },
+        Expr::Subscript { value, .. } => Some(value),
+        _ => None,
+    }
+}
+
 /// Whether the tensor the write's view shows, spelled as where the view was taken
 /// (`self.weight` of `w = self.weight.view(n, -1)`), is read after the write in the write's
 /// item: the write through the view was meant to change it (weight standardisation done in
@@ -84,17 +97,8 @@ pub(crate) fn view_base_read_after(ctx: &RenderCtx<'_>, w: &crate::events::Write
     let Some(body) = ctx.body(s.item).filter(|_| v.item == s.item) else {
         return false;
     };
-    // (What the view was taken of: the receiver of the view method, or what is subscripted.)
-    let Some(view) = body.expr_with_span(v.rel) else {
+    let Some(base) = view_base(&body, v.rel) else {
         return false;
-    };
-    let base = match *body.expr(view) {
-        Expr::Call { func, .. } => match *body.expr(func) {
-            Expr::Attr { value, .. } => value,
-            _ => return false,
-        },
-        Expr::Subscript { value, .. } => value,
-        _ => return false,
     };
     let text = ctx.text(Span::new(s.item, body.expr_span(base)));
     let end = body.stmt_span(s.stmt).end;

@@ -102,8 +102,13 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             // (A value that requires grad, written into the view of a name the function reads
             // on, `inputs[s] = proj(x); return inputs`: the write is part of the computation,
             // which `no_grad` would cut from the value's gradient: a copy first.)
+            // (A leaf of the program's own, not a parameter, whose view the function writes and
+            // whose base it reads on, `patch = img[:, c:]; patch *= g; return img`: a
+            // differentiable edit of a copy, which `no_grad` would make a lasting change of
+            // the leaf that no gradient goes through.)
             crate::fix::rebind_read_again(ctx, w, false)
                 .or_else(|| crate::fix::clone_leaf_before_computed_write(ctx, w))
+                .or_else(|| (!w.param).then(|| crate::fix::clone_view_base(ctx, w))?)
                 .or_else(|| crate::fix::write_under_no_grad(ctx, w))
         },
     })

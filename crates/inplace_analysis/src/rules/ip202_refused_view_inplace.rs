@@ -246,7 +246,12 @@ fn fix(ctx: &RenderCtx<'_>, w: &crate::events::Write, view: &RefusedView) -> Opt
         // and a rewrite would leave it the old tensor; a copy where the name is bound would
         // make the list see the writes, which the code may or may not mean. No fix.)
         _ if w.kept_in_slot => None,
-        _ => out_of_place(ctx, &own_copy(w), crate::Applicability::Unsafe),
+        // (A view taken of a split's output, `part = t.narrow(...)` of an `unbind` row, whose
+        // base the function reads on: the base copied before the view, so the write reaches
+        // what is read. Not a copy of what the split was given: it splits the same way.)
+        _ => (crate::fix::clone_view_base(ctx, w))
+            .filter(|_| w.view_origin != Some(view.at))
+            .or_else(|| out_of_place(ctx, &own_copy(w), crate::Applicability::Unsafe)),
     }
 }
 
