@@ -39,8 +39,17 @@ impl Interp<'_, '_> {
         }
         let call = matches!(c.expr(value), Expr::Call { .. });
         for t in &targets {
-            if let Expr::Name { name, .. } = *c.expr(*t) {
-                self.note_graph(c, *t, name);
+            match *c.expr(*t) {
+                Expr::Name { name, .. } => self.note_graph(c, *t, name),
+                // (Each name a tuple target binds: `advantages, returns = compute(batch)`.)
+                Expr::Seq { items, .. } => {
+                    for i in c.body.exprs_of(items) {
+                        if let Expr::Name { name, .. } = *c.expr(i) {
+                            self.note_graph(c, i, name);
+                        }
+                    }
+                }
+                _ => {}
             }
             if call {
                 self.note_shapes(c, *t);

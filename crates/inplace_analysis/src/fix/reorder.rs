@@ -661,28 +661,23 @@ pub(crate) fn detach_loop_input(
         start: body.stmt_span(*stmts.first()?).start,
         end: body.stmt_span(*stmts.last()?).end,
     };
-    if !scope_items(ctx, s.item).contains(&origin.item) {
-        return None;
-    }
-    let first = ctx.range(Span::new(
-        origin.item,
-        ctx.body(origin.item)?.stmt_span(origin.stmt),
-    ))?;
-    let assigned = assignments(ctx, s.item);
-    let a = assigned.iter().find(|a| a.range == first)?;
-    let ([n], Some(target)) = (a.names.as_slice(), a.target) else {
-        return None;
+    // The statement that made the save; or, when that is inside a call made from this scope
+    // (`advantages, returns = self._compute_advantages(batch)` in a method a script calls),
+    // each assignment before the loop in its block.
+    let own = scope_items(ctx, s.item).contains(&origin.item);
+    let candidates: Vec<StmtRef> = match own {
+        true => vec![origin],
+        false => (body.siblings(StmtId(lp as u32)).into_iter())
+            .take_while(|x| x.idx() != lp)
+            .filter(|x| matches!(body.stmt(*x), Stmt::Assign { .. }))
+            .map(|x| StmtRef {
+                item: s.item,
+                stmt: x,
+            })
+            .collect(),
     };
+    let assigned = assignments(ctx, s.item);
     let (indent, eol) = indentation(ctx, loop_range.start)?;
-    let (in_block, _) = line_layout(ctx, first)?;
-    let rebound = last_assignment(&assigned, *n, loop_range.start).map(|l| l.range) != Some(first);
-    if ctx.unit.graphs.get(&target) != Some(&true)
-        || in_block != indent
-        || rebound
-        || !same_block(ctx, first, loop_range, indent)
-    {
-        return None;
-    }
     // Read by the loop, not bound by it (nor its target), not read by the backward that
     // raises (`loss.backward()`, `scaler.scale(loss).backward()`,
     // `torch.autograd.backward(loss)`: what it differentiates needs its graph).
@@ -690,28 +685,84 @@ pub(crate) fn detach_loop_input(
     let differentiated = names_read(
         &other,
         other.stmt_span(super::simple_statement_at(&other, backward.rel)?),
-    )
-    .contains(n);
+    );
     let mut target_names = Vec::new();
     if let Stmt::For { target, .. } = body.stmts[lp] {
         names_in(&body, target, &mut target_names);
     }
-    if differentiated
-        || !names_read(&body, within).contains(n)
-        || names_bound_in(&body, within).contains(n)
-        || target_names.iter().any(|(t, _)| t == n)
-    {
+    let (read_in_loop, bound_in_loop) = (names_read(&body, within), names_bound_in(&body, within));
+    let mut detached = Vec::new();
+    for c in candidates {
+        let found = loop_inputs_bound_by(ctx, c, (loop_range, indent), &assigned, |n| {
+            !differentiated.contains(&n)
+                && !bound_in_loop.contains(&n)
+                && !target_names.iter().any(|(t, _)| *t == n)
+        });
+        match found {
+            Some(names) => detached.extend(
+                (names.into_iter())
+                    .filter(|n| read_in_loop.contains(n))
+                    .map(|n| ctx.name(n)),
+            ),
+            None if own => return None,
+            None => {}
+        }
+    }
+    if detached.is_empty() {
         return None;
     }
     let insert = ctx.lines.line_start(ctx.lines.line_of(loop_range.start));
-    let name = ctx.name(*n);
-    let stmt = format!("{name} = {name}.detach()");
+    let stmt = format!(
+        "{} = {}",
+        detached.join(", "),
+        (detached.iter().map(|n| format!("{n}.detach()")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Some(one(
         format!("Detach what the loop reuses from before it: `{stmt}`"),
         Applicability::Unsafe,
         TextRange::new(insert, insert),
         format!("{indent}{stmt}{eol}"),
     ))
+}
+
+/// The names assignment `c` binds (one, or those of a tuple target, `advantages, returns =
+/// compute(batch)`) that the analysis saw holding a graph, when `c` is a one-line assignment in
+/// the block of the loop at `loop_range` (at `indent`), none of its names is bound again before
+/// the loop, and each passes `keep`; else `None`.
+fn loop_inputs_bound_by(
+    ctx: &RenderCtx<'_>,
+    c: StmtRef,
+    (loop_range, indent): (TextRange, &str),
+    assigned: &[Assignment],
+    keep: impl Fn(Name) -> bool,
+) -> Option<Vec<Name>> {
+    let cb = ctx.body(c.item)?;
+    let first = ctx.range(Span::new(c.item, cb.stmt_span(c.stmt)))?;
+    assigned.iter().find(|a| a.range == first)?;
+    let (in_block, _) = line_layout(ctx, first)?;
+    if in_block != indent || !same_block(ctx, first, loop_range, indent) {
+        return None;
+    }
+    let mut bound = Vec::new();
+    if let Stmt::Assign { targets, .. } = *cb.stmt(c.stmt) {
+        for t in cb.exprs_of(targets) {
+            names_in(&cb, t, &mut bound);
+        }
+    }
+    let mut out = Vec::new();
+    for (n, e) in bound {
+        let rebound =
+            last_assignment(assigned, n, loop_range.start).map(|l| l.range) != Some(first);
+        if rebound || !keep(n) {
+            return None;
+        }
+        if ctx.unit.graphs.get(&Span::new(c.item, cb.expr_span(e))) == Some(&true) {
+            out.push(n);
+        }
+    }
+    Some(out)
 }
 
 /// The plain names bound by the assignments and augmented assignments within `within`.
