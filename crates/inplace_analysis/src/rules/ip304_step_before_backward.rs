@@ -135,41 +135,7 @@ fn origin_beside(
         .into_iter()
         .flatten()
         .find(|o| ctx.same_scope(o.item, step.item))
-        .or_else(|| calling_statement(ctx, save.inner?, step))
         .or(save.stmt)
-}
-
-/// The last assignment before `step` in its scope that calls the function the save was made
-/// in (`advantages, returns = self._compute_advantages(batch)` in `train`, for a save made
-/// in `_compute_advantages`, when a script calls `train`).
-fn calling_statement(
-    ctx: &RenderCtx<'_>,
-    inner: crate::ir::StmtRef,
-    step: crate::ir::StmtRef,
-) -> Option<crate::ir::StmtRef> {
-    use crate::ir::{Expr, Stmt, StmtId};
-    let made_in = ctx.body(inner.item)?;
-    let f = made_in.func(made_in.root_def()?).name;
-    let body = ctx.body(step.item)?;
-    let before = body.stmt_span(step.stmt).start;
-    let calls = |span: crate::ir::Rel| {
-        (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| match *e {
-            Expr::Call { func, .. } => {
-                span.contains(*sp)
-                    && matches!(*body.expr(func),
-                        Expr::Name { name, .. } | Expr::Attr { attr: name, .. } if name == f)
-            }
-            _ => false,
-        })
-    };
-    (0..body.stmts.len())
-        .filter(|&k| matches!(body.stmts[k], Stmt::Assign { .. }))
-        .filter(|&k| body.stmt_spans[k].end <= before && calls(body.stmt_spans[k]))
-        .max_by_key(|&k| body.stmt_spans[k].start)
-        .map(|k| crate::ir::StmtRef {
-            item: step.item,
-            stmt: StmtId(k as u32),
-        })
 }
 
 /// Whether another optimizer steps after step `w` (by what its call spells: `opt_g.step()`,
