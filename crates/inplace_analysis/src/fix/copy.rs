@@ -262,11 +262,19 @@ pub(crate) fn clone_reads_in_value(
 ) -> Option<Fix> {
     let s = w.stmt?;
     let body = ctx.body(s.item)?;
-    let value = match *body.stmt(s.stmt) {
-        Stmt::Assign { value, .. } | Stmt::AugAssign { value, .. } => value,
+    let within = match *body.stmt(s.stmt) {
+        Stmt::Assign { value, .. } | Stmt::AugAssign { value, .. } => body.expr_span(value),
+        // An in-place method given what it stores: its arguments
+        // (`out[:, i:i + 1].add_(conv(out[:, i - 1:i]))`, a row recurrence).
+        Stmt::Expr(_) if w.kind.is_inplace_call() => {
+            let call = w.call?;
+            let Expr::Call { func, .. } = *body.expr(call) else {
+                return None;
+            };
+            Rel::new(body.expr_span(func).end, body.expr_span(call).end)
+        }
         _ => return None,
     };
-    let within = body.expr_span(value);
     let in_value = saved_at.item == s.item && within.contains(saved_at.rel);
     // (The function the save is in, called by name in the value: `logadd(...)`, `self.f(...)`.)
     let in_callee = saving_function(ctx, saved_at, s.item)
