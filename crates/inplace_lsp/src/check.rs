@@ -151,6 +151,7 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    drop_repeated_in_checked_modules(&mut reports, &cwd);
     for e in &errors {
         eprintln!("error: {e}");
     }
@@ -190,6 +191,34 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         u8::from(count > 0)
     };
     Ok(ExitCode::from(code))
+}
+
+/// A finding reported at a call in one file for a write inside a project module the same run
+/// checks, where that module reports the same rule at that very write (a hazard wholly inside
+/// the module, `q *= self.scale` on a `chunk` view, found in the module and again at each
+/// call of it): the module's own finding stands (it carries the fix), the repeat is dropped.
+fn drop_repeated_in_checked_modules(reports: &mut [FileReport], cwd: &Path) {
+    let canonical = |p: &str| std::fs::canonicalize(cwd.join(p)).ok();
+    let own: std::collections::HashSet<(PathBuf, inplace_analysis::Rule, usize, usize)> = reports
+        .iter()
+        .filter(|r| r.cells.is_none())
+        .filter_map(|r| Some((canonical(&r.path)?, &r.findings)))
+        .flat_map(|(p, fs)| {
+            fs.iter()
+                .map(move |f| (p.clone(), f.rule, f.range.start, f.range.end))
+        })
+        .collect();
+    if own.is_empty() {
+        return;
+    }
+    for r in reports.iter_mut() {
+        r.findings.retain(|f| {
+            !f.related.iter().any(|rel| {
+                (rel.source.as_deref().and_then(canonical))
+                    .is_some_and(|p| own.contains(&(p, f.rule, rel.range.start, rel.range.end)))
+            })
+        });
+    }
 }
 
 /// The files to check under `paths` (folders walked, honouring ignore files), and the

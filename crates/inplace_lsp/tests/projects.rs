@@ -219,3 +219,41 @@ fn fixes_of_writes_in_another_file_edit_the_calling_file() {
     let module = std::fs::read_to_string(dir.path().join("utils.py")).unwrap();
     assert_eq!(module, helper);
 }
+
+#[test]
+fn a_hazard_inside_a_checked_module_is_reported_once_there() {
+    let blocks = "import torch.nn as nn\n\n\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.gate = nn.Sigmoid()\n        self.act = nn.ReLU(inplace=True)\n\n    def forward(self, x):\n        return self.act(self.gate(x))\n";
+    let train = "import torch\nfrom blocks import Gate\n\nnet = Gate()\nnet(torch.randn(2, 4, requires_grad=True)).sum().backward()\n";
+    let dir = project(&[("blocks.py", blocks), ("run_train.py", train)]);
+    let codes = |args: &[&str]| -> Vec<(String, String)> {
+        let out = run(args, dir.path());
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        (json(&out).iter())
+            .map(|f| {
+                (
+                    f["path"].as_str().unwrap().to_string(),
+                    f["code"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // The entry alone: reported at the call, naming the module's write.
+    let alone = codes(&[
+        "check",
+        "--isolated",
+        "--output-format",
+        "json",
+        "run_train.py",
+    ]);
+    assert_eq!(alone, [("run_train.py".to_string(), "IP303".to_string())]);
+    // Both files checked: once, in the module, where the fix is.
+    let both = codes(&[
+        "check",
+        "--isolated",
+        "--output-format",
+        "json",
+        "blocks.py",
+        "run_train.py",
+    ]);
+    assert_eq!(both, [("blocks.py".to_string(), "IP303".to_string())]);
+}
