@@ -462,8 +462,8 @@ impl Interp<'_, '_> {
         self.carry_stale(call, carried);
         // (The steps it ran left the caller's snapshots of their parameters stale, and its
         // caller's in turn.)
-        for (params, wid) in &frame.steps {
-            self.mark_stale_snapshots(params, *wid);
+        for (params, wid, made_before) in &frame.steps {
+            self.mark_stale_snapshots(params, *wid, *made_before);
         }
         if let Some(outer) = self.frames.last_mut() {
             outer.steps.extend(frame.steps.iter().cloned());

@@ -128,9 +128,9 @@ pub(crate) struct Frame {
     /// leaves `batch` stale): when one is a parameter, the caller's names of it are stale too.
     pub call_stale: Vec<Name>,
     /// The optimizer steps run in this call (or in calls it made), with the parameters each
-    /// wrote: the caller's snapshots of them (`state = model.state_dict()` before `fit(model,
-    /// opt)`) are stale once it returns.
-    pub steps: Vec<(Vals, crate::events::WriteId)>,
+    /// wrote and the first object made after it: the caller's snapshots of them made before it
+    /// (`state = model.state_dict()` before `fit(model, opt)`) are stale once it returns.
+    pub steps: Vec<(Vals, crate::events::WriteId, ObjId)>,
 }
 
 impl Frame {

@@ -168,9 +168,10 @@ impl Interp<'_, '_> {
                 if !written.is_empty() {
                     let spec = WriteSpec::new(WriteKind::Step, call, call).no_leaf_check();
                     let wid = self.write(&written, spec);
-                    self.mark_stale_snapshots(&written, wid);
+                    let now = self.heap.len() as ObjId;
+                    self.mark_stale_snapshots(&written, wid, now);
                     if let Some(frame) = self.frames.last_mut() {
-                        frame.steps.push((written, wid));
+                        frame.steps.push((written, wid, now));
                     }
                 }
                 smallvec![OTHER]

@@ -728,11 +728,15 @@ impl Interp<'_, '_> {
     /// stale: `best = model.state_dict()` kept for later reads the weights of every step
     /// after it, not those of its own time. (The parameters themselves are meant to be seen
     /// updated, through any name.)
-    pub(super) fn mark_stale_snapshots(&mut self, params: &Vals, wid: WriteId) {
+    /// (Only snapshots made before object `made_before` was: those a called helper made after
+    /// its own steps, `self.final = model.state_dict()` at the end of `fit`, are of the weights
+    /// it leaves.)
+    pub(super) fn mark_stale_snapshots(&mut self, params: &Vals, wid: WriteId, made_before: ObjId) {
         let params: FxHashSet<ObjId> = params.iter().copied().collect();
         // (`p.data` too: the same memory, without the counter.)
         let snapshot = |it: &Self, x: ObjId| {
-            (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
+            x < made_before
+                && (it.tensor(x).and_then(|t| t.detached_from)).is_some_and(|p| params.contains(&p))
         };
         self.mark_stale_where(wid, None, snapshot);
         self.mark_stale_slots_where(wid, Taken::Any, false, snapshot);

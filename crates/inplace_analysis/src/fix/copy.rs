@@ -756,6 +756,15 @@ pub(crate) fn clone_view_base(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     if v.item != s.item || w.record_field || !super::view_base_read_after(ctx, w) {
         return None;
     }
+    // (In a called function, only where the call's result is used: a caller that keeps only
+    // the write's effect, `clamp_border(img)` as a statement, would lose it to the copy.)
+    if let Some(call) = w.call_path.last() {
+        let cb = ctx.body(call.item)?;
+        let stmt = super::simple_statement_at(&cb, call.rel)?;
+        if matches!(*cb.stmt(stmt), Stmt::Expr(e) if cb.expr_span(e) == call.rel) {
+            return None;
+        }
+    }
     let body = ctx.body(s.item)?;
     let base = super::out_of_place::view_base(&body, v.rel)?;
     let Expr::Name { .. } = *body.expr(base) else {

@@ -708,17 +708,14 @@ pub(crate) fn detach_loop_input(
             None => {}
         }
     }
-    if detached.is_empty() {
+    // (One name only: of several holding a graph, `feats, values = encoder(obs), critic(obs)`,
+    // which carries the stale save is not known here, and detaching the other would stop the
+    // loop's gradient into what made it: an encoder another optimizer trains.)
+    let [name] = detached.as_slice() else {
         return None;
-    }
+    };
     let insert = ctx.lines.line_start(ctx.lines.line_of(loop_range.start));
-    let stmt = format!(
-        "{} = {}",
-        detached.join(", "),
-        (detached.iter().map(|n| format!("{n}.detach()")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let stmt = format!("{name} = {name}.detach()");
     Some(one(
         format!("Detach what the loop reuses from before it: `{stmt}`"),
         Applicability::Unsafe,

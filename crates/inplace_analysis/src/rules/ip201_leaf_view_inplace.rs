@@ -108,7 +108,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             // the leaf that no gradient goes through.)
             crate::fix::rebind_read_again(ctx, w, false)
                 .or_else(|| crate::fix::clone_leaf_before_computed_write(ctx, w))
-                .or_else(|| (!w.param).then(|| crate::fix::clone_view_base(ctx, w))?)
+                .or_else(|| {
+                    // (Only in a called function: a leaf of the script's own, copied where it
+                    // is, would no longer be the tensor an optimizer holds.)
+                    let helper = !w.param && !w.call_path.is_empty();
+                    helper.then(|| crate::fix::clone_view_base(ctx, w))?
+                })
                 .or_else(|| crate::fix::write_under_no_grad(ctx, w))
         },
     })

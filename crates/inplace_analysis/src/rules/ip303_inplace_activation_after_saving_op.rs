@@ -97,7 +97,11 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             .stmt
             .is_some_and(|s| crate::project::is_module_item(s.item))
         {
-            true => fix::clone_argument(ctx, w, true),
+            // (Where the save was made in this file, before the call: one the module's code
+            // makes of what it is given would save the copy.)
+            true => (save.inner)
+                .filter(|s| !crate::project::is_module_item(s.item))
+                .and_then(|_| fix::clone_argument(ctx, w, true)),
             false => fix::inplace_false(ctx, w.range, Applicability::Safe),
         },
     })
