@@ -81,7 +81,14 @@ async fn quick_fixes(
 ) -> Vec<CodeActionOrCommand> {
     let enc = session.enc();
     let key = session.key(uri);
-    analysis_of_text(session, &key).await;
+    // (Only for a request about our diagnostics: editors ask on every cursor move, and a
+    // request with none of ours has nothing to wait for.)
+    if diagnostics
+        .iter()
+        .any(|d| d.source.as_deref() == Some(SOURCE))
+    {
+        analysis_of_text(session, &key).await;
+    }
     let (text, version, state, analysis) = {
         let Some(entry) = session.docs.get(&key) else {
             return Vec::new();
