@@ -613,10 +613,7 @@ pub(crate) fn clone_passed_to_helper(
         let body = ctx.body(site.item)?;
         let stmt = super::simple_statement_at(&body, site.rel);
         if let Some(Stmt::Assign { targets, .. }) = stmt.map(|s| *body.stmt(s)) {
-            let mut bound = Vec::new();
-            for t in body.exprs_of(targets) {
-                super::reorder::names_in(&body, t, &mut bound);
-            }
+            let bound = super::reorder::names_bound_by(&body, targets);
             if bound.iter().any(|(n, _)| ctx.name(*n) == base) {
                 return None;
             }

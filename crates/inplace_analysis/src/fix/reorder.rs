@@ -420,10 +420,7 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         for a in body.exprs_of(body.args[args as usize].positional) {
             names_in(&body, a, &mut passed);
         }
-        let mut bound = Vec::new();
-        for t in body.exprs_of(targets) {
-            names_in(&body, t, &mut bound);
-        }
+        let bound = names_bound_by(&body, targets);
         let carried: Vec<(&str, ExprId)> = bound
             .iter()
             .filter(|(n, _)| passed.iter().any(|(p, _)| p == n))
@@ -441,13 +438,7 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         // tensors); anything else has no one-line detach.
         let mut detached = Vec::new();
         for (n, e) in &carried {
-            let shape = ctx.unit.shapes.get(&Span::new(s.item, body.expr_span(*e)));
-            detached.push(match shape {
-                Some(Shape::Tensor) => format!("{n}.detach()"),
-                Some(Shape::Tensors) => format!("type({n})(t.detach() for t in {n})"),
-                Some(Shape::NamedTuple) => format!("type({n})(*(t.detach() for t in {n}))"),
-                _ => return None,
-            });
+            detached.push(detached_as(ctx, n, Span::new(s.item, body.expr_span(*e)))?);
         }
         let carried: Vec<&str> = carried.iter().map(|(n, _)| *n).collect();
         let at = ctx.range(Span::new(s.item, body.stmt_span(st)))?;
@@ -499,13 +490,7 @@ fn detach_handover(
         if !passed.iter().any(|(p, _)| *p == to) {
             continue;
         }
-        let n = ctx.name(*from);
-        let detached = match ctx.unit.shapes.get(&Span::new(item, body.expr_span(*made))) {
-            Some(Shape::Tensor) => format!("{n}.detach()"),
-            Some(Shape::Tensors) => format!("type({n})(t.detach() for t in {n})"),
-            Some(Shape::NamedTuple) => format!("type({n})(*(t.detach() for t in {n}))"),
-            _ => return None,
-        };
+        let detached = detached_as(ctx, ctx.name(*from), Span::new(item, body.expr_span(*made)))?;
         let at = ctx.range(Span::new(item, body.expr_span(value)))?;
         let stmt = format!("{} = {detached}", ctx.name(to));
         return Some(Fix {
@@ -742,12 +727,10 @@ fn loop_inputs_bound_by(
     if in_block != indent || !same_block(ctx, first, loop_range, indent) {
         return None;
     }
-    let mut bound = Vec::new();
-    if let Stmt::Assign { targets, .. } = *cb.stmt(c.stmt) {
-        for t in cb.exprs_of(targets) {
-            names_in(&cb, t, &mut bound);
-        }
-    }
+    let Stmt::Assign { targets, .. } = *cb.stmt(c.stmt) else {
+        return None;
+    };
+    let bound = names_bound_by(&cb, targets);
     let mut out = Vec::new();
     for (n, e) in bound {
         let rebound =
@@ -770,11 +753,7 @@ pub(super) fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
             continue;
         }
         match *st {
-            Stmt::Assign { targets, .. } => {
-                for t in body.exprs_of(targets) {
-                    names_in(body, t, &mut out);
-                }
-            }
+            Stmt::Assign { targets, .. } => out.extend(names_bound_by(body, targets)),
             Stmt::AugAssign { target, .. } => names_in(body, target, &mut out),
             _ => {}
         }
@@ -786,6 +765,27 @@ pub(super) fn names_bound_in(body: &Body, within: Rel) -> Vec<Name> {
 fn reads_any(body: &Body, within: Rel, names: &[Name]) -> bool {
     (body.exprs.iter().zip(&body.expr_spans)).any(|(e, span)| {
         matches!(*e, Expr::Name { name, .. } if within.contains(*span) && names.contains(&name))
+    })
+}
+
+/// The plain names an assignment's targets bind (`a = b = f()`, `h, c = state`), with their
+/// expressions.
+pub(super) fn names_bound_by(body: &Body, targets: crate::ir::List) -> Vec<(Name, ExprId)> {
+    let mut out = Vec::new();
+    for t in body.exprs_of(targets) {
+        names_in(body, t, &mut out);
+    }
+    out
+}
+
+/// `n` detached as what the analysis saw its target (`at`) hold: a tensor (`n.detach()`), a
+/// tuple or list of tensors, or a `NamedTuple` of them; anything else has no one-line detach.
+fn detached_as(ctx: &RenderCtx<'_>, n: &str, at: Span) -> Option<String> {
+    Some(match ctx.unit.shapes.get(&at)? {
+        Shape::Tensor => format!("{n}.detach()"),
+        Shape::Tensors => format!("type({n})(t.detach() for t in {n})"),
+        Shape::NamedTuple => format!("type({n})(*(t.detach() for t in {n}))"),
+        Shape::Other => return None,
     })
 }
 
