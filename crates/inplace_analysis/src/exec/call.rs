@@ -435,6 +435,7 @@ impl Interp<'_, '_> {
         self.call_path.push(call);
         let mut frame = Frame::new(false);
         frame.captured = self.next_capture.take();
+        frame.steps_from = self.step_log.len();
         self.frames.push(frame);
         let saved_assign = self.assign_rhs.take();
         let saved_stmt = self.stmt;
@@ -460,13 +461,10 @@ impl Interp<'_, '_> {
         self.state.stale = saved_stale;
         self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
         self.carry_stale(call, carried);
-        // (The steps it ran left the caller's snapshots of their parameters stale, and its
-        // caller's in turn.)
-        for (params, wid, made_before) in &frame.steps {
-            self.mark_stale_snapshots(params, *wid, *made_before);
-        }
-        if let Some(outer) = self.frames.last_mut() {
-            outer.steps.extend(frame.steps.iter().cloned());
+        // (The steps it ran left the caller's snapshots of their parameters stale.)
+        for k in frame.steps_from..self.step_log.len() {
+            let (params, wid, made_before) = self.step_log[k].clone();
+            self.mark_stale_snapshots(&params, wid, made_before);
         }
         // A generator: what it yields, as the elements of what the call gives (its body has
         // run to the end: the consumer's loop sees every value it yields).

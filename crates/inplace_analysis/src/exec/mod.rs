@@ -127,10 +127,9 @@ pub(crate) struct Frame {
     /// Names made stale by a call that wrote what they hold (`img = denormalize(batch[0])`
     /// leaves `batch` stale): when one is a parameter, the caller's names of it are stale too.
     pub call_stale: Vec<Name>,
-    /// The optimizer steps run in this call (or in calls it made), with the parameters each
-    /// wrote and the first object made after it: the caller's snapshots of them made before it
-    /// (`state = model.state_dict()` before `fit(model, opt)`) are stale once it returns.
-    pub steps: Vec<(Vals, crate::events::WriteId, ObjId)>,
+    /// Where this call's optimizer steps (and those of the calls it made) start in
+    /// [`Interp::step_log`].
+    pub steps_from: usize,
 }
 
 impl Frame {
@@ -144,7 +143,7 @@ impl Frame {
             local_rebinds: Vec::new(),
             captured: None,
             call_stale: Vec::new(),
-            steps: Vec::new(),
+            steps_from: 0,
         }
     }
 }
@@ -386,6 +385,10 @@ pub(crate) struct Interp<'p, 't> {
     /// The tensors a `backward()` ran from in this unit: a function that returns one after
     /// (`return d_loss, g_loss`, for logging) hands over a graph already differentiated.
     pub backpropagated: FxHashSet<ObjId>,
+    /// Every optimizer step run, with the parameters it wrote and the first object made after
+    /// it: when an inlined call returns, its caller's snapshots of those parameters made before
+    /// the step (`state = model.state_dict()` before `fit(model, opt)`) are stale.
+    pub step_log: Vec<(Vals, crate::events::WriteId, ObjId)>,
     /// The nodes of gradients taken with `create_graph=True`, and where they were taken.
     pub(crate) second_order: FxHashMap<NodeId, Span>,
     pub data_reads: FxHashMap<Span, DataRead>,
@@ -591,6 +594,7 @@ impl<'p, 't> Interp<'p, 't> {
             passed_grad: FxHashMap::default(),
             ran_backward: false,
             backpropagated: FxHashSet::default(),
+            step_log: Vec::new(),
             second_order: FxHashMap::default(),
             data_reads: FxHashMap::default(),
             loose_attrs: (*frozen.loose_attrs).clone(),

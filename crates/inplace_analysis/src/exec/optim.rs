@@ -170,9 +170,7 @@ impl Interp<'_, '_> {
                     let wid = self.write(&written, spec);
                     let now = self.heap.len() as ObjId;
                     self.mark_stale_snapshots(&written, wid, now);
-                    if let Some(frame) = self.frames.last_mut() {
-                        frame.steps.push((written, wid, now));
-                    }
+                    self.step_log.push((written, wid, now));
                 }
                 smallvec![OTHER]
             }
