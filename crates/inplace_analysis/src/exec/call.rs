@@ -353,7 +353,7 @@ impl Interp<'_, '_> {
             return self.opaque_call(args, call);
         };
         let def = Self::normalized(def, f);
-        if self.inlining.contains(&def) {
+        if self.refuses_reentry(def) {
             self.passed_unknown(def);
             return self.opaque_call(args, call);
         }
@@ -364,6 +364,23 @@ impl Interp<'_, '_> {
         let fd = *body.func(f);
         let env = self.bind_params(c, &fd, self_obj, args);
         self.inline_with(def, env, c, &fd, args, call)
+    }
+
+    /// Whether running `def` again would be recursion not followed: it is running already,
+    /// and not as a builder whose build runs it again (`__init__` of what it builds between its
+    /// runs, at most [`MAX_REENTRY`] of them).
+    fn refuses_reentry(&mut self, def: DefLoc) -> bool {
+        let Some(last) = self.inlining.iter().rposition(|d| *d == def) else {
+            return false;
+        };
+        if self.inlining.iter().filter(|d| **d == def).count() >= MAX_REENTRY {
+            return true;
+        }
+        let between: Vec<DefLoc> = self.inlining[last + 1..].to_vec();
+        !between.into_iter().any(|d| {
+            self.resolve_def(d)
+                .is_some_and(|(b, f)| b.func(f).name == known::INIT)
+        })
     }
 
     /// A function object for `def` (a `def` statement or a lambda): one defined inside a

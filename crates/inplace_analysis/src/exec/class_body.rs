@@ -15,7 +15,7 @@
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{Expr, ExprId, ItemId, Name, Span, Stmt};
+use crate::ir::{ClassId, Expr, ExprId, ItemId, Name, Span, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -26,6 +26,32 @@ type Field = (Name, Option<(ItemId, crate::ir::ExprId)>);
 const MAX_BASES: usize = 8;
 
 impl Interp<'_, '_> {
+    /// Run a class's decorators of the program's own code on it, innermost first, for what
+    /// they do (`@register` filling a registry, `@MODELS.register()`); the name keeps the class
+    /// (a registering decorator gives it back). A decorator the analysis cannot see is skipped.
+    pub(super) fn apply_class_decorators(&mut self, c: Code<'_>, k: ClassId, class: ObjId) {
+        let decorators = c.body.class(k).decorators;
+        let found: Vec<(ExprId, Vals)> = c
+            .body
+            .exprs_of(decorators)
+            .map(|d| (d, self.eval(c, d)))
+            .collect();
+        for (d, vals) in found.into_iter().rev() {
+            let callees: Vals = vals
+                .into_iter()
+                .filter(|v| matches!(self.obj(*v), Obj::Func(_) | Obj::Bound(..)))
+                .collect();
+            if callees.is_empty() {
+                continue;
+            }
+            let args = Args {
+                positional: vec![(smallvec![class], None)],
+                keywords: Vec::new(),
+            };
+            self.call_one_of(c, d, &callees, &args);
+        }
+    }
+
     /// Bind a new instance's fields from a constructor call, when its class is a record.
     /// False when it is not one.
     pub(super) fn init_record(

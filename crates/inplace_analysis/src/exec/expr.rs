@@ -377,9 +377,13 @@ impl Interp<'_, '_> {
     }
 
     /// The entries of the one dict in `vals` when every key of it is a known string.
+    /// (An empty dict has none: `params.update(kwargs)` of a `**kwargs` no call filled.)
     pub(super) fn keyed_entries(&self, vals: &Vals) -> Option<Vec<(Name, Vals, Span)>> {
         let [d] = vals.as_slice() else { return None };
-        let keys = self.dict_keys.get(d)?;
+        let Some(keys) = self.dict_keys.get(d) else {
+            let empty = matches!(self.obj(*d), Obj::Seq(items) if items.is_empty());
+            return (empty && self.dict_objs.contains(d)).then(Vec::new);
+        };
         let Obj::Seq(slots) = self.obj(*d) else {
             return None;
         };

@@ -47,6 +47,10 @@ use std::sync::Arc;
 const MAX_DEPTH: usize = 200;
 /// Deepest chain of inlined calls.
 const MAX_INLINE: usize = 6;
+/// Most runs of one function on the chain of inlined calls: a builder that builds the parts
+/// of what it builds (`MODELS.build(cfg)` in the `__init__` of a class `MODELS.build` made)
+/// runs again inside itself; deeper recursion is not followed.
+const MAX_REENTRY: usize = 3;
 /// Loop bodies run this many times (enough for a write in one iteration to meet a backward in
 /// the next; saves are fresh each iteration, so more runs find nothing new).
 const LOOP_RUNS: usize = 2;

@@ -77,6 +77,7 @@ impl Interp<'_, '_> {
                 let name = class.name;
                 let o = self.alloc(Obj::Class(Arc::new(class)));
                 self.bind_name(c, name, None, smallvec![o], None);
+                self.apply_class_decorators(c, k, o);
             }
             Stmt::Import(list) => self.exec_import(c, list),
             Stmt::Break | Stmt::Continue => {

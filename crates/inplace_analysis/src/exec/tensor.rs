@@ -1337,6 +1337,11 @@ impl Interp<'_, '_> {
                 }
                 smallvec![self.loose_attr(o, attr)]
             }
+            // `cls.__name__` (a registry's key).
+            Obj::Class(k) if attr == known::DUNDER_NAME => {
+                let name = k.name;
+                smallvec![self.alloc(Obj::Str(name))]
+            }
             Obj::Class(k) => match self.find_method(k, attr) {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
                 // `relu = MyReLU.apply`: bound to its class, applied when called.

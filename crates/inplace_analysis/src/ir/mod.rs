@@ -513,6 +513,8 @@ pub struct ClassDef {
     pub methods: List,
     /// Derives from `torch.autograd.Function`: its methods run without grad.
     pub autograd_function: bool,
+    /// Its decorators' expressions, in source order (`@register`, `@MODELS.register()`).
+    pub decorators: List,
     pub span: Rel,
 }
 

@@ -93,6 +93,7 @@ known! {
     DICT_ITEMS = "<dict items>",
     DROPOUT_P = "dropout_p",
     ASSIGN = "assign",
+    DUNDER_NAME = "__name__",
 }
 
 /// The interner of one file or document.

@@ -594,12 +594,22 @@ impl Lowerer<'_> {
             }
         }
         let bases = self.list(&bases);
+        let mut decorators = Vec::new();
+        for d in decorated.map(named_children).unwrap_or_default() {
+            if d.k() == "decorator" {
+                if let Some(e) = named_children(d).into_iter().next() {
+                    decorators.push(self.expr(e).0);
+                }
+            }
+        }
+        let decorators = self.list(&decorators);
         let id = ClassId(self.body.classes.len() as u32);
         self.body.classes.push(ClassDef {
             name,
             bases,
             methods: List::EMPTY,
             autograd_function,
+            decorators,
             span: self.rel(decorated.unwrap_or(n)),
         });
         if !header_only {
