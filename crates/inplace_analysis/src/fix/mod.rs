@@ -15,6 +15,7 @@ mod out_of_place;
 mod recompute;
 mod reorder;
 mod row_index;
+mod update_order;
 
 pub(crate) use copy::{
     call_passing, clone_argument, clone_before, clone_between_save_and_write, clone_kept_grad,
@@ -35,6 +36,7 @@ pub(crate) use reorder::{
     parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
 };
 pub(crate) use row_index::index_loop_rows;
+pub(crate) use update_order::update_first;
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {

@@ -204,7 +204,7 @@ pub(crate) enum ZeroGrad {
 }
 
 /// A line that is one call zeroing gradients (`opt.zero_grad()`, `self.model.zero_grad(set_to_none=True)`).
-fn only_zeroes_grad(line: &str) -> bool {
+pub(super) fn only_zeroes_grad(line: &str) -> bool {
     let code = line.split('#').next().unwrap_or_default().trim();
     code.split_once(".zero_grad(").is_some_and(|(path, args)| {
         !path.is_empty()

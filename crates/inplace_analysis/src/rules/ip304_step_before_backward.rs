@@ -36,13 +36,19 @@
 //! `backward()` goes through a tensor computed once before the loop (PPO's `old_log_probs`
 //! kept with its graph), the fix detaches that tensor just before the loop. Otherwise, when
 //! the forward that made the stale save runs before the step in the same block, it is
-//! repeated after the step (a GAN's `d_fake = netD(fake)` before the generator's loss).
+//! repeated after the step (a GAN's `d_fake = netD(fake)` before the generator's loss). When
+//! only whole updates run between the step and the `backward()` (each `zero_grad()`,
+//! `backward()`, clipping, `step()`), the later loss's update moves before them (rlkit's SAC:
+//! "optimize the actor before the critic"); the gradients its `backward()` leaves in their
+//! parameters are zeroed by their own `zero_grad()`.
 //!
 //! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
 //! reach the discriminator), so what is trained changes. A detached tensor no longer passes
 //! gradients to what computed it: right for PPO's old log-probabilities (constants of the
-//! update); where that computation should train, move it into the loop instead.
+//! update); where that computation should train, move it into the loop instead. An update
+//! run first no longer sees the steps it now precedes (the actor is trained against the
+//! critic before the critic's step).
 
 use super::{clobber, form3_related, form3_severity, trigger_clause, RuleImpl};
 use crate::events::{Event, WriteKind};
@@ -98,6 +104,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     let origin = origin_beside(ctx, save, s);
                     crate::fix::recompute_after_step(ctx, s, origin, &others, t.range)
                 })
+                .or_else(|| crate::fix::update_first(ctx, s, t.range))
                 .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
         }),
     })

@@ -1,0 +1,299 @@
+//! Updates run in another order: the later loss's whole update moved before the step that
+//! breaks it (rlkit's "optimize the actor before the critic").
+//!
+//! An update is a run of one-line statements of one block: `opt.zero_grad()`, then
+//! `loss.backward(...)`, gradient clipping or unscaling, `opt.step()` (or `scaler.step(opt)`)
+//! and a `scaler.update()`. Where the statements between the step that breaks a save and the
+//! `backward()` that needs it are only such updates, each starting by zeroing gradients, the
+//! later update can run first: its `backward()` then meets the saves unchanged, and the
+//! gradients it leaves in the parameters of the updates it now precedes are zeroed by them
+//! before their own `backward()`. What it changes: the later update no longer sees the earlier
+//! steps (the critic before its step, in an actor-critic), so the fix is unsafe. Whether the
+//! moved step breaks a save of the updates it now precedes is left to the fix's verification.
+
+use super::*;
+
+/// What a line of an update is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Empty, or only a comment.
+    Blank,
+    ZeroGrad,
+    Backward,
+    /// `clip_grad_norm_(...)`, `scaler.unscale_(opt)`.
+    Clip,
+    Step,
+    /// `scaler.update()`.
+    ScalerUpdate,
+    Other,
+}
+
+fn classify(line: &str) -> Line {
+    let code = line.split('#').next().unwrap_or_default().trim();
+    if code.is_empty() {
+        return Line::Blank;
+    }
+    if code.contains(';') {
+        return Line::Other;
+    }
+    if super::reorder::only_zeroes_grad(code) {
+        return Line::ZeroGrad;
+    }
+    let plain_call = |method: &str| {
+        code.split_once(method).is_some_and(|(path, args)| {
+            !path.is_empty()
+                && path
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '"' | '\''))
+                && args.ends_with(')')
+        })
+    };
+    // (An assignment binds a name: `norm = clip_grad_norm_(...)` is not moved.)
+    let head = code.split('(').next().unwrap_or_default();
+    if head.contains('=') {
+        return Line::Other;
+    }
+    // (`scaler.scale(loss).backward()`: what it differentiates may be a call.)
+    let backward = code
+        .split_once(".backward(")
+        .is_some_and(|(path, args)| !path.is_empty() && !path.contains(' ') && args.ends_with(')'));
+    if backward {
+        Line::Backward
+    } else if code.contains("clip_grad_norm_(")
+        || code.contains("clip_grad_value_(")
+        || plain_call(".unscale_(")
+    {
+        Line::Clip
+    } else if plain_call(".step(") {
+        Line::Step
+    } else if plain_call(".update(")
+        && code.ends_with(".update()")
+        && code.to_ascii_lowercase().contains("scaler")
+    {
+        Line::ScalerUpdate
+    } else {
+        Line::Other
+    }
+}
+
+/// The lines of a block, from `first` on, as far as they share `indent`.
+struct Lines<'a> {
+    ctx: &'a RenderCtx<'a>,
+    indent: &'a str,
+}
+
+impl Lines<'_> {
+    fn text(&self, line: usize) -> Option<&str> {
+        if line >= self.ctx.lines.line_count() {
+            return None;
+        }
+        let (s, e) = self.ctx.lines.line_range(self.ctx.text_all(), line);
+        self.ctx.text_all().get(s..e)
+    }
+
+    /// The kind of `line`, where it is in the block (a blank line anywhere).
+    fn kind(&self, line: usize) -> Option<Line> {
+        let t = self.text(line)?;
+        let k = classify(t);
+        if k == Line::Blank {
+            return Some(k);
+        }
+        let indent = &t[..t.len() - t.trim_start().len()];
+        (indent == self.indent).then_some(k)
+    }
+
+    /// The update starting at `line` (blank lines before it skipped): its first and last line.
+    fn update_from(&self, mut line: usize) -> Option<(usize, usize)> {
+        while self.kind(line)? == Line::Blank {
+            line += 1;
+        }
+        let first = line;
+        let mut zeroed = false;
+        while self.kind(line)? == Line::ZeroGrad {
+            zeroed = true;
+            line += 1;
+        }
+        if !zeroed || self.kind(line)? != Line::Backward {
+            return None;
+        }
+        line += 1;
+        while self.kind(line)? == Line::Clip {
+            line += 1;
+        }
+        if self.kind(line)? != Line::Step {
+            return None;
+        }
+        if self.kind(line + 1) == Some(Line::ScalerUpdate) {
+            line += 1;
+        }
+        Some((first, line))
+    }
+
+    /// The update ending at `line` (blank lines after it skipped, going up).
+    fn update_to(&self, mut line: usize) -> Option<(usize, usize)> {
+        while self.kind(line)? == Line::Blank {
+            line = line.checked_sub(1)?;
+        }
+        let last = line;
+        if self.kind(line)? == Line::ScalerUpdate {
+            line = line.checked_sub(1)?;
+        }
+        if self.kind(line)? != Line::Step {
+            return None;
+        }
+        line = line.checked_sub(1)?;
+        while self.kind(line)? == Line::Clip {
+            line = line.checked_sub(1)?;
+        }
+        if self.kind(line)? != Line::Backward {
+            return None;
+        }
+        let mut first = line;
+        while first > 0 && self.kind(first - 1) == Some(Line::ZeroGrad) {
+            first -= 1;
+        }
+        (first < line).then_some((first, last))
+    }
+
+    /// The comment lines right above `line` that introduce it (`# Update classifier.`).
+    fn heading(&self, line: usize) -> usize {
+        let mut first = line;
+        while first > 0
+            && self
+                .text(first - 1)
+                .is_some_and(|t| t.trim_start().starts_with('#') && t.starts_with(self.indent))
+        {
+            first -= 1;
+        }
+        first
+    }
+}
+
+/// Move the update whose `backward()` is `backward` before the updates, the one of `step`
+/// among them, that run between (see the module's documentation).
+pub(crate) fn update_first(ctx: &RenderCtx<'_>, step: StmtRef, backward: Span) -> Option<Fix> {
+    if backward.item != step.item {
+        return None;
+    }
+    let body = ctx.body(step.item)?;
+    let stepped = ctx.range(Span::new(step.item, body.stmt_span(step.stmt)))?;
+    let target = simple_statement_at(&body, backward.rel)?;
+    let target = ctx.range(Span::new(step.item, body.stmt_span(target)))?;
+    let (indent, eol) = indentation(ctx, stepped.start)?;
+    let lines = Lines { ctx, indent };
+    let step_line = ctx.lines.line_of(stepped.start);
+    let back_line = ctx.lines.line_of(target.start);
+    if lines.kind(step_line)? != Line::Step || lines.kind(back_line)? != Line::Backward {
+        return None;
+    }
+    // The step's update, and the updates right before it.
+    let (mut first, mut last) = lines.update_to(step_line)?;
+    if lines.kind(last + 1) == Some(Line::ScalerUpdate) {
+        last += 1;
+    }
+    while let Some((f, _)) = first.checked_sub(1).and_then(|l| lines.update_to(l)) {
+        first = f;
+    }
+    // The updates after it, up to the one of the `backward()`.
+    let moved = loop {
+        let (f, l) = lines.update_from(last + 1)?;
+        if (f..=l).contains(&back_line) {
+            break (lines.heading(f), l);
+        }
+        last = l;
+    };
+    let before = lines.text(first)?.trim();
+    let first = lines.heading(first);
+    if moved.0 <= first {
+        return None;
+    }
+    let text = ctx.text_all();
+    let (from, to) = (
+        ctx.lines.line_start(moved.0),
+        ctx.lines.line_start(moved.1 + 1),
+    );
+    let block = text.get(from..to)?;
+    let block = if block.ends_with('\n') {
+        block.to_string()
+    } else {
+        format!("{block}{eol}")
+    };
+    // (A blank line that set the moved update apart goes with it.)
+    let blank_before = moved.0 > first && lines.kind(moved.0 - 1) == Some(Line::Blank);
+    let cut_from = if blank_before {
+        ctx.lines.line_start(moved.0 - 1)
+    } else {
+        from
+    };
+    let insert = ctx.lines.line_start(first);
+    let spacer = if blank_before { eol } else { "" };
+    let loss = text
+        .get(target.start..target.end)?
+        .split(".backward(")
+        .next()
+        .unwrap_or_default();
+    Some(Fix {
+        title: format!("Run the update of `{loss}` first: move it before `{before}`"),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: TextRange::new(insert, insert),
+                content: format!("{block}{spacer}"),
+            },
+            Edit {
+                range: TextRange::new(cut_from, to.min(text.len())),
+                content: String::new(),
+            },
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{classify, Line};
+
+    #[test]
+    fn lines_of_an_update() {
+        assert_eq!(
+            classify("        self.qf1_optimizer.zero_grad()"),
+            Line::ZeroGrad
+        );
+        assert_eq!(
+            classify("    opt.zero_grad(set_to_none=True)  # clear"),
+            Line::ZeroGrad
+        );
+        assert_eq!(classify("    loss.backward()"), Line::Backward);
+        assert_eq!(
+            classify("    d_loss.backward(retain_graph=True)"),
+            Line::Backward
+        );
+        assert_eq!(
+            classify("    self.scaler.scale(loss).backward()"),
+            Line::Backward
+        );
+        assert_eq!(classify("    losses[\"total\"].backward()"), Line::Backward);
+        assert_eq!(classify("    scaler.unscale_(opt)"), Line::Clip);
+        assert_eq!(
+            classify("    nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"),
+            Line::Clip
+        );
+        assert_eq!(classify("    self.policy_optimizer.step()"), Line::Step);
+        assert_eq!(classify("    scaler.step(opt_g)"), Line::Step);
+        assert_eq!(classify("    scaler.update()"), Line::ScalerUpdate);
+        assert_eq!(classify("    # Update the critic."), Line::Blank);
+        assert_eq!(classify(""), Line::Blank);
+    }
+
+    #[test]
+    fn other_lines_end_an_update() {
+        // (A name bound, a loss computed, a call whose effect is not an update's.)
+        assert_eq!(
+            classify("    norm = clip_grad_norm_(model.parameters(), 1.0)"),
+            Line::Other
+        );
+        assert_eq!(classify("    loss = criterion(out, y)"), Line::Other);
+        assert_eq!(classify("    loss.backward(); opt.step()"), Line::Other);
+        assert_eq!(classify("    ema.update()"), Line::Other);
+        assert_eq!(classify("    log(loss.item())"), Line::Other);
+    }
+}
