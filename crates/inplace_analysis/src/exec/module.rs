@@ -1369,6 +1369,24 @@ impl Interp<'_, '_> {
         smallvec![m]
     }
 
+    /// The functional conv a module's `_conv_forward` runs: the module's class is, or derives
+    /// from, `nn.Conv1d`, `nn.Conv2d` or `nn.Conv3d`.
+    fn conv_functional(&self, m: ObjId) -> Option<&'static str> {
+        let Obj::Module(mo) = self.obj(m) else {
+            return None;
+        };
+        let base = match &mo.local {
+            Some(k) => self.torch_layer_base(k)?,
+            None => self.name(mo.class).to_string(),
+        };
+        match base.as_str() {
+            "Conv1d" => Some("torch.nn.functional.conv1d"),
+            "Conv2d" => Some("torch.nn.functional.conv2d"),
+            "Conv3d" => Some("torch.nn.functional.conv3d"),
+            _ => None,
+        }
+    }
+
     pub(super) fn module_method(
         &mut self,
         c: Code<'_>,
@@ -1394,6 +1412,16 @@ impl Interp<'_, '_> {
             },
             "parameters" | "named_parameters" => self.parameters_of(m, name == "named_parameters"),
             "forward" => self.call_module(c, e, m, args),
+            // `self._conv_forward(x, weight, bias)` in the `forward` of a subclass of
+            // `nn.Conv2d` (a causal or padded-same conv, a weight-standardised one): the
+            // functional conv with the weight given.
+            "_conv_forward" => match self.conv_functional(m) {
+                Some(path) => {
+                    let path = self.intern(path);
+                    self.call_path(c, e, path, args)
+                }
+                None => self.opaque_call(args, call),
+            },
             "children" | "named_children" | "modules" | "named_modules" => {
                 self.module_list(m, &name)
             }
