@@ -236,10 +236,16 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
-    // A write into a refused view raises at once: no backward after it reads what it clobbers.
+    // A write that raises at once (into a leaf, a view of one, a refused view; an `out=` that
+    // requires grad): no backward after it reads what it clobbers.
     let refused: Vec<TextRange> = chosen
         .iter()
-        .filter(|(rule, ..)| rule.form() == Form::RefusedView)
+        .filter(|(rule, ..)| {
+            matches!(
+                rule.form(),
+                Form::Leaf | Form::LeafView | Form::OutArg | Form::RefusedView
+            )
+        })
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| rule.form() != Form::Saved || !refused.contains(range));

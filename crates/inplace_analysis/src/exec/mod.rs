@@ -257,6 +257,8 @@ pub(crate) struct Frozen {
     pub parameters: Arc<FxHashSet<ObjId>>,
     pub frozen: Arc<FxHashSet<ObjId>>,
     pub shown_memory: Arc<FxHashMap<ObjId, (Span, Span)>>,
+    /// [`Interp::own_leaves`].
+    pub own_leaves: Arc<FxHashSet<ObjId>>,
 }
 
 /// What one unit observed.
@@ -407,6 +409,10 @@ pub(crate) struct Interp<'p, 't> {
     /// parameter).
     pub parameters: FxHashSet<ObjId>,
     pub frozen: FxHashSet<ObjId>,
+    /// Leaves the program made of its own tensors, not parameters: a factory's
+    /// `requires_grad=True`, `t.requires_grad_()` of a value it computed (an activation a
+    /// forward hook makes require grad). By memory.
+    pub own_leaves: FxHashSet<ObjId>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,
     /// What was stored by subscript into objects that are not modelled (`outputs["x"] = t` of
@@ -644,6 +650,7 @@ impl<'p, 't> Interp<'p, 't> {
             parameters: (*frozen.parameters).clone(),
             frozen: (*frozen.frozen).clone(),
             shown_memory: (*frozen.shown_memory).clone(),
+            own_leaves: (*frozen.own_leaves).clone(),
             field_defaults: FxHashMap::default(),
             dict_keys: FxHashMap::default(),
             object_keys: FxHashMap::default(),
@@ -972,6 +979,7 @@ impl<'p, 't> Interp<'p, 't> {
             parameters: Arc::new(std::mem::take(&mut self.parameters)),
             frozen: Arc::new(std::mem::take(&mut self.frozen)),
             shown_memory: Arc::new(std::mem::take(&mut self.shown_memory)),
+            own_leaves: Arc::new(std::mem::take(&mut self.own_leaves)),
             heap: self.heap.freeze(),
             nodes: self.nodes.freeze(),
             saves: self.saves.freeze(),

@@ -1168,6 +1168,13 @@ impl Interp<'_, '_> {
                 param && self.frozen.insert(o)
             }
         };
+        let own = self
+            .tensor(o)
+            .filter(|t| on && t.node.is_none() && !self.parameters.contains(&t.storage))
+            .map(|t| t.storage);
+        if let Some(storage) = own {
+            self.own_leaves.insert(storage);
+        }
         if let Some(t) = self.tensor_mut(o) {
             t.grad = if on { Tri::Yes } else { Tri::No };
             t.leaf = on && t.node.is_none();

@@ -252,6 +252,10 @@ impl Interp<'_, '_> {
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
             param: !tensors.is_empty()
                 && (tensors.iter()).all(|t| self.parameters.contains(&t.storage)),
+            own_leaf: !tensors.is_empty()
+                && (tensors.iter()).all(|t| {
+                    self.own_leaves.contains(&t.storage) && !self.parameters.contains(&t.storage)
+                }),
             record_field: w.record_field,
             call_arg: self.call_site.and(tensors.first()).and_then(|t| {
                 self.call_site_args

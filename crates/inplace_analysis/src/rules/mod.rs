@@ -246,6 +246,28 @@ pub(crate) fn rewrite_applicability(w: &Write) -> crate::Applicability {
     }
 }
 
+/// A write into a leaf that is not a parameter (an activation a forward hook made require
+/// grad, a leaf input of the program's own, or a view of one) of a value that requires grad
+/// (`result += x @ B`, `e[mask] = proj(feats)`): the write is part of the computation, which
+/// `no_grad` would cut from the value's gradient (the adapter or projection would learn
+/// nothing). It is rewritten out of place or into a copy instead: `Some(None)` when neither
+/// applies; `None` for any other write (where `no_grad` may be the fix).
+pub(crate) fn computed_write_into_leaf(
+    ctx: &RenderCtx<'_>,
+    w: &Write,
+) -> Option<Option<crate::Fix>> {
+    // (A copy of such a leaf is what the computation wants; no optimizer or module holds it.
+    // The name written is copied, a view included: the leaf itself stays one, and gets its
+    // gradient through the copy.)
+    let copyable = Write {
+        into_leaf: false,
+        view_origin: None,
+        ..w.clone()
+    };
+    (w.value_grad && w.own_leaf && !w.under_no_grad)
+        .then(|| out_of_place(ctx, &copyable, crate::Applicability::Unsafe))
+}
+
 /// The fix that rewrites a write out of place, when its kind has one; else a write into a
 /// copy made before it (subscript writes, `out=`, methods without an out-of-place twin, writes
 /// under `no_grad`, writes through views).
