@@ -1250,7 +1250,11 @@ impl Interp<'_, '_> {
                     Index::At(i) => Some(i),
                     _ => None,
                 };
-                for v in items.iter().flatten() {
+                let slotted = items
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(k, slot)| slot.iter().map(move |v| (k, v)));
+                for (k, v) in slotted {
                     if out.len() > MAX_VALUES {
                         return true;
                     }
@@ -1258,6 +1262,16 @@ impl Interp<'_, '_> {
                     {
                         out.push(same);
                         continue;
+                    }
+                    // (An element read out of this container and written, which the slot then
+                    // took in: itself, where it may be the element read.)
+                    if let Some(&(from, _, at)) = self.read_from_slot.get(v) {
+                        if from == seq {
+                            if position.is_none() || at.is_none() || at == position {
+                                out.push(*v);
+                            }
+                            continue;
+                        }
                     }
                     match self.obj(*v) {
                         Obj::Tensor(t) => {
@@ -1279,6 +1293,7 @@ impl Interp<'_, '_> {
                                 self.elements_at.insert((seq, i, *v), o);
                                 self.own_element_history(o, from);
                             }
+                            self.read_from_slot.insert(o, (seq, k, position));
                             out.push(o);
                         }
                         _ => out.push(*v),

@@ -422,6 +422,11 @@ pub(crate) struct Interp<'p, 't> {
     /// (`xs[0]` of a comprehension's list), by container, position and the slot's value: the
     /// same tensor each time it is read.
     pub elements_at: FxHashMap<(ObjId, i64, ObjId), ObjId>,
+    /// Each tensor read out of a slot as another object (a stand-in of [`Self::elements_at`],
+    /// with its position; an element at an unknown index): the container and the slot.
+    /// Written in place, it is what the slot then holds too (the element is that tensor in
+    /// the program).
+    pub read_from_slot: FxHashMap<ObjId, (ObjId, usize, Option<i64>)>,
     pub instances: FxHashMap<ClassLoc, ObjId>,
     /// Imported project modules whose body has run: their globals.
     pub modules: FxHashMap<Name, Arc<Env>>,
@@ -610,6 +615,7 @@ impl<'p, 't> Interp<'p, 't> {
             loose_attrs: (*frozen.loose_attrs).clone(),
             loose_items: FxHashMap::default(),
             elements_at: FxHashMap::default(),
+            read_from_slot: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),

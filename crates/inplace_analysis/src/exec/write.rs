@@ -102,6 +102,25 @@ impl Interp<'_, '_> {
                 .any(|((s, ..), o)| *s == seq && targets.contains(o))
     }
 
+    /// Elements read out of a slot as objects of their own (see [`Interp::read_from_slot`]),
+    /// written: the slot holds them too from now on, with the history the write gave them
+    /// (`toks[i] /= toks[i].norm()` on a list a loop appended to, then `sum(t.sum() for t in
+    /// toks).backward()`: the backward goes through the division).
+    fn rejoin_slots(&mut self, targets: &Vals) {
+        for t in targets {
+            let Some(&(seq, k, _)) = self.read_from_slot.get(t) else {
+                continue;
+            };
+            if let Obj::Seq(items) = self.obj_mut(seq) {
+                if let Some(slot) = items.get_mut(k) {
+                    if !slot.contains(t) && slot.len() < MAX_VALUES {
+                        slot.push(*t);
+                    }
+                }
+            }
+        }
+    }
+
     /// `receiver` when it was read as an element out of a list or dict.
     pub(super) fn element_read(&self, receiver: Span) -> Option<Span> {
         Some(receiver).filter(|r| self.element_reads.contains(r))
@@ -127,6 +146,7 @@ impl Interp<'_, '_> {
             return wid;
         }
         self.record_site(w.range, targets);
+        self.rejoin_slots(targets);
         let value_grad = w.value.map(|v| {
             v.iter()
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
