@@ -135,6 +135,9 @@ pub(crate) struct Write {
     /// The value written requires grad for certain (`t[1:3] = proj(x)`): under `no_grad` the
     /// write would cut its gradient.
     pub value_grad: bool,
+    /// The first save its statement made (the saves from there on were made while the
+    /// statement ran, by the calls in its value too).
+    pub stmt_first_save: crate::domain::SaveId,
 }
 
 /// What a name bound from a call's result holds (for a fix that detaches it: a tensor has

@@ -377,6 +377,9 @@ pub(crate) struct Interp<'p, 't> {
     /// the count of runs so far.
     stmt_run: u64,
     stmt_runs: u64,
+    /// How many saves there were when the innermost running statement began: saves from
+    /// there on were made by it (by the calls it makes, too).
+    stmt_first_save: u32,
     /// The statement run whose write raised at that line (forms ①, ②, refused views, `out=`):
     /// it stops there, so its later writes (`torch.arange(n, out=w).mul_(pi)`) do nothing.
     raised_in: Option<u64>,
@@ -601,6 +604,7 @@ impl<'p, 't> Interp<'p, 't> {
             returned_names: SmallVec::new(),
             stmt_run: 0,
             stmt_runs: 0,
+            stmt_first_save: 0,
             raised_in: None,
             sites: FxHashMap::default(),
             shapes: FxHashMap::default(),

@@ -26,6 +26,8 @@ impl Interp<'_, '_> {
         });
         self.stmt_runs += 1;
         let saved_run = std::mem::replace(&mut self.stmt_run, self.stmt_runs);
+        let first_save = self.saves.len() as u32;
+        let saved_first_save = std::mem::replace(&mut self.stmt_first_save, first_save);
         let simple = matches!(
             c.body.stmt(s),
             Stmt::Expr(_) | Stmt::Assign { .. } | Stmt::AugAssign { .. } | Stmt::Return(_)
@@ -132,6 +134,7 @@ impl Interp<'_, '_> {
         self.stmt = saved;
         self.unit_stmt = saved_unit;
         self.stmt_run = saved_run;
+        self.stmt_first_save = saved_first_save;
     }
 
     fn exec_return(&mut self, c: Code<'_>, s: StmtId, e: ExprId) {

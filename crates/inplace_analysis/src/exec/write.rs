@@ -293,6 +293,7 @@ impl Interp<'_, '_> {
             kept_in_slot: false,
             memory_saved: false,
             value_grad: false,
+            stmt_first_save: self.stmt_first_save,
         });
         (self.writes.len() - 1) as WriteId
     }

@@ -238,6 +238,12 @@ fn saving_function(ctx: &RenderCtx<'_>, saved_at: Span, item: ItemId) -> Option<
     b.root_def().map(|f| b.func(f).name)
 }
 
+/// Whether `body` makes a call within `within`.
+fn calls_in(body: &Body, within: Rel) -> bool {
+    (0..body.exprs.len())
+        .any(|i| matches!(body.exprs[i], Expr::Call { .. }) && within.contains(body.expr_spans[i]))
+}
+
 /// Whether `body` calls a function or method named `name` at a place `at` accepts.
 fn calls_named(body: &Body, name: Name, at: impl Fn(Rel) -> bool) -> bool {
     (0..body.exprs.len()).any(|i| {
@@ -258,8 +264,9 @@ fn calls_named(body: &Body, name: Name, at: impl Fn(Rel) -> bool) -> bool {
 pub(crate) fn clone_reads_in_value(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
-    saved_at: Span,
+    (sid, save): (crate::domain::SaveId, &crate::domain::Save),
 ) -> Option<Fix> {
+    let saved_at = save.range;
     let s = w.stmt?;
     let body = ctx.body(s.item)?;
     let within = match *body.stmt(s.stmt) {
@@ -279,6 +286,15 @@ pub(crate) fn clone_reads_in_value(
     // (The function the save is in, called by name in the value: `logadd(...)`, `self.f(...)`.)
     let in_callee = saving_function(ctx, saved_at, s.item)
         .is_some_and(|name| calls_named(&body, name, |sp| within.contains(sp)));
+    // (Or a call of this very statement reached it through a module's `forward`, `T[b] =
+    // conv(T[b])` with `conv` a module: its calls in the value are the only ones it makes.)
+    // (Or made while the statement ran, by a call in the value that reached it through a
+    // module: `T[b][t] = self._graph_conv(T[b][t], L)`, the conv saving what it was given.)
+    let in_callee = in_callee
+        || (sid >= w.stmt_first_save
+            && saved_at.item != s.item
+            && !crate::project::is_module_item(saved_at.item)
+            && calls_in(&body, within));
     if !in_value && !in_callee {
         return None;
     }

@@ -112,7 +112,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         ),
         related: form3_related(ctx, w, save, &t),
         // `b[:, 1] = f(b[:, 0])`: the op that saved is in the value the write stores.
-        fix: crate::fix::clone_reads_in_value(ctx, w, save.range)
+        fix: save_id(ev)
+            .and_then(|sid| crate::fix::clone_reads_in_value(ctx, w, (sid, save)))
             .or_else(|| crate::fix::clone_renormalised_weight(ctx, w, save.range))
             .or_else(
                 || match crate::fix::clone_between_save_and_write(ctx, w, save.range) {
@@ -154,4 +155,12 @@ fn own_operand_read_plainly(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> bo
             Expr::Name { .. } | Expr::Attr { .. } | Expr::Subscript { .. }
         )
     })
+}
+
+/// The save a form ③ event is about.
+fn save_id(ev: &Event) -> Option<crate::domain::SaveId> {
+    match ev {
+        Event::Clobber { save, .. } => Some(*save),
+        _ => None,
+    }
 }
