@@ -158,6 +158,10 @@ pub(crate) enum Shape {
 pub(crate) struct Trigger {
     pub range: Span,
     pub backward: bool,
+    /// The first calls of the chain of inlined calls that led to it, outermost first (as
+    /// [`Write::call_path`]): where it parts from a write's chain, the two calls that made
+    /// them.
+    pub calls: [Option<Span>; 3],
 }
 
 /// Who keeps a tensor that a call wrote in place, so that the next call reads it changed.

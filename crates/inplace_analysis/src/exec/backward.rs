@@ -37,9 +37,14 @@ impl Interp<'_, '_> {
             .collect();
         let mut visited = FxHashSet::default();
         let mut reached = Vec::new();
+        let mut calls = [None; 3];
+        for (slot, call) in calls.iter_mut().zip(&self.call_path) {
+            *slot = Some(*call);
+        }
         let trigger = Trigger {
             range: trigger,
             backward,
+            calls,
         };
         while let Some(n) = stack.pop() {
             if !visited.insert(n) || stop.contains(&n) {

@@ -36,7 +36,7 @@ pub(crate) use reorder::{
     parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
 };
 pub(crate) use row_index::index_loop_rows;
-pub(crate) use update_order::update_first;
+pub(crate) use update_order::{update_call_first, update_first};
 
 /// Tensor methods with an out-of-place twin of the same name without `_`.
 fn has_out_of_place(base: &str) -> bool {

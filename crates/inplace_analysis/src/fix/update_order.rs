@@ -213,6 +213,10 @@ pub(crate) fn update_first(ctx: &RenderCtx<'_>, step: StmtRef, backward: Span) -
         ctx.lines.line_start(moved.1 + 1),
     );
     let block = text.get(from..to)?;
+    let jumped_text = text.get(ctx.lines.line_start(first)..from)?;
+    if !keeps_graphs_it_shares(jumped_text, block) {
+        return None;
+    }
     let block = if block.ends_with('\n') {
         block.to_string()
     } else {
@@ -242,6 +246,146 @@ pub(crate) fn update_first(ctx: &RenderCtx<'_>, step: StmtRef, backward: Span) -
             },
             Edit {
                 range: TextRange::new(cut_from, to.min(text.len())),
+                content: String::new(),
+            },
+        ],
+    })
+}
+
+/// A statement's text on one line (`update_params(\n    opt, loss)` as `update_params(opt,
+/// loss)`).
+fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines().map(str::trim) {
+        if out.ends_with(',') {
+            out.push(' ');
+        }
+        out.push_str(l);
+    }
+    out
+}
+
+/// Whether the moved update keeps what the updates it now precedes need: where one of those
+/// kept its graph for a later backward (`retain_graph=True`, FQF's fraction update sharing the
+/// entropy term with the quantile update), the moved one must keep it too, or it frees the
+/// graph they go on to differentiate ("Trying to backward through the graph a second time").
+fn keeps_graphs_it_shares(jumped: &str, moved: &str) -> bool {
+    let retains = |t: &str| {
+        t.split_whitespace()
+            .collect::<String>()
+            .contains("retain_graph=True")
+    };
+    !retains(jumped) || retains(moved)
+}
+
+/// Nothing but blank lines and comments.
+fn only_blank(text: &str) -> bool {
+    text.lines().all(|l| classify(l) == Line::Blank)
+}
+
+/// The same reordering where each update is a call of one helper of the program's own that
+/// zeroes the gradients, runs the `backward()` and steps (`update_params(self.q1_optim,
+/// q1_loss)`, toshikwa's SAC): the later call, whose `backward()` the earlier call's step
+/// breaks, moves before the run of such calls the earlier one is in.
+pub(crate) fn update_call_first(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    t: &crate::events::Trigger,
+) -> Option<Fix> {
+    // Where the two chains of calls part: the calls of the helper, one scope up.
+    let k = (0..t.calls.len()).find(|&k| w.call_path.get(k).copied() != t.calls[k])?;
+    let (step_call, trig_call) = (*w.call_path.get(k)?, t.calls[k]?);
+    // (Each runs the helper's own statements: no call between.)
+    let direct = w.call_path.len() == k + 1 && t.calls.get(k + 1).copied().flatten().is_none();
+    if !direct || k + 1 >= t.calls.len() || step_call.item != trig_call.item {
+        return None;
+    }
+    if w.stmt?.item != t.range.item || crate::project::is_module_item(t.range.item) {
+        return None;
+    }
+    let helper = ctx.body(t.range.item)?;
+    let def = ctx.text(Span::new(
+        t.range.item,
+        helper.func(helper.root_def()?).span,
+    ));
+    let (z, b, st) = (
+        def.find("zero_grad(")?,
+        def.find(".backward(")?,
+        def.rfind(".step(")?,
+    );
+    if !(z < b && b < st) {
+        return None;
+    }
+    let item = step_call.item;
+    let caller = ctx.body(item)?;
+    let callee_of = |id: usize| match caller.stmts[id] {
+        Stmt::Expr(e) => match *caller.expr(e) {
+            Expr::Call { func, .. } => Some((e, ctx.text(Span::new(item, caller.expr_span(func))))),
+            _ => None,
+        },
+        _ => None,
+    };
+    let at = |call: Span| {
+        (0..caller.stmts.len())
+            .find(|&i| callee_of(i).is_some_and(|(e, _)| caller.expr_span(e) == call.rel))
+    };
+    let (first_id, trig_id) = (at(step_call)?, at(trig_call)?);
+    let name = callee_of(first_id)?.1;
+    if callee_of(trig_id)?.1 != name {
+        return None;
+    }
+    let range = |i: usize| ctx.range(Span::new(item, caller.stmt_spans[i]));
+    let mut calls: Vec<TextRange> = (0..caller.stmts.len())
+        .filter(|&i| callee_of(i).is_some_and(|(_, n)| n == name))
+        .filter_map(range)
+        .collect();
+    calls.sort_by_key(|r| r.start);
+    let text = ctx.text_all();
+    let (step_stmt, trig_stmt) = (range(first_id)?, range(trig_id)?);
+    let pos = calls.iter().position(|r| *r == step_stmt)?;
+    let end = calls.iter().position(|r| *r == trig_stmt)?;
+    if end <= pos {
+        return None;
+    }
+    // Only such calls (blank lines, comments) from the step's call to the backward's.
+    let gap = |a: TextRange, b: TextRange| text.get(a.end..b.start).is_some_and(only_blank);
+    if !(pos..end).all(|i| gap(calls[i], calls[i + 1])) {
+        return None;
+    }
+    // And those right before it.
+    let mut first = pos;
+    while first > 0 && gap(calls[first - 1], calls[first]) {
+        first -= 1;
+    }
+    let (indent, _) = indentation(ctx, calls[first].start)?;
+    if indentation(ctx, trig_stmt.start)?.0 != indent {
+        return None;
+    }
+    let jumped = text.get(calls[first].start..calls[end - 1].end)?;
+    if !keeps_graphs_it_shares(jumped, ctx.slice(trig_stmt)) {
+        return None;
+    }
+    let from = ctx.lines.line_start(ctx.lines.line_of(trig_stmt.start));
+    let to = ctx
+        .lines
+        .line_start(ctx.lines.line_of(trig_stmt.end.saturating_sub(1)) + 1);
+    let insert = ctx.lines.line_start(ctx.lines.line_of(calls[first].start));
+    let moved = text.get(from..to)?;
+    let eol = if moved.ends_with('\n') { "" } else { "\n" };
+    Some(Fix {
+        title: format!(
+            "Run this update first: move `{}` before `{}`",
+            one_line(ctx.slice(trig_stmt)),
+            one_line(ctx.slice(calls[first]))
+        ),
+        applicability: Applicability::Unsafe,
+        edits: vec![
+            Edit {
+                range: TextRange::new(insert, insert),
+                content: format!("{moved}{eol}"),
+            },
+            Edit {
+                range: TextRange::new(from, to.min(text.len())),
                 content: String::new(),
             },
         ],
@@ -282,6 +426,24 @@ mod tests {
         assert_eq!(classify("    scaler.update()"), Line::ScalerUpdate);
         assert_eq!(classify("    # Update the critic."), Line::Blank);
         assert_eq!(classify(""), Line::Blank);
+    }
+
+    #[test]
+    fn a_graph_kept_for_a_later_backward_is_kept_by_the_moved_update() {
+        use super::keeps_graphs_it_shares;
+        let fqf = "update_params(self.fraction_optim, fraction_loss + entropy_loss,\n    retain_graph=True)";
+        assert!(!keeps_graphs_it_shares(
+            fqf,
+            "update_params(self.quantile_optim, quantile_loss + entropy_loss)"
+        ));
+        assert!(keeps_graphs_it_shares(
+            fqf,
+            "update_params(opt, loss, retain_graph = True)"
+        ));
+        assert!(keeps_graphs_it_shares(
+            "opt_d.zero_grad()\nd_loss.backward()\nopt_d.step()",
+            "g_loss.backward()"
+        ));
     }
 
     #[test]

@@ -40,7 +40,8 @@
 //! only whole updates run between the step and the `backward()` (each `zero_grad()`,
 //! `backward()`, clipping, `step()`), the later loss's update moves before them (rlkit's SAC:
 //! "optimize the actor before the critic"); the gradients its `backward()` leaves in their
-//! parameters are zeroed by their own `zero_grad()`.
+//! parameters are zeroed by their own `zero_grad()`; the same where each update is a call of
+//! one helper that zeroes, differentiates and steps (`update_params(opt, loss)`).
 //!
 //! **Fix safety.** *Unsafe*: the moved step also applies the gradients that the later
 //! `backward()` accumulates into its parameters (for a GAN: the generator loss's gradients
@@ -105,6 +106,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     crate::fix::recompute_after_step(ctx, s, origin, &others, t.range)
                 })
                 .or_else(|| crate::fix::update_first(ctx, s, t.range))
+                .or_else(|| crate::fix::update_call_first(ctx, w, &t))
                 .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
         }),
     })
