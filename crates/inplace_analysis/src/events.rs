@@ -107,7 +107,7 @@ pub(crate) struct Write {
     /// Every tensor written is a parameter's memory (an `nn.Parameter`, a layer's weight, or
     /// a view of one), not a leaf tensor of the program's own (an image being optimised).
     pub param: bool,
-    /// Every tensor written is the memory of a leaf the program made of its own tensors (see
+    /// Every tensor written is the memory of a leaf a forward hook made of an activation (see
     /// [`crate::exec::Interp::own_leaves`]) and no parameter's.
     pub own_leaf: bool,
     /// The written tensor is a field of a tuple-like record (`state.h` of a `namedtuple` or a

@@ -236,19 +236,31 @@ pub(crate) fn findings(
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| *rule != Rule::ClobberedAlias || !raises.contains(range));
-    // A write that raises at once (into a leaf, a view of one, a refused view; an `out=` that
-    // requires grad): no backward after it reads what it clobbers.
+    // A write into a refused view raises at once: no backward after it reads what it clobbers.
     let refused: Vec<TextRange> = chosen
         .iter()
-        .filter(|(rule, ..)| {
-            matches!(
-                rule.form(),
-                Form::Leaf | Form::LeafView | Form::OutArg | Form::RefusedView
-            )
-        })
+        .filter(|(rule, ..)| rule.form() == Form::RefusedView)
         .map(|(_, range, ..)| *range)
         .collect();
     chosen.retain(|(rule, range, ..)| rule.form() != Form::Saved || !refused.contains(range));
+    // Nor does a write that raises at once (into a leaf, a view of one; an `out=` that requires
+    // grad) also clobber a save: not the very write, nor the same text seen by another unit.
+    // (The same text called on another tensor by the same unit may: a helper's `t.mul_(s)`
+    // given a sigmoid's output first, a leaf later.)
+    let raising: Vec<(usize, TextRange, Option<WriteId>)> = (chosen.iter())
+        .filter(|(rule, ..)| matches!(rule.form(), Form::Leaf | Form::LeafView | Form::OutArg))
+        .map(|(_, range, u, ev)| (*u, *range, event_write(ev)))
+        .collect();
+    chosen.retain(|(rule, range, u, ev)| {
+        if rule.form() != Form::Saved {
+            return true;
+        }
+        let w = event_write(ev);
+        let here = |x: &&(usize, TextRange, Option<WriteId>)| x.1 == *range;
+        let same_unit = raising.iter().filter(here).any(|x| x.0 == *u);
+        let same_write = raising.iter().filter(here).any(|x| x.0 == *u && x.2 == w);
+        !same_write && (same_unit || !raising.iter().any(|x| here(&x)))
+    });
     // One finding per chain of writes: `y.mul_(a).add_(b)` is reported at `y.mul_(a)`, the
     // write its fix (a copy of `y`) covers along with the rest of the chain.
     let starts: Vec<(Rule, TextRange)> = chosen.iter().map(|(r, range, ..)| (*r, *range)).collect();
@@ -315,6 +327,16 @@ pub(crate) fn findings(
         .collect();
     out.sort_by_key(|f| (f.range, f.rule));
     out
+}
+
+/// The write an event of a raising form or of form ③ is about.
+fn event_write(ev: &Event) -> Option<WriteId> {
+    match ev {
+        Event::LeafWrite { write, .. }
+        | Event::OutArgRefused { write, .. }
+        | Event::Clobber { write, .. } => Some(*write),
+        _ => None,
+    }
 }
 
 /// Where a call of the file led to an event inside an imported module: the outermost call of

@@ -412,9 +412,8 @@ pub(crate) struct Interp<'p, 't> {
     /// parameter).
     pub parameters: FxHashSet<ObjId>,
     pub frozen: FxHashSet<ObjId>,
-    /// Leaves the program made of its own tensors, not parameters: a factory's
-    /// `requires_grad=True`, `t.requires_grad_()` of a value it computed (an activation a
-    /// forward hook makes require grad). By memory.
+    /// Leaves the program made of its activations, not parameters: `output.requires_grad_()`
+    /// in a forward hook (`enable_input_require_grads`). By memory.
     pub own_leaves: FxHashSet<ObjId>,
     /// Attributes of objects that are not modelled (`self.h` of an unknown `self`).
     pub loose_attrs: FxHashMap<(ObjId, Name), ObjId>,

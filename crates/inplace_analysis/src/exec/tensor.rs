@@ -1168,9 +1168,14 @@ impl Interp<'_, '_> {
                 param && self.frozen.insert(o)
             }
         };
+        // (Only an activation a forward hook makes a leaf, `output.requires_grad_(True)` of
+        // `enable_input_require_grads`: it is made anew by each call, never trained. A leaf
+        // the program makes of an input, `x.clone().requires_grad_()`, may be what it
+        // optimises.)
         let own = self
             .tensor(o)
             .filter(|t| on && t.node.is_none() && !self.parameters.contains(&t.storage))
+            .filter(|_| self.running_hook.is_some())
             .map(|t| t.storage);
         if let Some(storage) = own {
             self.own_leaves.insert(storage);

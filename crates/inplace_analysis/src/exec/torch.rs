@@ -1405,11 +1405,6 @@ impl Interp<'_, '_> {
         if ops::FACTORIES.contains(&f) {
             let grad = self.keyword_on(args, known::REQUIRES_GRAD);
             let t = self.new_leaf(grad, call);
-            if grad {
-                if let Some(storage) = self.tensor(t).map(|tt| tt.storage) {
-                    self.own_leaves.insert(storage);
-                }
-            }
             // `torch.from_numpy(self.arr[i])` shares the array's memory (so does `as_tensor`
             // without a dtype or device to convert to).
             let shares =

@@ -334,6 +334,25 @@ pub(crate) fn clone_reads_in_value(
     if reads.is_empty() {
         return None;
     }
+    // (The value also hands on the whole tensor, `self.cell(H[:, t - 1], H)`: what is saved of
+    // it is no copy of a part.)
+    let parts: Vec<ExprId> = (reads.iter())
+        .filter_map(|e| match *body.expr(*e) {
+            Expr::Subscript { value, .. } => Some(value),
+            _ => None,
+        })
+        .collect();
+    let whole = (0..body.exprs.len()).map(|i| ExprId(i as u32)).any(|e| {
+        within.contains(body.expr_span(e))
+            && matches!(body.expr(e), Expr::Name { .. } | Expr::Attr { .. })
+            && !parts.contains(&e)
+            && roots
+                .iter()
+                .any(|r| r == ctx.text(Span::new(s.item, body.expr_span(e))))
+    });
+    if whole {
+        return None;
+    }
     let edits = clones_after(ctx, &body, s.item, &reads)?;
     let first = ctx.text(Span::new(s.item, body.expr_span(reads[0])));
     Some(Fix {

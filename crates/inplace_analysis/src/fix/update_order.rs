@@ -270,10 +270,11 @@ fn one_line(text: &str) -> String {
 /// entropy term with the quantile update), the moved one must keep it too, or it frees the
 /// graph they go on to differentiate ("Trying to backward through the graph a second time").
 fn keeps_graphs_it_shares(jumped: &str, moved: &str) -> bool {
+    // (Any way of asking for it: `retain_graph=True`, `retain_graph=self.retain`, a positional
+    // `True` to a helper or to `backward(None, True)`.)
     let retains = |t: &str| {
-        t.split_whitespace()
-            .collect::<String>()
-            .contains("retain_graph=True")
+        let t = t.split_whitespace().collect::<String>();
+        (t.contains("retain_graph") && !t.contains("retain_graph=False")) || t.contains("True")
     };
     !retains(jumped) || retains(moved)
 }
@@ -444,6 +445,17 @@ mod tests {
             "opt_d.zero_grad()\nd_loss.backward()\nopt_d.step()",
             "g_loss.backward()"
         ));
+        // (Asked for by position or through a name.)
+        let moved = "update_params(self.quantile_optim, quantile_loss)";
+        assert!(!keeps_graphs_it_shares(
+            "update_params(self.fraction_optim, loss, True)",
+            moved
+        ));
+        assert!(!keeps_graphs_it_shares(
+            "loss.backward(retain_graph=self.retain)",
+            moved
+        ));
+        assert!(!keeps_graphs_it_shares("loss.backward(None, True)", moved));
     }
 
     #[test]

@@ -96,7 +96,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         // change it: weight standardisation through `w = self.weight.view(n, -1)`, then
         // `F.conv2d(x, self.weight)`, wants the new weight computed with, not an update of the
         // parameter that no gradient goes through.)
-        fix: if in_forward(ctx, w) && crate::fix::view_base_read_after(ctx, w) {
+        // (Not either for a leaf the program made of an activation, written with a value that
+        // requires grad: a copy, whatever is read after.)
+        fix: if in_forward(ctx, w)
+            && crate::fix::view_base_read_after(ctx, w)
+            && super::computed_write_into_leaf(ctx, w).is_none()
+        {
             None
         } else {
             // (A value that requires grad, written into the view of a name the function reads

@@ -246,8 +246,8 @@ pub(crate) fn rewrite_applicability(w: &Write) -> crate::Applicability {
     }
 }
 
-/// A write into a leaf that is not a parameter (an activation a forward hook made require
-/// grad, a leaf input of the program's own, or a view of one) of a value that requires grad
+/// A write into a leaf that is no parameter but an activation a forward hook made require
+/// grad (`enable_input_require_grads`), or a view of one, of a value that requires grad
 /// (`result += x @ B`, `e[mask] = proj(feats)`): the write is part of the computation, which
 /// `no_grad` would cut from the value's gradient (the adapter or projection would learn
 /// nothing). It is rewritten out of place or into a copy instead: `Some(None)` when neither
