@@ -236,20 +236,37 @@ pub(crate) fn update_first(ctx: &RenderCtx<'_>, step: StmtRef, backward: Span) -
         .split(".backward(")
         .next()
         .unwrap_or_default();
-    Some(Fix {
-        title: format!("Run the update of `{loss}` first: move it before `{before}`"),
+    let title = format!("Run the update of `{loss}` first: move it before `{before}`");
+    Some(moved_up(
+        title,
+        insert,
+        format!("{block}{spacer}"),
+        (cut_from, to, text.len()),
+    ))
+}
+
+/// The fix that moves lines up: `content` inserted at `insert`, the lines `from..to` (below
+/// it, in a text of length `len`) removed.
+fn moved_up(
+    title: String,
+    insert: usize,
+    content: String,
+    (from, to, len): (usize, usize, usize),
+) -> Fix {
+    Fix {
+        title,
         applicability: Applicability::Unsafe,
         edits: vec![
             Edit {
                 range: TextRange::new(insert, insert),
-                content: format!("{block}{spacer}"),
+                content,
             },
             Edit {
-                range: TextRange::new(cut_from, to.min(text.len())),
+                range: TextRange::new(from, to.min(len)),
                 content: String::new(),
             },
         ],
-    })
+    }
 }
 
 /// A statement's text on one line (`update_params(\n    opt, loss)` as `update_params(opt,
@@ -373,24 +390,17 @@ pub(crate) fn update_call_first(
     let insert = ctx.lines.line_start(ctx.lines.line_of(calls[first].start));
     let moved = text.get(from..to)?;
     let eol = if moved.ends_with('\n') { "" } else { "\n" };
-    Some(Fix {
-        title: format!(
-            "Run this update first: move `{}` before `{}`",
-            one_line(ctx.slice(trig_stmt)),
-            one_line(ctx.slice(calls[first]))
-        ),
-        applicability: Applicability::Unsafe,
-        edits: vec![
-            Edit {
-                range: TextRange::new(insert, insert),
-                content: format!("{moved}{eol}"),
-            },
-            Edit {
-                range: TextRange::new(from, to.min(text.len())),
-                content: String::new(),
-            },
-        ],
-    })
+    let title = format!(
+        "Run this update first: move `{}` before `{}`",
+        one_line(ctx.slice(trig_stmt)),
+        one_line(ctx.slice(calls[first]))
+    );
+    Some(moved_up(
+        title,
+        insert,
+        format!("{moved}{eol}"),
+        (from, to, text.len()),
+    ))
 }
 
 #[cfg(test)]
