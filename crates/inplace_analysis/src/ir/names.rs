@@ -93,7 +93,6 @@ known! {
     DICT_ITEMS = "<dict items>",
     DROPOUT_P = "dropout_p",
     ASSIGN = "assign",
-    DUNDER_NAME = "__name__",
 }
 
 /// The interner of one file or document.
