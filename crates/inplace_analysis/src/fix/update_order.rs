@@ -407,36 +407,36 @@ pub(crate) fn update_call_first(
 mod tests {
     use super::{classify, Line};
 
+    /// Each line with the kind `classify` must give it.
+    fn check(cases: &[(&str, Line)]) {
+        for (line, kind) in cases {
+            assert_eq!(classify(line), *kind, "{line}");
+        }
+    }
+
     #[test]
     fn lines_of_an_update() {
-        assert_eq!(
-            classify("        self.qf1_optimizer.zero_grad()"),
-            Line::ZeroGrad
-        );
-        assert_eq!(
-            classify("    opt.zero_grad(set_to_none=True)  # clear"),
-            Line::ZeroGrad
-        );
-        assert_eq!(classify("    loss.backward()"), Line::Backward);
-        assert_eq!(
-            classify("    d_loss.backward(retain_graph=True)"),
-            Line::Backward
-        );
-        assert_eq!(
-            classify("    self.scaler.scale(loss).backward()"),
-            Line::Backward
-        );
-        assert_eq!(classify("    losses[\"total\"].backward()"), Line::Backward);
-        assert_eq!(classify("    scaler.unscale_(opt)"), Line::Clip);
-        assert_eq!(
-            classify("    nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"),
-            Line::Clip
-        );
-        assert_eq!(classify("    self.policy_optimizer.step()"), Line::Step);
-        assert_eq!(classify("    scaler.step(opt_g)"), Line::Step);
-        assert_eq!(classify("    scaler.update()"), Line::ScalerUpdate);
-        assert_eq!(classify("    # Update the critic."), Line::Blank);
-        assert_eq!(classify(""), Line::Blank);
+        check(&[
+            ("        self.qf1_optimizer.zero_grad()", Line::ZeroGrad),
+            (
+                "    opt.zero_grad(set_to_none=True)  # clear",
+                Line::ZeroGrad,
+            ),
+            ("    loss.backward()", Line::Backward),
+            ("    d_loss.backward(retain_graph=True)", Line::Backward),
+            ("    self.scaler.scale(loss).backward()", Line::Backward),
+            ("    losses[\"total\"].backward()", Line::Backward),
+            ("    scaler.unscale_(opt)", Line::Clip),
+            (
+                "    nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)",
+                Line::Clip,
+            ),
+            ("    self.policy_optimizer.step()", Line::Step),
+            ("    scaler.step(opt_g)", Line::Step),
+            ("    scaler.update()", Line::ScalerUpdate),
+            ("    # Update the critic.", Line::Blank),
+            ("", Line::Blank),
+        ]);
     }
 
     #[test]
@@ -471,13 +471,15 @@ mod tests {
     #[test]
     fn other_lines_end_an_update() {
         // (A name bound, a loss computed, a call whose effect is not an update's.)
-        assert_eq!(
-            classify("    norm = clip_grad_norm_(model.parameters(), 1.0)"),
-            Line::Other
-        );
-        assert_eq!(classify("    loss = criterion(out, y)"), Line::Other);
-        assert_eq!(classify("    loss.backward(); opt.step()"), Line::Other);
-        assert_eq!(classify("    ema.update()"), Line::Other);
-        assert_eq!(classify("    log(loss.item())"), Line::Other);
+        check(&[
+            (
+                "    norm = clip_grad_norm_(model.parameters(), 1.0)",
+                Line::Other,
+            ),
+            ("    loss = criterion(out, y)", Line::Other),
+            ("    loss.backward(); opt.step()", Line::Other),
+            ("    ema.update()", Line::Other),
+            ("    log(loss.item())", Line::Other),
+        ]);
     }
 }
