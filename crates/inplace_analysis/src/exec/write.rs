@@ -901,12 +901,18 @@ impl Interp<'_, '_> {
         // (Of the callers, their `self`: the object a hook keeps its list on, whose method runs
         // the model.)
         let callers = (self.outer_envs.iter().rev()).filter_map(|e| e.get(&known::SELF));
-        let mut todo: std::collections::VecDeque<(ObjId, u8)> = (self.state.env.values())
+        // (In the order the objects were made, not the names' hash order: which containers the
+        // bound below lets in must not depend on the names' ids.)
+        let mut start: Vec<ObjId> = (self.state.env.values())
             .chain(callers)
             .flatten()
-            .filter(|v| container(self, **v))
-            .map(|v| (*v, 0))
+            .copied()
+            .filter(|v| container(self, *v))
             .collect();
+        start.sort_unstable();
+        start.dedup();
+        let mut todo: std::collections::VecDeque<(ObjId, u8)> =
+            start.into_iter().map(|v| (v, 0)).collect();
         let mut visited: FxHashSet<ObjId> = FxHashSet::default();
         let mut stale: SmallVec<[(ObjId, Slot); 2]> = SmallVec::new();
         while let Some((o, depth)) = todo.pop_front() {
