@@ -105,10 +105,12 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 WriteKind::AugAssign | WriteKind::Method(_)
                     if w.call_site.is_some() && w.through_bound.is_none() =>
                 {
-                    fix::rebind_read_again(ctx, w, true).or_else(|| no_grad_unless_computed(ctx, w))
+                    fix::rebind_read_again(ctx, w, true)
+                        .or_else(|| super::no_grad_unless_computed(ctx, w))
                 }
                 // (A value computed by the call, bound to another name: out of place.)
-                _ => fix::result_out_of_place(ctx, w).or_else(|| no_grad_unless_computed(ctx, w)),
+                _ => fix::result_out_of_place(ctx, w)
+                    .or_else(|| super::no_grad_unless_computed(ctx, w)),
             };
             (message, fix)
         }
@@ -122,13 +124,4 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related,
         fix,
     })
-}
-
-/// The write under `no_grad`, unless it is part of the computation (a value that requires grad
-/// written into a leaf that is not a parameter): then out of place, or no fix.
-fn no_grad_unless_computed(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<crate::Fix> {
-    match super::computed_write_into_leaf(ctx, w) {
-        Some(fix) => fix,
-        None => fix::write_under_no_grad(ctx, w),
-    }
 }

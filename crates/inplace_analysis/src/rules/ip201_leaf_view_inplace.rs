@@ -119,10 +119,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     let helper = !w.param && !w.call_path.is_empty();
                     helper.then(|| crate::fix::clone_view_base(ctx, w))?
                 })
-                .or_else(|| match super::computed_write_into_leaf(ctx, w) {
-                    Some(fix) => fix,
-                    None => crate::fix::write_under_no_grad(ctx, w),
-                })
+                .or_else(|| super::no_grad_unless_computed(ctx, w))
         },
     })
 }

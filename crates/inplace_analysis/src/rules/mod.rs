@@ -259,13 +259,24 @@ pub(crate) fn computed_write_into_leaf(
     // (A copy of such a leaf is what the computation wants; no optimizer or module holds it.
     // The name written is copied, a view included: the leaf itself stays one, and gets its
     // gradient through the copy.)
+    if !(w.value_grad && w.own_leaf && !w.under_no_grad) {
+        return None;
+    }
     let copyable = Write {
         into_leaf: false,
         view_origin: None,
         ..w.clone()
     };
-    (w.value_grad && w.own_leaf && !w.under_no_grad)
-        .then(|| out_of_place(ctx, &copyable, crate::Applicability::Unsafe))
+    Some(out_of_place(ctx, &copyable, crate::Applicability::Unsafe))
+}
+
+/// The write under `no_grad`, unless it is part of the computation (see
+/// [`computed_write_into_leaf`]): then out of place, or no fix.
+pub(crate) fn no_grad_unless_computed(ctx: &RenderCtx<'_>, w: &Write) -> Option<crate::Fix> {
+    match computed_write_into_leaf(ctx, w) {
+        Some(fix) => fix,
+        None => crate::fix::write_under_no_grad(ctx, w),
+    }
 }
 
 /// The fix that rewrites a write out of place, when its kind has one; else a write into a
