@@ -89,6 +89,59 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 })
                 .or_else(|| crate::fix::loop_list_out_of_place(ctx, w))
                 .or_else(|| crate::fix::lambda_result_out_of_place(ctx, w, applicability)),
-        },
+        }
+        .and_then(|fix| with_copies_of_saved_reads(ctx, ev, fix)),
     })
+}
+
+/// The same write also clobbers what an op in the value it stores saved of the written
+/// tensor (`out[:, i:i + 1].add_(F.relu(conv(out[:, i - 1:i])))` on a ReLU's output): a copy of
+/// the output alone leaves the conv's saved row stale, so the op reads a copy too.
+fn with_copies_of_saved_reads(
+    ctx: &RenderCtx<'_>,
+    ev: &Event,
+    mut fix: crate::finding::Fix,
+) -> Option<crate::finding::Fix> {
+    let Event::Clobber { write, save, .. } = *ev else {
+        return Some(fix);
+    };
+    let w = ctx.unit.writes.get(write as usize)?;
+    // (A rewrite of the write itself stores without writing: nothing saved goes stale.)
+    let at = ctx.range(w.range)?;
+    if (fix.edits.iter()).any(|e| e.range.start < at.end && at.start < e.range.end) {
+        return Some(fix);
+    }
+    let others = (ctx.unit.events.iter()).filter_map(|other| match *other {
+        Event::Clobber {
+            write: ow,
+            save: os,
+            ..
+        } if ow == write && os != save => Some(os),
+        _ => None,
+    });
+    let mut inputs: Vec<crate::domain::SaveId> = others
+        .filter(|os| ctx.unit.saves.get(os).is_some_and(|s| !s.output))
+        .collect();
+    inputs.sort_unstable();
+    inputs.dedup();
+    let Some(reads) = (inputs.iter())
+        .find_map(|sid| crate::fix::clone_reads_in_value(ctx, w, (*sid, ctx.unit.saves.get(sid)?)))
+    else {
+        return Some(fix);
+    };
+    for e in reads.edits {
+        if !fix.edits.contains(&e) {
+            fix.edits.push(e);
+        }
+    }
+    fix.edits.sort_by_key(|e| (e.range.start, e.range.end));
+    fix.title = format!("{}, and {}", fix.title, lowercase_first(&reads.title));
+    Some(fix)
+}
+
+fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_lowercase().chain(c).collect())
+        .unwrap_or_default()
 }
