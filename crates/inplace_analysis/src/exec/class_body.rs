@@ -15,7 +15,7 @@
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{ClassId, Expr, ExprId, ItemId, Name, Span, Stmt};
+use crate::ir::{Expr, ExprId, ItemId, List, Name, Span, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -26,11 +26,11 @@ type Field = (Name, Option<(ItemId, crate::ir::ExprId)>);
 const MAX_BASES: usize = 8;
 
 impl Interp<'_, '_> {
-    /// Run a class's decorators of the program's own code on it, innermost first, for what
-    /// they do (`@register` filling a registry, `@MODELS.register()`); the name keeps the class
-    /// (a registering decorator gives it back). A decorator the analysis cannot see is skipped.
-    pub(super) fn apply_class_decorators(&mut self, c: Code<'_>, k: ClassId, class: ObjId) {
-        let decorators = c.body.class(k).decorators;
+    /// Run a class's or function's decorators of the program's own code on it, innermost
+    /// first, for what they do (`@register` filling a registry, `@MODELS.register()`,
+    /// `@register_model`); the name keeps the definition (a registering decorator gives it
+    /// back). A decorator the analysis cannot see is skipped.
+    pub(super) fn apply_decorators(&mut self, c: Code<'_>, decorators: List, class: ObjId) {
         let found: Vec<(ExprId, Vals)> = c
             .body
             .exprs_of(decorators)

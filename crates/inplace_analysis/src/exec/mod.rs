@@ -952,11 +952,22 @@ impl<'p, 't> Interp<'p, 't> {
         }
         let id = item.id;
         if let (ItemKind::Function, Some(name)) = (item.kind(), item.name) {
-            // Defining a function binds its name; its body is read when it is called.
+            // Defining a function binds its name; its body is read when it is called, or now
+            // when a decorator of the program's own code registers it (`@register_model`).
+            let decorated = self.decorated_by_own_code(i);
             let o = self.alloc(Obj::Func(self.prog.item_def(id)));
             self.state.env.insert(name, smallvec![o]);
             self.state.bound_at.remove(&name);
             self.state.stale.remove(&name);
+            if let Some(body) = decorated.then(|| self.body_of(id)).flatten() {
+                if let Some(f) = body.root_def() {
+                    let c = Code {
+                        body: &body,
+                        item: id,
+                    };
+                    self.apply_decorators(c, body.func(f).applied, o);
+                }
+            }
             return;
         }
         let Some(body) = self.body_of(id) else {
@@ -967,6 +978,34 @@ impl<'p, 't> Interp<'p, 't> {
             item: id,
         };
         self.exec_block(c, body.root);
+    }
+
+    /// Whether a module-level function item (by position) has a decorator whose first name
+    /// holds the program's own code (a function, class or instance of it), read from the
+    /// item's text without lowering it: most decorators are torch's or a library's.
+    fn decorated_by_own_code(&self, i: usize) -> bool {
+        let o = &self.prog.items[i].outline;
+        let text = &self.prog.text[o.start as usize..o.end as usize];
+        (text.lines())
+            .map(str::trim_start)
+            .take_while(|l| l.starts_with('@'))
+            .any(|l| {
+                let root = l[1..].trim_start();
+                let end = (root.find(|ch: char| !(ch.is_alphanumeric() || ch == '_')))
+                    .unwrap_or(root.len());
+                (self.names.get(&root[..end]))
+                    .and_then(|n| self.state.env.get(&n))
+                    .is_some_and(|vals| vals.iter().any(|v| self.own_code(*v)))
+            })
+    }
+
+    /// A function, class or instance of the program's own code.
+    fn own_code(&self, v: ObjId) -> bool {
+        match self.obj(v) {
+            Obj::Func(_) | Obj::Bound(..) | Obj::Class(_) => true,
+            Obj::Module(m) => m.local.is_some(),
+            _ => false,
+        }
     }
 
     /// What the module unit leaves for the function units, and what it observed.

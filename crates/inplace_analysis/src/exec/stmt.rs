@@ -73,13 +73,14 @@ impl Interp<'_, '_> {
                 let o = self.new_func(def);
                 let name = c.body.func(f).name;
                 self.bind_name(c, name, None, smallvec![o], None);
+                self.apply_decorators(c, c.body.func(f).applied, o);
             }
             Stmt::Class(k) => {
                 let class = self.class_ref(c, k);
                 let name = class.name;
                 let o = self.alloc(Obj::Class(Arc::new(class)));
                 self.bind_name(c, name, None, smallvec![o], None);
-                self.apply_class_decorators(c, k, o);
+                self.apply_decorators(c, c.body.class(k).decorators, o);
             }
             Stmt::Import(list) => self.exec_import(c, list),
             Stmt::Break | Stmt::Continue => {

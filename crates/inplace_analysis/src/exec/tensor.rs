@@ -1355,6 +1355,14 @@ impl Interp<'_, '_> {
                 let name = k.name;
                 smallvec![self.alloc(Obj::Str(name))]
             }
+            // `fn.__name__` (a registry of functions: `@register_model`).
+            Obj::Func(def) if self.name(attr) == "__name__" => {
+                let def = *def;
+                match self.resolve_def(def) {
+                    Some((body, f)) => smallvec![self.alloc(Obj::Str(body.func(f).name))],
+                    None => smallvec![self.alloc(Obj::Unknown)],
+                }
+            }
             Obj::Class(k) => match self.find_method(k, attr) {
                 Some(def) => smallvec![self.alloc(Obj::Func(def))],
                 // `relu = MyReLU.apply`: bound to its class, applied when called.

@@ -498,6 +498,8 @@ pub struct FuncDef {
     pub lambda: bool,
     pub generator: bool,
     pub decorators: Decorators,
+    /// Its decorators' expressions, in source order (`@register_model`, `@torch.no_grad()`).
+    pub applied: List,
     pub owner: Owner,
     /// The whole definition, decorators included.
     pub span: Rel,

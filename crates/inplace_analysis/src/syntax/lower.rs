@@ -449,7 +449,11 @@ impl Lowerer<'_> {
             None => known::EMPTY,
         };
         let mut flags = Decorators::default();
+        let mut applied = Vec::new();
         for d in decorators.unwrap_or(&[]) {
+            if let Some(e) = named_children(*d).into_iter().next() {
+                applied.push(self.expr(e).0);
+            }
             let t = self.text(*d);
             flags.staticmethod |= t.contains("staticmethod");
             flags.classmethod |= t.contains("classmethod");
@@ -461,6 +465,7 @@ impl Lowerer<'_> {
             flags.setter |= t.contains(".setter");
             flags.deleter |= t.contains(".deleter");
         }
+        let applied = self.list(&applied);
         let params = self.params(n.field("parameters"));
         let saved_owner = std::mem::replace(&mut self.owner, Owner::None);
         let owner = if lambda { Owner::None } else { saved_owner };
@@ -483,6 +488,7 @@ impl Lowerer<'_> {
             lambda,
             generator: generator && !lambda,
             decorators: flags,
+            applied,
             owner,
             span: self.rel(whole),
             lines,
