@@ -178,7 +178,7 @@ impl Interp<'_, '_> {
                 _ => None,
             })
             .collect();
-        let attrs: Vec<(Name, Vals)> = match self.obj(ctx) {
+        let mut attrs: Vec<(Name, Vals)> = match self.obj(ctx) {
             Obj::Module(m) => (m.attrs.iter())
                 .filter(|(n, _)| {
                     ![
@@ -193,6 +193,8 @@ impl Interp<'_, '_> {
                 .collect(),
             _ => return Vec::new(),
         };
+        // (By the names' text: the order of the saves decides which one a finding names.)
+        attrs.sort_unstable_by(|a, b| self.name(a.0).cmp(self.name(b.0)));
         let mut out = Vec::new();
         for (name, vals) in attrs {
             let mut flat = Vals::new();

@@ -1195,7 +1195,7 @@ impl Interp<'_, '_> {
         }
         match self.obj(m) {
             Obj::Module(module) => {
-                for vals in module.attrs.values() {
+                for vals in self.attrs_in_creation_order(&module.attrs) {
                     for v in vals {
                         self.module_params(*v, out, seen);
                     }
@@ -1212,6 +1212,21 @@ impl Interp<'_, '_> {
             }
             _ => {}
         }
+    }
+
+    /// An object's attribute values in the order their objects were made (ties, one object
+    /// under two names, by the names' text), as torch registers them: never the names' hash
+    /// order, which the interner's ids decide (a walk bounded by a count, or a list of
+    /// `parameters()` indexed by position, would depend on it).
+    pub(crate) fn attrs_in_creation_order<'m>(
+        &self,
+        attrs: &'m FxHashMap<Name, Vals>,
+    ) -> Vec<&'m Vals> {
+        let mut order: Vec<(Option<ObjId>, &str, &'m Vals)> = (attrs.iter())
+            .map(|(n, vals)| (vals.iter().min().copied(), self.name(*n), vals))
+            .collect();
+        order.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        order.into_iter().map(|(.., vals)| vals).collect()
     }
 
     /// `model.named_parameters()`: each module of the tree, in the order `named_modules()` lists

@@ -151,8 +151,16 @@ impl Interp<'_, '_> {
                 let id = self.alloc(Obj::Unknown);
                 memo.insert(v, id);
                 let mut copy = (*m).clone();
-                for vals in copy.attrs.values_mut() {
-                    *vals = vals.iter().map(|x| self.copy_obj(*x, memo)).collect();
+                // (Copied in the order the originals were made, so that the copies keep it.)
+                let mut names: Vec<(Option<ObjId>, Name)> = (m.attrs.iter())
+                    .map(|(n, vals)| (vals.iter().min().copied(), *n))
+                    .collect();
+                names.sort_unstable_by(|a, b| (a.0, self.name(a.1)).cmp(&(b.0, self.name(b.1))));
+                for (_, n) in names {
+                    if let Some(vals) = copy.attrs.get(&n).cloned() {
+                        let copied = vals.iter().map(|x| self.copy_obj(*x, memo)).collect();
+                        copy.attrs.insert(n, copied);
+                    }
                 }
                 copy.children = (m.children.iter())
                     .map(|x| self.copy_obj(*x, memo))

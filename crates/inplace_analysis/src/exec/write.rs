@@ -932,7 +932,18 @@ impl Interp<'_, '_> {
                     if children && depth < 2 {
                         todo.extend(m.children.iter().map(|ch| (*ch, depth + 1)));
                     }
-                    m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect()
+                    // (In the order the held objects were made: under the bound, which slots
+                    // are reached must not rest on the names' hash order.)
+                    let mut slots: SmallVec<[(Slot, &Vals); 8]> =
+                        m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect();
+                    slots.sort_unstable_by_key(|(slot, vs)| {
+                        let name = match slot {
+                            Slot::Attr(a) => self.name(*a),
+                            _ => "",
+                        };
+                        (vs.iter().min().copied(), name)
+                    });
+                    slots
                 }
                 _ => SmallVec::new(),
             };
