@@ -1249,7 +1249,7 @@ impl Interp<'_, '_> {
                     _ => None,
                 })
                 .collect();
-            own.sort_unstable();
+            own.sort_unstable_by(|a, b| (a.0, self.name(a.1)).cmp(&(b.0, self.name(b.1))));
             for (p, n) in own {
                 if seen.insert(p) {
                     let attr = self.name(n);
@@ -1320,10 +1320,13 @@ impl Interp<'_, '_> {
         let Obj::Module(module) = self.obj(m) else {
             return Vec::new();
         };
+        // (A module under two names: the first by text, not by the names' hash order.)
         let key_of = |c: ObjId| {
             (module.attrs.iter())
-                .find(|(_, vs)| vs.as_slice() == [c])
-                .map(|(n, _)| self.name(*n).to_string())
+                .filter(|(_, vs)| vs.as_slice() == [c])
+                .map(|(n, _)| self.name(*n))
+                .min()
+                .map(str::to_string)
         };
         let mut subs: Vec<(String, ObjId)> = (module.children.iter().enumerate())
             .filter(|(_, c)| matches!(self.obj(**c), Obj::Module(_)))
@@ -1334,7 +1337,7 @@ impl Interp<'_, '_> {
             .filter(|(_, v)| matches!(self.obj(*v), Obj::Module(_)) && !module.children.contains(v))
             .map(|(n, v)| (self.name(n).to_string(), v))
             .collect();
-        attrs.sort_by_key(|(_, v)| *v);
+        attrs.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
         subs.extend(attrs);
         subs
     }

@@ -164,6 +164,9 @@ impl Interp<'_, '_> {
                     roots.extend(kept.iter().copied());
                 }
             }
+            // (In the order the objects were made: the walk's order decides which save a
+            // finding names.)
+            roots[vals.len()..].sort_unstable();
             // (A loss a `backward()` already ran from, returned for logging, `return d_loss,
             // g_loss` of a training step, is no graph the caller goes on to differentiate.)
             if !self.backpropagated.is_empty() {
