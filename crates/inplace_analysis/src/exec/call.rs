@@ -1030,6 +1030,10 @@ impl Interp<'_, '_> {
             backward_hook: None,
         };
         let obj = self.alloc(Obj::Module(Box::new(module)));
+        let made = self.made.entry(class.loc).or_default();
+        if made.len() < 8 {
+            made.push(obj);
+        }
         if let Some(init) = self.find_method(class, known::INIT) {
             self.inline(init, Some(obj), args, call);
         } else if self.init_record(obj, class, args, call) {

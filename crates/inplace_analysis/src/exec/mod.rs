@@ -246,6 +246,8 @@ pub(crate) struct Frozen {
     pub loose_attrs: Arc<FxHashMap<(ObjId, Name), ObjId>>,
     /// The instance each class's methods run on (built once, after the module).
     pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
+    /// [`Interp::made`] of the module unit.
+    pub made: Arc<FxHashMap<ClassLoc, SmallVec<[ObjId; 2]>>>,
     /// The globals of each imported project module, by its dotted name.
     pub modules: Arc<FxHashMap<Name, Arc<Env>>>,
     /// The integer constants' objects and values (`base = [64, "M", 128]` read by a function
@@ -430,6 +432,8 @@ pub(crate) struct Interp<'p, 't> {
     /// the program).
     pub read_from_slot: FxHashMap<ObjId, (ObjId, usize, Option<i64>)>,
     pub instances: FxHashMap<ClassLoc, ObjId>,
+    /// The instances of each class of the program that its own code made (the first few).
+    pub made: FxHashMap<ClassLoc, SmallVec<[ObjId; 2]>>,
     /// Imported project modules whose body has run: their globals.
     pub modules: FxHashMap<Name, Arc<Env>>,
     /// Modules whose body is running, with the depth of `outer_envs` it runs at.
@@ -620,6 +624,7 @@ impl<'p, 't> Interp<'p, 't> {
             elements_at: FxHashMap::default(),
             read_from_slot: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
+            made: FxHashMap::default(),
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),
             assign_rhs: None,
@@ -1021,6 +1026,7 @@ impl<'p, 't> Interp<'p, 't> {
             globals,
             loose_attrs: Arc::new(std::mem::take(&mut self.loose_attrs)),
             instances: Arc::new(std::mem::take(&mut self.instances)),
+            made: Arc::new(std::mem::take(&mut self.made)),
             modules: Arc::new(std::mem::take(&mut self.modules)),
             ints: Arc::new(std::mem::take(&mut self.ints)),
             int_values: Arc::new(std::mem::take(&mut self.int_values)),
@@ -1056,6 +1062,12 @@ impl<'p, 't> Interp<'p, 't> {
             // A method analysed on its own may be called in either mode, whatever the
             // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
             self.forget_training_mode(instance);
+            // Every instance the program made of it is frozen (a backbone under an adapter,
+            // a teacher): its methods run frozen too, no backward reaches its parameters.
+            let made = frozen.made.get(&class.loc);
+            if made.is_some_and(|m| !m.is_empty() && m.iter().all(|o| self.all_frozen(*o))) {
+                self.freeze_tree(instance);
+            }
         }
         let out = self.output();
         (self.freeze(frozen.globals.clone()), out)

@@ -1579,6 +1579,22 @@ impl Interp<'_, '_> {
         smallvec![params]
     }
 
+    /// Whether a module has parameters and every one of them is frozen.
+    pub(super) fn all_frozen(&self, m: ObjId) -> bool {
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        !params.is_empty() && params.iter().all(|p| self.frozen.contains(p))
+    }
+
+    /// Every parameter of a module's tree frozen (`requires_grad_(False)`).
+    pub(super) fn freeze_tree(&mut self, m: ObjId) {
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        for p in params {
+            self.set_requires_grad(p, false);
+        }
+    }
+
     /// `self.gru.requires_grad_(False)`: every parameter of the tree frozen, as the
     /// tensor-level call freezes one; `requires_grad_()` / `(True)` unfreezes them. The
     /// module itself is returned.
