@@ -644,6 +644,16 @@ impl Interp<'_, '_> {
         // `return x, coords`.)
         let returns = &self.flat_tensors(returns);
         for w in first_write..self.writes.len() {
+            // (An optimizer step is meant to be seen wherever the parameters are kept, as in
+            // the caller's own code; its snapshots are marked apart.)
+            if matches!(
+                self.writes[w].kind,
+                crate::events::WriteKind::Step
+                    | crate::events::WriteKind::Renorm
+                    | crate::events::WriteKind::LoadState
+            ) {
+                continue;
+            }
             let t = self.write_targets[w];
             // (A `.data` alias too, as in the callee's own names; not a parameter's.)
             let followed = |it: &Self, tt: &TensorObj| tt.counter || it.names_data_of_non_leaf(tt);
