@@ -797,15 +797,52 @@ impl Interp<'_, '_> {
     /// Whether expression `e` is a masking value: negative infinity (`-float("inf")`,
     /// `float("-inf")`, `-math.inf`), the least finite value (`torch.finfo(x.dtype).min`), or a
     /// large negative constant (`-1e9`, `-10000.0`).
+    /// A constant held by an attribute or a name (`self._mask_value = -float("inf")` in the
+    /// class, `NEG_INF = -1e9` at module level) counts when each assignment of it in the
+    /// class's (or the module's top-level) text is one.
     pub(super) fn masking_value(&self, c: Code<'_>, e: ExprId) -> bool {
-        let text: String = (self.prog.text_of(c.span(e)).chars())
-            .filter(|ch| !ch.is_whitespace())
-            .collect::<String>()
-            .to_ascii_lowercase();
-        let negative = text.starts_with('-') || text.contains("\"-inf") || text.contains("'-inf");
-        (negative && text.replace("finfo", "").contains("inf"))
-            || (text.contains("finfo") && text.ends_with(".min"))
-            || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
+        if masking_text(self.prog.text_of(c.span(e))) {
+            return true;
+        }
+        let Some(item) = self.prog.item(c.item) else {
+            return false;
+        };
+        let text_of = |o: &crate::syntax::outline::OutlineItem| {
+            (self.prog.text)
+                .get(o.start as usize..o.end as usize)
+                .unwrap_or("")
+        };
+        // (Each assignment of the constant in these texts: indented ones too, or not.)
+        let (target, texts): (String, [(&str, bool); 2]) = match *c.expr(e) {
+            Expr::Attr { value, attr, .. } => match *c.expr(value) {
+                Expr::Name { name, .. } if name == known::SELF => {
+                    let Some(class) = (item.parent()).and_then(|p| self.prog.items.get(p as usize))
+                    else {
+                        return false;
+                    };
+                    let t = text_of(&class.outline);
+                    (format!("self.{}", self.name(attr)), [(t, true), ("", true)])
+                }
+                _ => return false,
+            },
+            Expr::Name { name, .. } => {
+                let top = (self.prog.text).get(..self.prog.entry_end()).unwrap_or("");
+                let own = text_of(&item.outline);
+                (self.name(name).to_string(), [(own, true), (top, false)])
+            }
+            _ => return false,
+        };
+        let values: Vec<&str> = (texts.iter())
+            .flat_map(|(text, indented)| {
+                let target = target.as_str();
+                text.lines().filter_map(move |line| {
+                    let line = if *indented { line.trim_start() } else { line };
+                    let rest = line.strip_prefix(target)?.trim_start().strip_prefix('=')?;
+                    (!rest.starts_with('=')).then_some(rest)
+                })
+            })
+            .collect();
+        !values.is_empty() && values.iter().all(|v| masking_text(v))
     }
 
     /// Names bound to a view of `base` that shows some of its `part` a write `wid` changed
@@ -1229,4 +1266,17 @@ fn entry_spelling(read: &str) -> String {
         }
         _ => read.to_string(),
     }
+}
+
+/// Whether an expression's text is a masking value (see [`Interp::masking_value`]).
+fn masking_text(text: &str) -> bool {
+    let text: String = (text.chars())
+        .filter(|ch| !ch.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let text = text.split('#').next().unwrap_or("");
+    let negative = text.starts_with('-') || text.contains("\"-inf") || text.contains("'-inf");
+    (negative && text.replace("finfo", "").contains("inf"))
+        || (text.contains("finfo") && text.ends_with(".min"))
+        || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
 }

@@ -537,7 +537,8 @@ pub(crate) fn inplace_false(
 /// write was moved to `.data` to silence autograd's error: pytorch#96110). Anything else
 /// (`y.data.clamp_(0, 1)`, `round_`, `copy_`, `fill_`) keeps the values the write made and the
 /// gradient autograd computed before it, a straight-through estimator (what such a `.data`
-/// write is used for): `y = y.clamp(0, 1).detach() + (y - y.detach())`.
+/// write is used for): `y = y.clamp(0, 1).detach() + (y - y.detach())`. A mask
+/// (`masked_fill_`, `index_fill_`) is written as itself: masked places get no gradient.
 pub(crate) fn data_write_out_of_place(
     ctx: &RenderCtx<'_>,
     w: &crate::events::Write,
@@ -556,7 +557,20 @@ pub(crate) fn data_write_out_of_place(
     let (target, value, arithmetic) = match (w.kind, *body.stmt(s.stmt)) {
         (WriteKind::Method(name), Stmt::Expr(call)) if Some(call) == w.call => {
             let base = ctx.name(name).strip_suffix('_')?;
-            let arithmetic = matches!(base, "add" | "sub" | "mul" | "div" | "true_divide" | "pow");
+            // (A mask, too: masked places are meant to carry no gradient, which the plain
+            // op gives them, mozilla/TTS's attention; a straight-through copy of the `.data`
+            // write would keep the wrong gradient it is reported for.)
+            let arithmetic = matches!(
+                base,
+                "add"
+                    | "sub"
+                    | "mul"
+                    | "div"
+                    | "true_divide"
+                    | "pow"
+                    | "masked_fill"
+                    | "index_fill"
+            );
             let Expr::Call { func, args } = *body.expr(call) else {
                 return None;
             };

@@ -44,7 +44,9 @@
 //! **Fix.** For memory saved through `.data`: save a copy there, `x.detach().clone()`.
 //! Otherwise out of place. Arithmetic is written as itself, so the gradient goes through it
 //! (`wav.data /= wsq` -> `wav = wav / wsq`: a `.data` write of arithmetic is how code silences
-//! autograd's error, pytorch#96110). Other writes keep the values they made and the gradient
+//! autograd's error, pytorch#96110), and so is a mask (`alpha.data.masked_fill_(~m, 1e-8)` ->
+//! `alpha = alpha.masked_fill(~m, 1e-8)`: the masked places get no gradient, as a mask means).
+//! Other writes keep the values they made and the gradient
 //! autograd computed without them, a straight-through estimator (what such a `.data` write is
 //! used for): `y.data.clamp_(0, 1)` -> `y = y.clamp(0, 1).detach() + (y - y.detach())`. When
 //! the tensor is a parameter that
