@@ -1124,9 +1124,16 @@ impl Interp<'_, '_> {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
                     let index = list_index;
-                    match index_at(index, items.len()) {
-                        Some(k) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
-                        None => self.read_any_slot(b, c.span(e)),
+                    match (index_at(index, items.len()), index) {
+                        (Some(k), _) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
+                        // (A slice reads the slots it covers: `outs[:-1]` not the last.)
+                        (None, Index::Range(lo, hi)) => {
+                            let (lo, hi) = super::slice_bounds(lo, hi, items.len());
+                            for k in lo..hi {
+                                self.read_slot(b, Slot::At(k as u32), c.span(e));
+                            }
+                        }
+                        (None, _) => self.read_any_slot(b, c.span(e)),
                     }
                     self.steps += items.iter().map(|i| i.len() as u64).sum::<u64>() / 16;
                     if self.seq_element(b, &items, index, &mut out) {

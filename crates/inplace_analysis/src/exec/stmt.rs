@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Turns of a `range` loop with known bounds that run one by one whatever its body does.
+const SHORT_LOOP: i64 = 4;
+
 impl Interp<'_, '_> {
     pub fn exec_block(&mut self, c: Code<'_>, block: Block) {
         if self.depth > MAX_DEPTH {
@@ -604,8 +607,12 @@ impl Interp<'_, '_> {
             return None;
         }
         let key = c.span(iter.get()?);
-        self.indexes_by_position(c, key, body, k)
-            .then(|| (lo..hi).collect())
+        // (A loop of a few turns runs each of them too, `for i in range(2)`: what it appends
+        // is then where each turn put it, the last turn's last.)
+        // (Not one that branches: a flag the same at every turn is followed by the loop run
+        // as a whole, each turn taking the same side.)
+        let short = hi - lo <= SHORT_LOOP && !branches(c.body, body);
+        (short || self.indexes_by_position(c, key, body, k)).then(|| (lo..hi).collect())
     }
 
     /// `range(n)` / `range(lo, hi)` with bounds known before running: `(lo, hi)`.
@@ -814,4 +821,14 @@ fn loop_names(c: Code<'_>, t: ExprId, path: &mut Path, out: &mut SmallVec<[(Name
         }
         _ => {}
     }
+}
+
+/// Whether a block holds a branch (`if`, `match`, `while`, `try`), at any depth.
+fn branches(body: &crate::ir::Body, block: Block) -> bool {
+    body.stmts_of(block).any(|s| {
+        matches!(
+            body.stmt(s),
+            Stmt::If { .. } | Stmt::Match { .. } | Stmt::While { .. } | Stmt::Try(_)
+        ) || body.inner_blocks(s).into_iter().any(|b| branches(body, b))
+    })
 }

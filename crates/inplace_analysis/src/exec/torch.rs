@@ -690,12 +690,16 @@ impl Interp<'_, '_> {
                     .unwrap_or(0);
                 self.enumerate(&first, start)
             }
-            "zip" if let Some(tuples) = self.zip_slots(args) => {
+            "zip" if let Some((tuples, exact)) = self.zip_slots(args) => {
                 let slots = tuples
                     .into_iter()
                     .map(|t| smallvec![self.alloc(Obj::Seq(t))])
                     .collect();
-                smallvec![self.alloc(Obj::Seq(slots))]
+                let zipped = self.alloc(Obj::Seq(slots));
+                if exact {
+                    self.exact_seqs.insert(zipped);
+                }
+                smallvec![zipped]
             }
             "zip" => {
                 let mut cols = Vec::new();
@@ -831,7 +835,9 @@ impl Interp<'_, '_> {
     /// the shortest list: known lists of different lengths are cut only where each is exact (its
     /// slots are its elements). `None` otherwise (then one tuple stands for all, each place any
     /// element).
-    fn zip_slots(&mut self, args: &Args) -> Option<Vec<Vec<Vals>>> {
+    /// With whether every tuple is there, one per turn (each argument known exactly, of one
+    /// length: `zip(self.resnets, self.attentions)`).
+    fn zip_slots(&mut self, args: &Args) -> Option<(Vec<Vec<Vals>>, bool)> {
         if !args.keywords.is_empty() || args.positional.len() < 2 {
             return None;
         }
@@ -859,12 +865,16 @@ impl Interp<'_, '_> {
                         params = true;
                         Some(tensors.iter().map(|t| smallvec![*t]).collect())
                     }
+                    // `zip(self.resnets, self.attentions)`: a `ModuleList`'s children, in order.
+                    Obj::Module(m) if !m.children.is_empty() => {
+                        Some(m.children.iter().map(|ch| smallvec![*ch]).collect())
+                    }
                     _ => None,
                 },
                 _ => None,
             };
             let inexact = known.is_some()
-                && !matches!(v.as_slice(), [one] if self.exact_seqs.contains(one) || matches!(self.obj(*one), Obj::Params { .. }));
+                && !matches!(v.as_slice(), [one] if self.exact_seqs.contains(one) || matches!(self.obj(*one), Obj::Params { .. } | Obj::Module(_)));
             columns.push(known.ok_or_else(|| self.elements(v)).map(|k| (k, inexact)));
         }
         // (Beside the parameters, a list whose slots may stand for several elements, built by a
@@ -887,18 +897,19 @@ impl Interp<'_, '_> {
         if !(2..=32).contains(&n) || (!all_exact && lens.iter().any(|l| *l != n)) {
             return None;
         }
-        Some(
-            (0..n)
-                .map(|i| {
-                    (columns.iter())
-                        .map(|c| match c {
-                            Ok(slots) => slots[i].clone(),
-                            Err(any) => any.clone(),
-                        })
-                        .collect()
-                })
-                .collect(),
-        )
+        let exact =
+            !params && all_exact && lens.len() == columns.len() && lens.iter().all(|l| *l == n);
+        let tuples = (0..n)
+            .map(|i| {
+                (columns.iter())
+                    .map(|c| match c {
+                        Ok(slots) => slots[i].clone(),
+                        Err(any) => any.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Some((tuples, exact))
     }
 
     /// `enumerate(xs)`: pairs of an index and an element.
