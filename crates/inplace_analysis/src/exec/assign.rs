@@ -121,6 +121,28 @@ impl Interp<'_, '_> {
                 self.bind_attribute(c, target, value, attr, vals, stmt)
             }
             Expr::Subscript { value, sub } => {
+                // `model.__dict__["_optimizer"] = opt`: an attribute set by its name (a
+                // literal: a name computed at run time, torchrl's `self.__dict__[module_name]`
+                // hiding a module from `parameters()`, is left as it was).
+                let parts = c.body.subscripts[sub as usize].parts;
+                let literal = matches!(c.body.exprs_of(parts).collect::<SmallVec<[ExprId; 2]>>().as_slice(),
+                    [k] if matches!(c.expr(*k), Expr::Str(_)));
+                if let (
+                    Expr::Attr {
+                        value: owner, attr, ..
+                    },
+                    true,
+                ) = (*c.expr(value), literal)
+                {
+                    if self.name(attr) == "__dict__" {
+                        if let Some(key) = self.index_of(c, sub).key {
+                            for o in self.eval(c, owner) {
+                                self.set_attribute(c, target, o, key, vals.clone(), stmt);
+                            }
+                            return;
+                        }
+                    }
+                }
                 self.bind_subscript(c, target, value, sub, vals, stmt)
             }
             Expr::Seq { items, .. } => {

@@ -269,6 +269,18 @@ impl Interp<'_, '_> {
                 return Some(v);
             }
         }
+        // `types.MethodType(f, obj)`: `f` bound to `obj`, a method patched onto it at run
+        // time (as a partial with `obj` first).
+        if p == "types.MethodType" {
+            if let [(func, _), (obj, _)] = args.positional.as_slice() {
+                let bound = Obj::Partial {
+                    func: func.clone(),
+                    positional: vec![obj.clone()],
+                    keywords: Vec::new(),
+                };
+                return Some(smallvec![self.alloc(bound)]);
+            }
+        }
         if p == "functools.partial" {
             let Some((func, rest)) = args.positional.split_first() else {
                 return Some(smallvec![self.alloc(Obj::Unknown)]);
