@@ -122,11 +122,15 @@ impl Interp<'_, '_> {
             }
             Expr::Subscript { value, sub } => {
                 // `model.__dict__["_optimizer"] = opt`: an attribute set by its name (a
-                // literal: a name computed at run time, torchrl's `self.__dict__[module_name]`
-                // hiding a module from `parameters()`, is left as it was).
+                // literal: a name computed at run time, torchrl's `self.__dict__[module_name]`,
+                // is left as it was). Not a module or a tensor: put there, torch does not
+                // register it (a teacher hidden from `parameters()`), which setting the
+                // attribute would.
                 let parts = c.body.subscripts[sub as usize].parts;
                 let literal = matches!(c.body.exprs_of(parts).collect::<SmallVec<[ExprId; 2]>>().as_slice(),
-                    [k] if matches!(c.expr(*k), Expr::Str(_)));
+                    [k] if matches!(c.expr(*k), Expr::Str(_)))
+                    && !(vals.iter())
+                        .any(|v| matches!(self.obj(*v), Obj::Module(_) | Obj::Tensor(_)));
                 if let (
                     Expr::Attr {
                         value: owner, attr, ..

@@ -1042,7 +1042,7 @@ impl Interp<'_, '_> {
         let obj = self.alloc(Obj::Module(Box::new(module)));
         let made = self.made.entry(class.loc).or_default();
         if made.len() < 8 {
-            made.push(obj);
+            made.push((obj, call));
         }
         if let Some(init) = self.find_method(class, known::INIT) {
             self.inline(init, Some(obj), args, call);

@@ -48,7 +48,11 @@ impl Interp<'_, '_> {
                 positional: vec![(smallvec![class], None)],
                 keywords: Vec::new(),
             };
-            self.call_one_of(c, d, &callees, &args);
+            // (One that gives back something else, a wrapper, stops the outer ones: they
+            // would register the wrapper, not what the name keeps.)
+            if !self.call_one_of(c, d, &callees, &args).contains(&class) {
+                break;
+            }
         }
     }
 

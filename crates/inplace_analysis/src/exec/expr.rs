@@ -1126,8 +1126,9 @@ impl Interp<'_, '_> {
                     let index = list_index;
                     match (index_at(index, items.len()), index) {
                         (Some(k), _) => self.read_slot(b, Slot::At(k as u32), c.span(e)),
-                        // (A slice reads the slots it covers: `outs[:-1]` not the last.)
-                        (None, Index::Range(lo, hi)) => {
+                        // (A slice reads the slots it covers: `outs[:-1]` not the last; of
+                        // a list whose slots are its elements, one by one.)
+                        (None, Index::Range(lo, hi)) if self.exact_seqs.contains(&b) => {
                             let (lo, hi) = super::slice_bounds(lo, hi, items.len());
                             for k in lo..hi {
                                 self.read_slot(b, Slot::At(k as u32), c.span(e));

@@ -247,7 +247,7 @@ pub(crate) struct Frozen {
     /// The instance each class's methods run on (built once, after the module).
     pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
     /// [`Interp::made`] of the module unit.
-    pub made: Arc<FxHashMap<ClassLoc, SmallVec<[ObjId; 2]>>>,
+    pub made: Arc<FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>>,
     /// The globals of each imported project module, by its dotted name.
     pub modules: Arc<FxHashMap<Name, Arc<Env>>>,
     /// The integer constants' objects and values (`base = [64, "M", 128]` read by a function
@@ -432,8 +432,12 @@ pub(crate) struct Interp<'p, 't> {
     /// the program).
     pub read_from_slot: FxHashMap<ObjId, (ObjId, usize, Option<i64>)>,
     pub instances: FxHashMap<ClassLoc, ObjId>,
-    /// The instances of each class of the program that its own code made (the first few).
-    pub made: FxHashMap<ClassLoc, SmallVec<[ObjId; 2]>>,
+    /// Whether an attribute or name read as a fill value holds a masking constant, by the
+    /// expression's span ([`Interp::masking_value`]).
+    pub masking_consts: FxHashMap<Span, bool>,
+    /// The instances of each class of the program that its own code made (the first few),
+    /// with the calls that made them.
+    pub made: FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>,
     /// Imported project modules whose body has run: their globals.
     pub modules: FxHashMap<Name, Arc<Env>>,
     /// Modules whose body is running, with the depth of `outer_envs` it runs at.
@@ -625,6 +629,7 @@ impl<'p, 't> Interp<'p, 't> {
             read_from_slot: FxHashMap::default(),
             instances: (*frozen.instances).clone(),
             made: FxHashMap::default(),
+            masking_consts: FxHashMap::default(),
             modules: (*frozen.modules).clone(),
             running_modules: Vec::new(),
             assign_rhs: None,
@@ -985,6 +990,20 @@ impl<'p, 't> Interp<'p, 't> {
         self.exec_block(c, body.root);
     }
 
+    /// How many times the program's text calls `name` (`Backbone(`, `models.Backbone(`), not
+    /// counting its definition.
+    fn constructor_calls(&self, name: &str) -> usize {
+        let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+        let call = format!("{name}(");
+        let text = self.prog.text;
+        text.match_indices(&call)
+            .filter(|(at, _)| {
+                let before = &text[..*at];
+                !before.ends_with(ident) && !before.trim_end_matches(' ').ends_with("class")
+            })
+            .count()
+    }
+
     /// Whether a module-level function item (by position) has a decorator whose first name
     /// holds the program's own code (a function, class or instance of it), read from the
     /// item's text without lowering it: most decorators are torch's or a library's.
@@ -1063,9 +1082,20 @@ impl<'p, 't> Interp<'p, 't> {
             // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
             self.forget_training_mode(instance);
             // Every instance the program made of it is frozen (a backbone under an adapter,
-            // a teacher): its methods run frozen too, no backward reaches its parameters.
-            let made = frozen.made.get(&class.loc);
-            if made.is_some_and(|m| !m.is_empty() && m.iter().all(|o| self.all_frozen(*o))) {
+            // a teacher), made by every call of the class its text has: its methods run
+            // frozen too, no backward reaches its parameters. (A call the module's run did
+            // not reach, in a function only a CLI runs, may make a trainable one.)
+            let made = frozen
+                .made
+                .get(&class.loc)
+                .map_or(&[][..], |m| m.as_slice());
+            let mut calls: SmallVec<[Span; 4]> = made.iter().map(|(_, at)| *at).collect();
+            calls.sort_unstable();
+            calls.dedup();
+            if !made.is_empty()
+                && made.iter().all(|(o, _)| self.all_frozen(*o))
+                && calls.len() >= self.constructor_calls(self.name(class.name))
+            {
                 self.freeze_tree(instance);
             }
         }

@@ -797,51 +797,55 @@ impl Interp<'_, '_> {
     /// Whether expression `e` is a masking value: negative infinity (`-float("inf")`,
     /// `float("-inf")`, `-math.inf`), the least finite value (`torch.finfo(x.dtype).min`), or a
     /// large negative constant (`-1e9`, `-10000.0`).
-    /// A constant held by an attribute or a name (`self._mask_value = -float("inf")` in the
-    /// class, `NEG_INF = -1e9` at module level) counts when each assignment of it in the
-    /// class's (or the module's top-level) text is one.
-    pub(super) fn masking_value(&self, c: Code<'_>, e: ExprId) -> bool {
-        if masking_text(self.prog.text_of(c.span(e))) {
+    /// A constant held by an attribute or a name (`self._mask_value = -float("inf")`, `NEG_INF
+    /// = -1e9` at module level) counts when every assignment of it in the program's text is
+    /// one: of the attribute on any object (a subclass's, a caller's `layer._mask_value = 0.0`,
+    /// chained or annotated targets), of the name in the function and at the file's top level;
+    /// never a name a function takes as a parameter. Decided once per expression.
+    pub(super) fn masking_value(&mut self, c: Code<'_>, e: ExprId) -> bool {
+        let span = c.span(e);
+        if masking_text(self.prog.text_of(span)) {
             return true;
         }
-        let Some(item) = self.prog.item(c.item) else {
-            return false;
-        };
-        let text_of = |o: &crate::syntax::outline::OutlineItem| {
-            (self.prog.text)
-                .get(o.start as usize..o.end as usize)
-                .unwrap_or("")
-        };
-        // (Each assignment of the constant in these texts: indented ones too, or not.)
-        let (target, texts): (String, [(&str, bool); 2]) = match *c.expr(e) {
+        if let Some(known) = self.masking_consts.get(&span) {
+            return *known;
+        }
+        let found = self.masking_constant(c, e);
+        self.masking_consts.insert(span, found);
+        found
+    }
+
+    fn masking_constant(&self, c: Code<'_>, e: ExprId) -> bool {
+        let values: Vec<&str> = match *c.expr(e) {
             Expr::Attr { value, attr, .. } => match *c.expr(value) {
                 Expr::Name { name, .. } if name == known::SELF => {
-                    let Some(class) = (item.parent()).and_then(|p| self.prog.items.get(p as usize))
-                    else {
-                        return false;
-                    };
-                    let t = text_of(&class.outline);
-                    (format!("self.{}", self.name(attr)), [(t, true), ("", true)])
+                    let target = format!(".{}", self.name(attr));
+                    (self.prog.text.lines())
+                        .flat_map(|line| assigned_after(line, &target, false))
+                        .collect()
                 }
                 _ => return false,
             },
             Expr::Name { name, .. } => {
+                if c.body.params.iter().any(|p| p.name == name) {
+                    return false;
+                }
+                let Some(item) = self.prog.item(c.item) else {
+                    return false;
+                };
+                let (o, target) = (&item.outline, self.name(name));
+                let own = (self.prog.text)
+                    .get(o.start as usize..o.end as usize)
+                    .unwrap_or("");
                 let top = (self.prog.text).get(..self.prog.entry_end()).unwrap_or("");
-                let own = text_of(&item.outline);
-                (self.name(name).to_string(), [(own, true), (top, false)])
+                let indented = own.lines().map(str::trim_start);
+                let unindented = top.lines().filter(|l| !l.starts_with([' ', '\t']));
+                (indented.chain(unindented))
+                    .flat_map(|line| assigned_after(line, target, true))
+                    .collect()
             }
             _ => return false,
         };
-        let values: Vec<&str> = (texts.iter())
-            .flat_map(|(text, indented)| {
-                let target = target.as_str();
-                text.lines().filter_map(move |line| {
-                    let line = if *indented { line.trim_start() } else { line };
-                    let rest = line.strip_prefix(target)?.trim_start().strip_prefix('=')?;
-                    (!rest.starts_with('=')).then_some(rest)
-                })
-            })
-            .collect();
         !values.is_empty() && values.iter().all(|v| masking_text(v))
     }
 
@@ -1279,4 +1283,35 @@ fn masking_text(text: &str) -> bool {
     (negative && text.replace("finfo", "").contains("inf"))
         || (text.contains("finfo") && text.ends_with(".min"))
         || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
+}
+
+/// The values `line` assigns to `target` (`.attr` anywhere in the line, or a name that starts
+/// it: `at_start`), annotated (`x: float = v`) or chained (`a = self.x = v`).
+fn assigned_after<'l>(line: &'l str, target: &str, at_start: bool) -> Vec<&'l str> {
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(k) = line.get(from..).and_then(|rest| rest.find(target)) {
+        let start = from + k;
+        let end = start + target.len();
+        from = end;
+        if at_start && start != 0 {
+            break;
+        }
+        if line[end..].starts_with(ident) || line[..start].ends_with(ident) && at_start {
+            continue;
+        }
+        let mut rest = line[end..].trim_start();
+        // (An annotation: up to its `=`.)
+        if let Some(annotated) = rest.strip_prefix(':') {
+            match annotated.find('=') {
+                Some(eq) => rest = &annotated[eq..],
+                None => continue,
+            }
+        }
+        if let Some(value) = rest.strip_prefix('=').filter(|v| !v.starts_with('=')) {
+            out.push(value);
+        }
+    }
+    out
 }
