@@ -237,6 +237,9 @@ pub(crate) struct DataRead {
 }
 
 /// The module unit's final heap, graph and environment: where function units start.
+/// The instances the program made of each class, with the calls that made them.
+pub(crate) type Made = FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>;
+
 #[derive(Clone, Default)]
 pub(crate) struct Frozen {
     pub heap: Arc<Vec<Obj>>,
@@ -247,7 +250,7 @@ pub(crate) struct Frozen {
     /// The instance each class's methods run on (built once, after the module).
     pub instances: Arc<FxHashMap<ClassLoc, ObjId>>,
     /// [`Interp::made`] of the module unit.
-    pub made: Arc<FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>>,
+    pub made: Arc<Made>,
     /// The globals of each imported project module, by its dotted name.
     pub modules: Arc<FxHashMap<Name, Arc<Env>>>,
     /// The integer constants' objects and values (`base = [64, "M", 128]` read by a function
@@ -437,7 +440,7 @@ pub(crate) struct Interp<'p, 't> {
     pub masking_consts: FxHashMap<Span, bool>,
     /// The instances of each class of the program that its own code made (the first few),
     /// with the calls that made them.
-    pub made: FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>,
+    pub made: Made,
     /// Imported project modules whose body has run: their globals.
     pub modules: FxHashMap<Name, Arc<Env>>,
     /// Modules whose body is running, with the depth of `outer_envs` it runs at.
