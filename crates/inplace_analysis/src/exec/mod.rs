@@ -236,10 +236,10 @@ pub(crate) struct DataRead {
     pub written: bool,
 }
 
-/// The module unit's final heap, graph and environment: where function units start.
 /// The instances the program made of each class, with the calls that made them.
 pub(crate) type Made = FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>;
 
+/// The module unit's final heap, graph and environment: where function units start.
 #[derive(Clone, Default)]
 pub(crate) struct Frozen {
     pub heap: Arc<Vec<Obj>>,
@@ -993,16 +993,20 @@ impl<'p, 't> Interp<'p, 't> {
         self.exec_block(c, body.root);
     }
 
-    /// How many times the program's text calls `name` (`Backbone(`, `models.Backbone(`), not
-    /// counting its definition.
-    fn constructor_calls(&self, name: &str) -> usize {
-        let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
-        let call = format!("{name}(");
+    /// How many times the program's text names the class `name` as a word (`Backbone(`,
+    /// `models.Backbone(`, `make = Backbone`, `factory=Backbone`), not counting its definition
+    /// or `super(Backbone, self)`: each may make an instance (an alias or a factory called
+    /// where the module's run does not reach).
+    fn class_mentions(&self, name: &str) -> usize {
+        use crate::syntax::ident_char;
         let text = self.prog.text;
-        text.match_indices(&call)
+        text.match_indices(name)
             .filter(|(at, _)| {
-                let before = &text[..*at];
-                !before.ends_with(ident) && !before.trim_end_matches(' ').ends_with("class")
+                let (before, after) = (&text[..*at], &text[*at + name.len()..]);
+                !before.ends_with(ident_char)
+                    && !after.starts_with(ident_char)
+                    && !before.trim_end_matches(' ').ends_with("class")
+                    && !before.trim_end_matches(' ').ends_with("super(")
             })
             .count()
     }
@@ -1018,7 +1022,8 @@ impl<'p, 't> Interp<'p, 't> {
             .take_while(|l| l.starts_with('@'))
             .any(|l| {
                 let root = l[1..].trim_start();
-                let end = (root.find(|ch: char| !(ch.is_alphanumeric() || ch == '_')))
+                let end = root
+                    .find(|ch: char| !crate::syntax::ident_char(ch))
                     .unwrap_or(root.len());
                 (self.names.get(&root[..end]))
                     .and_then(|n| self.state.env.get(&n))
@@ -1085,9 +1090,9 @@ impl<'p, 't> Interp<'p, 't> {
             // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
             self.forget_training_mode(instance);
             // Every instance the program made of it is frozen (a backbone under an adapter,
-            // a teacher), made by every call of the class its text has: its methods run
+            // a teacher), made by as many calls as its text names the class: its methods run
             // frozen too, no backward reaches its parameters. (A call the module's run did
-            // not reach, in a function only a CLI runs, may make a trainable one.)
+            // not reach, in a function only a CLI runs, or an alias, may make a trainable one.)
             let made = frozen
                 .made
                 .get(&class.loc)
@@ -1097,9 +1102,9 @@ impl<'p, 't> Interp<'p, 't> {
             calls.dedup();
             if !made.is_empty()
                 && made.iter().all(|(o, _)| self.all_frozen(*o))
-                && calls.len() >= self.constructor_calls(self.name(class.name))
+                && calls.len() >= self.class_mentions(self.name(class.name))
             {
-                self.freeze_tree(instance);
+                self.set_tree_requires_grad(instance, false);
             }
         }
         let out = self.output();

@@ -1195,7 +1195,7 @@ impl Interp<'_, '_> {
         }
         match self.obj(m) {
             Obj::Module(module) => {
-                for vals in self.attrs_in_creation_order(&module.attrs) {
+                for (_, vals) in self.attrs_in_creation_order(&module.attrs) {
                     for v in vals {
                         self.module_params(*v, out, seen);
                     }
@@ -1221,12 +1221,12 @@ impl Interp<'_, '_> {
     pub(crate) fn attrs_in_creation_order<'m>(
         &self,
         attrs: &'m FxHashMap<Name, Vals>,
-    ) -> Vec<&'m Vals> {
-        let mut order: Vec<(Option<ObjId>, &str, &'m Vals)> = (attrs.iter())
-            .map(|(n, vals)| (vals.iter().min().copied(), self.name(*n), vals))
+    ) -> Vec<(Name, &'m Vals)> {
+        let mut order: Vec<(Option<ObjId>, &str, Name, &'m Vals)> = (attrs.iter())
+            .map(|(n, vals)| (vals.iter().min().copied(), self.name(*n), *n, vals))
             .collect();
         order.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        order.into_iter().map(|(.., vals)| vals).collect()
+        order.into_iter().map(|(.., n, vals)| (n, vals)).collect()
     }
 
     /// `model.named_parameters()`: each module of the tree, in the order `named_modules()` lists
@@ -1586,12 +1586,13 @@ impl Interp<'_, '_> {
         !params.is_empty() && params.iter().all(|p| self.frozen.contains(p))
     }
 
-    /// Every parameter of a module's tree frozen (`requires_grad_(False)`).
-    pub(super) fn freeze_tree(&mut self, m: ObjId) {
+    /// Every parameter of a module's tree made (not) to require grad, as `requires_grad_(on)`
+    /// of each.
+    pub(super) fn set_tree_requires_grad(&mut self, m: ObjId, on: bool) {
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
         for p in params {
-            self.set_requires_grad(p, false);
+            self.set_requires_grad(p, on);
         }
     }
 
@@ -1608,11 +1609,7 @@ impl Interp<'_, '_> {
             _ => None,
         };
         if let Some(on) = on {
-            let mut params = Vals::new();
-            self.module_params(m, &mut params, &mut FxHashSet::default());
-            for p in params {
-                self.set_requires_grad(p, on);
-            }
+            self.set_tree_requires_grad(m, on);
         }
         smallvec![m]
     }

@@ -152,11 +152,10 @@ impl Interp<'_, '_> {
                 memo.insert(v, id);
                 let mut copy = (*m).clone();
                 // (Copied in the order the originals were made, so that the copies keep it.)
-                let mut names: Vec<(Option<ObjId>, Name)> = (m.attrs.iter())
-                    .map(|(n, vals)| (vals.iter().min().copied(), *n))
+                let names: Vec<Name> = (self.attrs_in_creation_order(&m.attrs).into_iter())
+                    .map(|(n, _)| n)
                     .collect();
-                names.sort_unstable_by(|a, b| (a.0, self.name(a.1)).cmp(&(b.0, self.name(b.1))));
-                for (_, n) in names {
+                for n in names {
                     if let Some(vals) = copy.attrs.get(&n).cloned() {
                         let copied = vals.iter().map(|x| self.copy_obj(*x, memo)).collect();
                         copy.attrs.insert(n, copied);

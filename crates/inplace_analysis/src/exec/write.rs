@@ -975,16 +975,9 @@ impl Interp<'_, '_> {
                     }
                     // (In the order the held objects were made: under the bound, which slots
                     // are reached must not rest on the names' hash order.)
-                    let mut slots: SmallVec<[(Slot, &Vals); 8]> =
-                        m.attrs.iter().map(|(a, vs)| (Slot::Attr(*a), vs)).collect();
-                    slots.sort_unstable_by_key(|(slot, vs)| {
-                        let name = match slot {
-                            Slot::Attr(a) => self.name(*a),
-                            _ => "",
-                        };
-                        (vs.iter().min().copied(), name)
-                    });
-                    slots
+                    (self.attrs_in_creation_order(&m.attrs).into_iter())
+                        .map(|(a, vs)| (Slot::Attr(a), vs))
+                        .collect()
                 }
                 _ => SmallVec::new(),
             };
@@ -1288,7 +1281,7 @@ fn masking_text(text: &str) -> bool {
 /// The values `line` assigns to `target` (`.attr` anywhere in the line, or a name that starts
 /// it: `at_start`), annotated (`x: float = v`) or chained (`a = self.x = v`).
 fn assigned_after<'l>(line: &'l str, target: &str, at_start: bool) -> Vec<&'l str> {
-    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let ident = crate::syntax::ident_char;
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(k) = line.get(from..).and_then(|rest| rest.find(target)) {
@@ -1298,7 +1291,7 @@ fn assigned_after<'l>(line: &'l str, target: &str, at_start: bool) -> Vec<&'l st
         if at_start && start != 0 {
             break;
         }
-        if line[end..].starts_with(ident) || line[..start].ends_with(ident) && at_start {
+        if line[end..].starts_with(ident) {
             continue;
         }
         let mut rest = line[end..].trim_start();

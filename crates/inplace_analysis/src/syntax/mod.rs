@@ -14,6 +14,11 @@ pub mod outline;
 
 pub(crate) use kinds::NodeExt;
 
+/// Whether `c` may be part of a Python identifier (for scans of the text, outside the lexer).
+pub(crate) fn ident_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
 use crate::ir::{Body, Interner};
 use outline::{ItemKind, OutlineItem};
 use std::borrow::Cow;
