@@ -61,10 +61,21 @@ impl Interp<'_, '_> {
     /// what it held on other paths through the same statement.
     fn note_graph(&mut self, c: Code<'_>, target: ExprId, name: Name) {
         let vals = self.state.env.get(&name).cloned().unwrap_or_default();
+        let graph = |v: &ObjId| self.tensor(*v).is_some_and(|t| t.node.is_some());
         let mut held = vals.iter().filter(|v| **v != NONE).peekable();
-        let graph = held.peek().is_some()
-            && held.all(|v| self.tensor(*v).is_some_and(|t| t.node.is_some()));
-        *self.graphs.entry(c.span(target)).or_insert(graph) &= graph;
+        let now = if held.peek().is_some() && held.all(graph) {
+            Held::Graph
+        } else if vals.iter().any(|v| match self.obj(*v) {
+            Obj::Dist(d) => d.first.iter().chain(&d.second).any(graph),
+            _ => false,
+        }) {
+            Held::GraphInObject
+        } else {
+            Held::Plain
+        };
+        let at = c.span(target);
+        let joined = self.graphs.get(&at).map_or(now, |was| was.join(now));
+        self.graphs.insert(at, joined);
     }
 
     /// What each name of a target now holds (see [`Shape`]), joined with what it held on

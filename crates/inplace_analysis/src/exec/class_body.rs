@@ -266,7 +266,7 @@ impl Interp<'_, '_> {
         let it = self.prog.item(item)?;
         let text = &self.prog.text[it.outline.start as usize..it.outline.end as usize];
         let len = text
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find(|c: char| !crate::syntax::ident_char(c))
             .unwrap_or(text.len());
         let rest = text[len..].trim_start();
         let annotated = rest.starts_with(':') && !rest.starts_with(":=");

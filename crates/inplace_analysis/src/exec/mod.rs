@@ -267,6 +267,29 @@ pub(crate) struct Frozen {
 }
 
 /// What one unit observed.
+/// What a name bound by a plain assignment held, on every path through the statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// Tensors, each carrying an autograd graph (`.detach()` cuts it).
+    Graph,
+    /// An object keeping such tensors, which is no tensor itself (a `Categorical(logits=..)`:
+    /// it has no `.detach()`), on some path.
+    GraphInObject,
+    /// Anything else: tensors without a graph, numbers, objects that keep no graph.
+    Plain,
+}
+
+impl Held {
+    /// What the name held over two paths through the statement.
+    pub(crate) fn join(self, other: Held) -> Held {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Held::GraphInObject, _) | (_, Held::GraphInObject) => Held::GraphInObject,
+            _ => Held::Plain,
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub(crate) struct UnitOutput {
     pub events: Vec<Event>,
@@ -278,7 +301,7 @@ pub(crate) struct UnitOutput {
     pub shapes: FxHashMap<Span, Shape>,
     /// Whether the names bound by a plain assignment held tensors carrying an autograd graph,
     /// on every path through the statement (by the name's span in the target).
-    pub graphs: FxHashMap<Span, bool>,
+    pub graphs: FxHashMap<Span, Held>,
     /// The calls from the unit's own code (by call site, see [`Interp::call_site`]) under which
     /// a `backward()` or `autograd.grad` ran: they train, and cannot run under `no_grad`.
     pub training_calls: FxHashSet<Span>,
@@ -390,7 +413,7 @@ pub(crate) struct Interp<'p, 't> {
     raised_in: Option<u64>,
     pub sites: FxHashMap<Span, Vec<Name>>,
     pub shapes: FxHashMap<Span, Shape>,
-    pub graphs: FxHashMap<Span, bool>,
+    pub graphs: FxHashMap<Span, Held>,
     pub training_calls: FxHashSet<Span>,
     /// See [`UnitOutput::passed_grad`]: with whether the parameter is a `forward`'s data.
     pub passed_grad: FxHashMap<Span, (bool, bool)>,

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 mod copy;
+mod loop_input;
 mod no_grad;
 mod out_of_place;
 mod recompute;
@@ -23,6 +24,7 @@ pub(crate) use copy::{
     clone_renormalised_weight, clone_saved_read, clone_target_in_operand, clone_view_base,
     copy_detached, copy_snapshot, insert_clone, own_memory, written_expr,
 };
+pub(crate) use loop_input::detach_loop_input;
 pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};
 pub(crate) use out_of_place::{
     aug_assign_out_of_place, call_out_of_place, chain_all_out_of_place, chain_out_of_place_rebound,
@@ -32,8 +34,8 @@ pub(crate) use out_of_place::{
 };
 pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{
-    detach_carried_state, detach_loop_input, move_after, parameter_write_after,
-    parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
+    detach_carried_state, move_after, parameter_write_after, parameter_write_before,
+    rebuild_optimizer, write_after_backward, ZeroGrad,
 };
 pub(crate) use row_index::index_loop_rows;
 pub(crate) use update_order::{update_call_first, update_first};

@@ -118,7 +118,7 @@ pub(crate) fn recompute_after_step(
         // it would change what the loss is about, not only the parameters it is taken at.)
         let graphless = a
             .target
-            .is_some_and(|t| ctx.unit.graphs.get(&t) == Some(&false));
+            .is_some_and(|t| ctx.unit.graphs.get(&t) == Some(&crate::exec::Held::Plain));
         if k != k0 && graphless {
             continue;
         }

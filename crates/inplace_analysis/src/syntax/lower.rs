@@ -1140,7 +1140,7 @@ const PLAIN: &[&str] = &[
 /// Whether every word of an annotation is one of `allowed`.
 fn only_words(annotation: &str, allowed: &[&str]) -> bool {
     let mut words = annotation
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .split(|c: char| !super::ident_char(c))
         .filter(|w| !w.is_empty())
         .peekable();
     words.peek().is_some() && words.all(|w| allowed.contains(&w))
