@@ -66,7 +66,7 @@ impl Interp<'_, '_> {
                         let params = params.clone();
                         self.optimizer_method(c, e, r, &params, attr, &a)
                     }
-                    Obj::Seq(_) => self.seq_method(r, attr, &a, call),
+                    Obj::Seq(_) => self.seq_call(c, e, r, attr, &a),
                     Obj::Dist(_) => self.distribution_method(r, attr, &a, call),
                     Obj::Params { .. } => smallvec![r],
                     Obj::Class(k) => match self.find_method(&k.clone(), attr) {

@@ -709,6 +709,10 @@ impl Interp<'_, '_> {
         self.steps += 1 + self.state.env.len() as u64 / 16;
         let saved_env = self.state.env.clone();
         let mut first_iter = None;
+        if let Some(d) = self.unrolled_dict_comprehension(c, (elt, value), gens, &mut first_iter) {
+            self.state.env = saved_env;
+            return smallvec![d];
+        }
         if let Some((slots, exact)) =
             self.unrolled_comprehension(c, elt, value, gens, &mut first_iter)
         {
@@ -895,6 +899,53 @@ impl Interp<'_, '_> {
         // elements one by one.)
         let exact = matches!(iter.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_)) || self.exact_seqs.contains(one));
         Some((slots, exact))
+    }
+
+    /// `{key: f(key) for key in keys}` over known string keys (a dict's, a tuple's): a dict
+    /// with those keys, each value computed with the variable bound to its element
+    /// (`{key: AdamW(model[key].parameters()) for key in model}`: `optimizers["wd"]` is the
+    /// one over `model["wd"]`, not any of them). `evaluated`: the iterable, when it was
+    /// evaluated and the comprehension is not unrolled.
+    fn unrolled_dict_comprehension(
+        &mut self,
+        c: Code<'_>,
+        (key, value): (ExprId, ExprId),
+        gens: List,
+        evaluated: &mut Option<Vals>,
+    ) -> Option<ObjId> {
+        let ([g], Some(k), Some(v)) = (c.body.list(gens), key.get(), value.get()) else {
+            return None;
+        };
+        let g = c.body.generators[*g as usize];
+        if g.ifs.len > 0 || g.target.is_none() || self.unrolling_comprehension {
+            return None;
+        }
+        let iter = self.eval_opt(c, g.iter);
+        let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
+        let Some(children) = self.unrollable(&iter) else {
+            *evaluated = Some(iter);
+            return None;
+        };
+        // (The keys first: a key that is no known string leaves the comprehension to the
+        // general run, before any value is computed.)
+        let mut keys = Vec::with_capacity(children.len());
+        for child in &children {
+            self.bind_target(c, g.target, smallvec![*child], None);
+            let kv = self.eval(c, k);
+            let Some(name) = self.one_exact_str(&kv) else {
+                *evaluated = Some(iter);
+                return None;
+            };
+            keys.push(name);
+        }
+        self.unrolling_comprehension = true;
+        let mut entries = Vec::with_capacity(children.len());
+        for (child, name) in children.into_iter().zip(keys) {
+            self.bind_target(c, g.target, smallvec![child], None);
+            entries.push((Some((name, c.span(k))), self.eval(c, v)));
+        }
+        self.unrolling_comprehension = false;
+        Some(self.keyed_dict(entries))
     }
 
     /// Whether `e` calls a module class (`nn.Conv2d(...)`, a class of the program deriving
@@ -1488,6 +1539,17 @@ impl Interp<'_, '_> {
             // (A dict keyed by modules or tensors: those, in the order they were stored.)
             if let Some(keys) = self.object_key_list(*m) {
                 return smallvec![keys];
+            }
+        }
+        // (An instance of a `dict` subclass without an `__iter__` of its own, `Munch(a=x)`:
+        // its dict's keys.)
+        if let (Some(d), Obj::Module(inst)) = (self.dict_items(*m), self.obj(*m)) {
+            let own_iter =
+                (inst.local.as_ref()).is_some_and(|k| self.find_method(k, known::ITER).is_some());
+            if !own_iter {
+                if let Some(keys) = self.dict_key_list(d) {
+                    return smallvec![keys];
+                }
             }
         }
         match at.and_then(|at| self.iterate_instance(*m, at)) {

@@ -1545,7 +1545,7 @@ impl Interp<'_, '_> {
             }
             // `td.items()`, `td.get("reward")` of a `dict` subclass: the methods of its dict.
             if let Some(d) = self.dict_items(m) {
-                return Some(self.seq_method(d, meth, args, c.span(e)));
+                return Some(self.seq_call(c, e, d, meth, args));
             }
         }
         None
@@ -1861,6 +1861,46 @@ impl Interp<'_, '_> {
         let entry = items.remove(at);
         self.slot_removed(s, at);
         entry
+    }
+
+    /// `s.meth(...)` of a list, tuple or dict: its method; or, where `meth` is no method of a
+    /// dict and names an entry of `s` (a dict whose entries are attributes too: `Munch`,
+    /// `EasyDict`; a record's field), that entry called (`nets.disc(x)`).
+    pub(super) fn seq_call(
+        &mut self,
+        c: Code<'_>,
+        e: ExprId,
+        s: ObjId,
+        meth: Name,
+        args: &Args,
+    ) -> Vals {
+        const DICT_METHODS: &[&str] = &[
+            "clear",
+            "copy",
+            "fromkeys",
+            "get",
+            "items",
+            "keys",
+            "pop",
+            "popitem",
+            "setdefault",
+            "update",
+            "values",
+        ];
+        let entry = match (self.key_slot(s, meth).flatten(), self.obj(s)) {
+            (Some(slot), Obj::Seq(items)) if !DICT_METHODS.contains(&self.name(meth)) => {
+                items.get(slot).cloned()
+            }
+            _ => None,
+        };
+        let Some(entry) = entry else {
+            return self.seq_method(s, meth, args, c.span(e));
+        };
+        let mut res = Vals::new();
+        for f in entry {
+            res.extend(self.call_value(c, e, f, args));
+        }
+        res
     }
 
     pub(super) fn seq_method(&mut self, s: ObjId, meth: Name, args: &Args, call: Span) -> Vals {

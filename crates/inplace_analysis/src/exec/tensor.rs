@@ -1334,7 +1334,7 @@ impl Interp<'_, '_> {
                     return smallvec![self.alloc(Obj::Bound(o, def))];
                 }
                 let local = m.local.clone();
-                if let Some(v) = local.and_then(|k| self.class_attribute(&k, attr)) {
+                if let Some(v) = (local.clone()).and_then(|k| self.class_attribute(&k, attr)) {
                     return v;
                 }
                 // `self._modules`: its submodules by name (`self._modules["gcl_%d" % i]`), in
@@ -1346,6 +1346,9 @@ impl Interp<'_, '_> {
                 // whose hazards this finds runs in it.
                 if attr == known::TRAINING {
                     return smallvec![TRUE];
+                }
+                if let Some(v) = local.and_then(|k| self.getattr_hook(o, &k, attr, range)) {
+                    return v;
                 }
                 smallvec![self.loose_attr(o, attr)]
             }
@@ -1413,6 +1416,41 @@ impl Interp<'_, '_> {
                 items[ops::result_field(self.name(attr)).unwrap_or_default()].clone()
             }
             _ => smallvec![self.loose_attr(o, attr)],
+        }
+    }
+
+    /// `obj.name` that neither the instance nor its class holds, on an instance of a class of
+    /// the program that defines `__getattr__`: what that returns for the name (a dict with
+    /// attribute access, `return self[k]`; a wrapper's `return getattr(self.module, name)`),
+    /// or the entry itself for `__getattr__ = dict.__getitem__` (or `dict.get`).
+    fn getattr_hook(&mut self, o: ObjId, k: &ClassObj, attr: Name, at: Span) -> Option<Vals> {
+        let hook = self.intern("__getattr__");
+        if let Some(def) = self.find_method(k, hook) {
+            let key = self.alloc(Obj::Str(attr));
+            let args = Args {
+                positional: vec![(smallvec![key], None)],
+                keywords: Vec::new(),
+            };
+            return Some(self.inline(def, Some(o), &args, at));
+        }
+        let path = match self.class_attribute(k, hook)?.as_slice() {
+            [path] => *path,
+            _ => return None,
+        };
+        let Obj::Path(p) = self.obj(path) else {
+            return None;
+        };
+        if !matches!(
+            self.name(*p),
+            "builtins.dict.__getitem__" | "builtins.dict.get"
+        ) {
+            return None;
+        }
+        let d = self.dict_items(o)?;
+        let slot = self.key_slot(d, attr).flatten()?;
+        match self.obj(d) {
+            Obj::Seq(items) => items.get(slot).cloned(),
+            _ => None,
         }
     }
 

@@ -7,6 +7,18 @@ use super::*;
 use crate::events::{Event, WriteKind};
 use crate::ops::{self, Saves};
 
+/// Library dicts whose entries are attributes too (`cfg.lr` is `cfg["lr"]`).
+const ATTRIBUTE_DICTS: &[&str] = &[
+    "munch.Munch",
+    "munch.DefaultMunch",
+    "munch.munchify",
+    "easydict.EasyDict",
+    "addict.Dict",
+    "attrdict.AttrDict",
+    "box.Box",
+    "ml_collections.ConfigDict",
+];
+
 /// The `torch.nn.functional` spelling of an in-place function (`relu_` -> `relu`).
 pub(crate) fn strip_inplace(name: &str) -> Option<&str> {
     name.strip_suffix('_')
@@ -262,6 +274,12 @@ impl Interp<'_, '_> {
         // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
         // is a dict's too).
         if p == "collections.OrderedDict" {
+            return Some(self.call_builtin(c, e, "dict", args));
+        }
+        // Dicts whose entries are also read as attributes (`model = Munch(decoder=...,
+        // wd=...)`, then `model.wd`): as `dict(...)`; an attribute read of a dict with known
+        // keys reads the entry (see `attribute_of`).
+        if ATTRIBUTE_DICTS.contains(&p) {
             return Some(self.call_builtin(c, e, "dict", args));
         }
         if p == "copy.deepcopy" {
