@@ -606,6 +606,8 @@ pub const METADATA: &[&str] = &[
     "is_leaf",
     "requires_grad",
     "grad_fn",
+    // (The gradient is a tensor of its own: `x.grad` reads none of `x`'s values.)
+    "grad",
     "stride",
     "is_contiguous",
     "element_size",

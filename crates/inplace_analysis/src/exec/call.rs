@@ -459,7 +459,10 @@ impl Interp<'_, '_> {
         let first_write = self.writes.len();
         self.slot_clock += 1;
         let entered = self.slot_clock;
+        let raised_before = self.raised_in;
         self.exec_block(c, fd.body);
+        // (A write that raised in it stops the call: what it wrote is never read after.)
+        let raised = self.raised_in != raised_before;
         self.stmt = saved_stmt;
         self.assign_rhs = saved_assign;
         let frame = self.frames.pop().expect("the callee's frame");
@@ -476,7 +479,9 @@ impl Interp<'_, '_> {
         self.state.env = self.outer_envs.pop().unwrap_or_default();
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
-        self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
+        if !raised {
+            self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
+        }
         self.carry_stale(call, carried);
         // (The steps it ran left the caller's snapshots of their parameters stale.)
         for k in frame.steps_from..self.step_log.len() {
@@ -625,7 +630,9 @@ impl Interp<'_, '_> {
 
     /// `y = helper(x)` where the helper wrote `x` in place: other names of `x` are stale; so
     /// are names of what `x` is a view of (`denormalize(batch[0])` writing each channel of its
-    /// argument changes `batch`, which the caller reads next).
+    /// argument changes `batch`, which the caller reads next). Also for a call nested in the
+    /// value assigned (`dx = self.conv_1(self.conv_0(x))`, `y = f(x).clone()`): its result is
+    /// used, not the argument it changed.
     fn mark_stale_after_call(
         &mut self,
         call: Span,
@@ -636,7 +643,7 @@ impl Interp<'_, '_> {
         let Some((rhs, targets)) = self.assign_rhs.clone() else {
             return;
         };
-        if rhs != call {
+        if !rhs.contains(call) {
             return;
         }
         let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
@@ -652,6 +659,11 @@ impl Interp<'_, '_> {
                     | crate::events::WriteKind::Renorm
                     | crate::events::WriteKind::LoadState
             ) {
+                continue;
+            }
+            // (A write through a name that may hold several tensors is no clobber: see
+            // `Interp::write`.)
+            if !self.write_sole[w] {
                 continue;
             }
             let t = self.write_targets[w];
@@ -1042,7 +1054,11 @@ impl Interp<'_, '_> {
         let obj = self.alloc(Obj::Module(Box::new(module)));
         let made = self.made.entry(class.loc).or_default();
         if made.len() < 8 {
-            made.push((obj, call));
+            made.push(MadeBy {
+                obj,
+                call,
+                args: args.clone(),
+            });
         }
         if let Some(init) = self.find_method(class, known::INIT) {
             self.inline(init, Some(obj), args, call);
@@ -1191,7 +1207,7 @@ impl Interp<'_, '_> {
     }
 
     /// An instance built by a caller we do not see: `__init__` runs with unknown arguments.
-    fn instantiate_unknown(&mut self, class: &Arc<ClassObj>) -> ObjId {
+    fn instantiate_unknown(&mut self, class: &Arc<ClassObj>, settings: &Env) -> ObjId {
         let obj = self.alloc(Obj::Module(Box::new(ModuleObj {
             class: class.name,
             local: Some(class.clone()),
@@ -1218,10 +1234,71 @@ impl Interp<'_, '_> {
             item: init.item,
         };
         let fd = *body.func(f);
-        let env = self.unknown_params(c, &fd, Some(obj));
+        let mut env = self.unknown_params(c, &fd, Some(obj));
+        env.extend(settings.iter().map(|(n, v)| (*n, v.clone())));
         let init = Self::normalized(init, f);
         self.inline_with(init, env, c, &fd, &Args::default(), class.span);
         obj
+    }
+
+    /// The parameters of `class`'s `__init__` that every call in `made` gives a constant (a
+    /// string, a number, a boolean, `None`; passed, or left to a default), with the values
+    /// they give, joined. (A tensor, a layer or a callable argument stays unknown.)
+    pub(super) fn constant_init_args(&mut self, class: &ClassObj, made: &[MadeBy]) -> Env {
+        let mut out = Env::default();
+        let Some(init) = self.find_method(class, known::INIT) else {
+            return out;
+        };
+        let Some((body, f)) = self.resolve_def(init) else {
+            return out;
+        };
+        let c = Code {
+            body: &body,
+            item: init.item,
+        };
+        let fd = *body.func(f);
+        let params: Vec<_> = body
+            .list(fd.params)
+            .iter()
+            .map(|p| body.params[*p as usize])
+            .collect();
+        // (After `self`.)
+        'param: for (i, p) in params.iter().enumerate().skip(1) {
+            if p.kind != ParamKind::Normal {
+                break;
+            }
+            let mut joined = Vals::new();
+            for m in made {
+                let vals = match m.args.keyword(p.name) {
+                    Some((v, ..)) => v.clone(),
+                    None => match m.args.positional.get(i - 1) {
+                        Some((v, _)) => v.clone(),
+                        None if p.literal_default => match p.default.get() {
+                            Some(d) => self.eval(c, d),
+                            None => continue 'param,
+                        },
+                        None => continue 'param,
+                    },
+                };
+                if vals.is_empty() || !vals.iter().all(|v| self.is_constant(*v)) {
+                    continue 'param;
+                }
+                for v in vals {
+                    if !joined.contains(&v) {
+                        joined.push(v);
+                    }
+                }
+            }
+            out.insert(p.name, joined);
+        }
+        out
+    }
+
+    /// A string, number, boolean or `None`.
+    fn is_constant(&self, v: ObjId) -> bool {
+        matches!(v, TRUE | FALSE | NONE | OTHER)
+            || self.int_values.contains_key(&v)
+            || matches!(self.obj(v), Obj::Str(_))
     }
 
     // ------------------------------------------------------------------- a function as a unit
@@ -1532,13 +1609,19 @@ impl Interp<'_, '_> {
 
     /// One instance per class for analysing its methods on their own (`__init__` has run).
     pub(super) fn instance_for(&mut self, class: &Arc<ClassObj>) -> ObjId {
+        self.instance_for_with(class, &Env::default())
+    }
+
+    /// [`Self::instance_for`], its constructor's parameters in `settings` given those values
+    /// (the others unknown).
+    pub(super) fn instance_for_with(&mut self, class: &Arc<ClassObj>, settings: &Env) -> ObjId {
         if let Some(&o) = self.instances.get(&class.loc) {
             return o;
         }
         let saved_state = std::mem::take(&mut self.state);
         let saved_frames = std::mem::replace(&mut self.frames, vec![Frame::new(false)]);
         let saved_inlining = std::mem::take(&mut self.inlining);
-        let obj = self.instantiate_unknown(class);
+        let obj = self.instantiate_unknown(class, settings);
         self.state = saved_state;
         self.frames = saved_frames;
         self.inlining = saved_inlining;

@@ -495,7 +495,21 @@ impl Interp<'_, '_> {
         };
         let text = self.name(l).to_string();
         let joined = match op {
-            BinOp::Mod => with_holes(&text, Placeholders::Percent),
+            // (`"layer%d" % i`, `"%s_%d" % (name, i)`: each known value in its place.)
+            BinOp::Mod => {
+                let tuple = match b.as_slice() {
+                    [r] if !self.dict_objs.contains(r) => match self.obj(*r) {
+                        Obj::Seq(items) => Some(items.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let values: Vec<Option<String>> = match tuple {
+                    Some(items) => items.iter().map(|v| self.text_of(v)).collect(),
+                    None => vec![self.text_of(b)],
+                };
+                with_values(&text, Placeholders::Percent, &values)
+            }
             BinOp::Add => {
                 let right = match b.as_slice() {
                     [r] => match self.obj(*r) {
@@ -512,6 +526,15 @@ impl Interp<'_, '_> {
         Some(smallvec![self.string(n)])
     }
 
+    /// The text `str(v)` gives of one known integer or string (a string with holes is none).
+    pub(super) fn text_of(&self, v: &Vals) -> Option<String> {
+        if let Some(n) = self.one_int(v) {
+            return Some(n.to_string());
+        }
+        let s = self.name(self.one_exact_str(v)?);
+        (!s.contains(STR_HOLE)).then(|| s.to_string())
+    }
+
     /// `"layer{}".format(i)`, `name.lower()`: string methods whose result is a string again.
     pub(super) fn str_method(&mut self, n: Name, meth: Name, args: &Args) -> Vals {
         let text = self.name(n);
@@ -522,7 +545,13 @@ impl Interp<'_, '_> {
             return self.str_affix(n, meth, args);
         }
         let out = match self.name(meth) {
-            "format" => with_holes(text, Placeholders::Braces),
+            "format" => {
+                let text = text.to_string();
+                let values: Vec<Option<String>> = (args.positional.iter())
+                    .map(|(v, _)| self.text_of(v))
+                    .collect();
+                with_values(&text, Placeholders::Braces, &values)
+            }
             "lower" | "casefold" => text.to_lowercase(),
             "upper" => text.to_uppercase(),
             "strip" => text.trim().to_string(),
@@ -688,7 +717,11 @@ impl Interp<'_, '_> {
         }
         let raised = self.raised_in;
         let stale = self.stmt_stale.len();
+        // (What a call in one arm made stale, `Swish()(x) if act else x * sigmoid(x)`, is not so
+        // in the other; after the expression it may be.)
+        let stale_before = self.state.stale.clone();
         let mut out = self.eval_opt(c, body);
+        let body_stale = std::mem::replace(&mut self.state.stale, stale_before);
         // (What an in-place call in one arm made stale for the statement is not so in the
         // other, `relu_(z) if act else z`, but is again after the expression.)
         let arm: SmallVec<[_; 1]> = self.stmt_stale[stale..].iter().copied().collect();
@@ -701,6 +734,12 @@ impl Interp<'_, '_> {
         self.raised_in = raised;
         out.extend(self.eval_opt(c, orelse));
         self.raised_in = raised;
+        for (name, writes) in body_stale {
+            let entry = self.state.stale.entry(name).or_default();
+            for w in writes {
+                super::write::note_write(entry, w);
+            }
+        }
         self.mark_stmt_stale(&arm);
         out
     }
@@ -1633,9 +1672,25 @@ pub(super) enum Placeholders {
 }
 
 /// A format string with each placeholder made a [`STR_HOLE`].
+#[cfg(test)]
 pub(super) fn with_holes(text: &str, style: Placeholders) -> String {
+    with_values(text, style, &[])
+}
+
+/// A format string with its plain placeholders (`%d`, `%s`, `%i`; `{}`, `{0}`) filled with
+/// the known texts of `values`, in order (or by index), and every other placeholder, or one
+/// whose value is not known, made a [`STR_HOLE`].
+pub(super) fn with_values(text: &str, style: Placeholders, values: &[Option<String>]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
+    let mut next = 0;
+    let fill = |out: &mut String, at: Option<usize>| match at
+        .and_then(|k| values.get(k))
+        .and_then(Option::as_deref)
+    {
+        Some(v) => out.push_str(v),
+        None => out.push(STR_HOLE),
+    };
     while let Some(ch) = chars.next() {
         match (&style, ch) {
             (Placeholders::Percent, '%') => {
@@ -1646,27 +1701,43 @@ pub(super) fn with_holes(text: &str, style: Placeholders) -> String {
                 }
                 // Flags, width, precision and a `(name)` key, then the conversion letter.
                 let mut depth = 0;
+                let mut spec = String::new();
+                let mut letter = None;
                 for c in chars.by_ref() {
                     match c {
                         '(' => depth += 1,
                         ')' => depth -= 1,
-                        c if depth == 0 && c.is_ascii_alphabetic() => break,
+                        c if depth == 0 && c.is_ascii_alphabetic() => {
+                            letter = Some(c);
+                            break;
+                        }
                         _ => {}
                     }
+                    spec.push(c);
                 }
-                out.push(STR_HOLE);
+                let plain = spec.is_empty() && matches!(letter, Some('d' | 'i' | 's'));
+                fill(&mut out, plain.then_some(next));
+                next += 1;
             }
             (Placeholders::Braces, '{' | '}') if chars.peek() == Some(&ch) => {
                 chars.next();
                 out.push(ch);
             }
             (Placeholders::Braces, '{') => {
+                let mut field = String::new();
                 for c in chars.by_ref() {
                     if c == '}' {
                         break;
                     }
+                    field.push(c);
                 }
-                out.push(STR_HOLE);
+                let at = if field.is_empty() {
+                    next += 1;
+                    Some(next - 1)
+                } else {
+                    field.parse::<usize>().ok()
+                };
+                fill(&mut out, at);
             }
             _ => out.push(ch),
         }
@@ -1696,6 +1767,26 @@ mod tests {
         assert_eq!(
             with_holes("{0}x{name:>3} {{y}}", Placeholders::Braces),
             format!("{h}x{h} {{y}}")
+        );
+    }
+
+    #[test]
+    fn plain_placeholders_take_known_values() {
+        let h = STR_HOLE;
+        let v = |xs: &[Option<&str>]| xs.iter().map(|x| x.map(String::from)).collect::<Vec<_>>();
+        let p = Placeholders::Percent;
+        assert_eq!(with_values("fc%d", p, &v(&[Some("0")])), "fc0");
+        let p = Placeholders::Percent;
+        assert_eq!(
+            with_values("%s_%02d_%d", p, &v(&[Some("a"), Some("1"), None])),
+            format!("a_{h}_{h}")
+        );
+        let b = Placeholders::Braces;
+        assert_eq!(with_values("gate{}", b, &v(&[Some("1")])), "gate1");
+        let b = Placeholders::Braces;
+        assert_eq!(
+            with_values("{1}{0}{x}{:>2}", b, &v(&[Some("a"), Some("b")])),
+            format!("ba{h}{h}")
         );
     }
 }

@@ -236,8 +236,17 @@ pub(crate) struct DataRead {
     pub written: bool,
 }
 
-/// The instances the program made of each class, with the calls that made them.
-pub(crate) type Made = FxHashMap<ClassLoc, SmallVec<[(ObjId, Span); 2]>>;
+/// An instance the program made of a class: the object, the call that made it and the
+/// arguments the call gave.
+#[derive(Clone)]
+pub(crate) struct MadeBy {
+    pub obj: ObjId,
+    pub call: Span,
+    pub args: Args,
+}
+
+/// The instances the program made of each class (the first few).
+pub(crate) type Made = FxHashMap<ClassLoc, SmallVec<[MadeBy; 2]>>;
 
 /// The module unit's final heap, graph and environment: where function units start.
 #[derive(Clone, Default)]
@@ -346,6 +355,9 @@ pub(crate) struct Interp<'p, 't> {
     pub writes: Vec<Write>,
     /// The (first) object each write wrote.
     pub write_targets: Vec<ObjId>,
+    /// Whether each write (by id) wrote one memory only: through a name holding one tensor,
+    /// or several views of one (a clobber counts only then).
+    pub write_sole: Vec<bool>,
     pub events: Vec<Event>,
     seen_events: FxHashSet<Event>,
     pub state: State,
@@ -609,6 +621,7 @@ impl<'p, 't> Interp<'p, 't> {
             saves: Layered::on(frozen.saves.clone()),
             writes: Vec::new(),
             write_targets: Vec::new(),
+            write_sole: Vec::new(),
             events: Vec::new(),
             seen_events: FxHashSet::default(),
             state: State::default(),
@@ -1108,25 +1121,32 @@ impl<'p, 't> Interp<'p, 't> {
                 .and_then(|d| self.resolve_def(d))
                 .map_or(0, |(b, f)| b.func(f).lines as usize);
             self.budget = self.steps + budget_for(init_lines);
-            let instance = self.instance_for(&class);
-            // A method analysed on its own may be called in either mode, whatever the
-            // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
-            self.forget_training_mode(instance);
-            // Every instance the program made of it is frozen (a backbone under an adapter,
-            // a teacher), made by as many calls as its text names the class: its methods run
-            // frozen too, no backward reaches its parameters. (A call the module's run did
-            // not reach, in a function only a CLI runs, or an alias, may make a trainable one.)
+            // Every instance of it the program makes, when the module's run made them all: as
+            // many calls as its text names the class (a call the run did not reach, in a
+            // function only a CLI runs, or an alias, may make another kind of instance).
             let made = frozen
                 .made
                 .get(&class.loc)
                 .map_or(&[][..], |m| m.as_slice());
-            let mut calls: SmallVec<[Span; 4]> = made.iter().map(|(_, at)| *at).collect();
+            let mut calls: SmallVec<[Span; 4]> = made.iter().map(|m| m.call).collect();
             calls.sort_unstable();
             calls.dedup();
-            if !made.is_empty()
-                && made.iter().all(|(o, _)| self.all_frozen(*o))
-                && calls.len() >= self.class_mentions(self.name(class.name))
-            {
+            let all_made =
+                !made.is_empty() && calls.len() >= self.class_mentions(self.name(class.name));
+            // Their constructors' constant arguments (`activation="lrelu"` at every call) are
+            // those of the instance the methods run on: a branch no instance takes is not.
+            let settings = if all_made {
+                self.constant_init_args(&class, made)
+            } else {
+                Env::default()
+            };
+            let instance = self.instance_for_with(&class, &settings);
+            // A method analysed on its own may be called in either mode, whatever the
+            // constructor set (`self.encoder.eval()` to freeze it, then `model.train()`).
+            self.forget_training_mode(instance);
+            // Every instance frozen (a backbone under an adapter, a teacher): its methods run
+            // frozen too, no backward reaches its parameters.
+            if all_made && made.iter().all(|m| self.all_frozen(m.obj)) {
                 self.set_tree_requires_grad(instance, false);
             }
         }

@@ -653,6 +653,11 @@ impl Interp<'_, '_> {
             // `len(sizes)` of a literal list: its length (`range(len(sizes) - 1)` then runs a
             // known number of times).
             "len" if let Some(n) = self.exact_len(&first) => smallvec![self.int(n)],
+            // `str(i)` of a known integer (`"fc" + str(i)` names a layer).
+            "str" if let Some(text) = self.text_of(&first) => {
+                let n = self.intern(&text);
+                smallvec![self.string(n)]
+            }
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
             | "callable" | "vars" | "dir" => smallvec![OTHER],

@@ -141,6 +141,8 @@ impl Interp<'_, '_> {
         let all_leaf = tensors.iter().all(|t| t.leaf || t.view_of_leaf);
         let wid = self.record_write(targets, &w, &tensors);
         self.write_targets.push(first);
+        self.write_sole
+            .push(tensors.windows(2).all(|p| p[0].storage == p[1].storage));
         if self.raised() {
             // The statement stopped at an earlier write: this one never runs.
             return wid;
