@@ -57,6 +57,64 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `del x`, `del m.weight`, `del m._parameters["weight"]` (SpectralNorm's re-registration
+    /// of a weight as `weight_bar`): the name unbound, the member taken off the module (its
+    /// `parameters()` no longer give it; a tensor set under the name later replaces nothing).
+    /// Other targets (`del d[k]`) are evaluated.
+    pub(super) fn exec_delete(&mut self, c: Code<'_>, list: List) {
+        for t in c.body.exprs_of(list) {
+            match *c.expr(t) {
+                Expr::Name { name, .. } => {
+                    self.state.env.remove(&name);
+                    self.state.stale.remove(&name);
+                    self.state.bound_at.remove(&name);
+                }
+                Expr::Attr { value, attr, .. } => {
+                    for o in self.eval(c, value) {
+                        self.remove_member(o, attr);
+                    }
+                }
+                Expr::Subscript { value, sub } => {
+                    let registry = match *c.expr(value) {
+                        Expr::Attr {
+                            value: owner, attr, ..
+                        } if matches!(self.name(attr), "_parameters" | "_buffers" | "_modules") => {
+                            Some(owner)
+                        }
+                        _ => None,
+                    };
+                    let key = c
+                        .body
+                        .exprs_of(c.body.subscripts[sub as usize].parts)
+                        .next();
+                    let key = key.map(|k| self.eval(c, k));
+                    match (registry, key.and_then(|k| self.one_exact_str(&k))) {
+                        (Some(owner), Some(key)) => {
+                            for o in self.eval(c, owner) {
+                                self.remove_member(o, key);
+                            }
+                        }
+                        _ => {
+                            self.eval(c, t);
+                        }
+                    }
+                }
+                _ => {
+                    self.eval(c, t);
+                }
+            }
+        }
+    }
+
+    /// Member `name` of module `o` (a parameter, buffer, submodule or attribute) removed.
+    pub(super) fn remove_member(&mut self, o: ObjId, name: Name) {
+        if let Obj::Module(m) = self.obj_mut(o) {
+            if let Some(gone) = m.attrs.remove(&name) {
+                m.children.retain(|ch| !gone.contains(ch));
+            }
+        }
+    }
+
     /// Whether the name a target binds holds tensors carrying an autograd graph, joined with
     /// what it held on other paths through the same statement.
     fn note_graph(&mut self, c: Code<'_>, target: ExprId, name: Name) {

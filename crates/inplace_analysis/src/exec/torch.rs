@@ -673,6 +673,17 @@ impl Interp<'_, '_> {
                 smallvec![OTHER]
             }
             "getattr" => self.call_getattr(c, e, args),
+            // `delattr(m, "weight")`: as `del m.weight`.
+            "delattr" => {
+                if let [(owners, _), (names, _)] = args.positional.as_slice() {
+                    if let Some([attr]) = self.str_values(names).as_deref() {
+                        for o in owners.clone() {
+                            self.remove_member(o, *attr);
+                        }
+                    }
+                }
+                smallvec![NONE]
+            }
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
                 let source = if name == "filter" {
                     args.positional

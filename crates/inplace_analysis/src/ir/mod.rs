@@ -383,6 +383,8 @@ pub enum Stmt {
     },
     Block(Block),
     Pass,
+    /// `del a, m.attr, m._parameters[k]`: its targets.
+    Delete(List),
     /// Anything else: its expressions are evaluated.
     Other(List),
 }

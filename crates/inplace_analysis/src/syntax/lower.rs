@@ -195,6 +195,17 @@ impl Lowerer<'_> {
                 }
             }
             "block" => Stmt::Block(self.block(Some(n))),
+            "delete_statement" => {
+                let mut ids = Vec::new();
+                for t in named_children(n) {
+                    if t.k() == "expression_list" {
+                        ids.extend(named_children(t).into_iter().map(|x| self.expr(x).0));
+                    } else if t.k() != "comment" {
+                        ids.push(self.expr(t).0);
+                    }
+                }
+                Stmt::Delete(self.list(&ids))
+            }
             "pass_statement"
             | "global_statement"
             | "nonlocal_statement"
