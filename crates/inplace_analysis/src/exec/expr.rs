@@ -265,11 +265,25 @@ impl Interp<'_, '_> {
             }
         }
         // `i == 0` with `i` a loop position (`for i, block in enumerate(self.blocks)`), or any
-        // two known integers (`self.depth == 1`).
-        if let ([a, b], CmpOp::Eq | CmpOp::NotEq) = (parts.as_slice(), op) {
+        // two known integers (`self.depth == 1`, `n < 0`). (Not an ordering of a position: a
+        // loop over a container built from a generator runs its one summary slot, whose
+        // position is not the last: `F.relu(layer(x)) if i < self.num_layers - 1 else
+        // layer(x)` would take the first arm only.)
+        if let [a, b] = parts.as_slice() {
             if let (Some(x), Some(y)) = (self.one_int(a), self.one_int(b)) {
-                let truth = (x == y) == (op == CmpOp::Eq);
-                return smallvec![if truth { TRUE } else { FALSE }];
+                let position = a.iter().chain(b).any(|v| self.positions.contains(v));
+                let truth = match op {
+                    CmpOp::Eq => Some(x == y),
+                    CmpOp::NotEq => Some(x != y),
+                    CmpOp::Lt if !position => Some(x < y),
+                    CmpOp::LtE if !position => Some(x <= y),
+                    CmpOp::Gt if !position => Some(x > y),
+                    CmpOp::GtE if !position => Some(x >= y),
+                    _ => None,
+                };
+                if let Some(truth) = truth {
+                    return smallvec![if truth { TRUE } else { FALSE }];
+                }
             }
         }
         // `v == 'M'` with `v` a known integer (`for v in [64, 'M', 128]`, VGG's config): an

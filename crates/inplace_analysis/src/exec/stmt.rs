@@ -611,8 +611,9 @@ impl Interp<'_, '_> {
         // (A loop of a few turns runs each of them too, `for i in range(2)`: what it appends
         // is then where each turn put it, the last turn's last.)
         // (Not one that branches: a flag the same at every turn is followed by the loop run
-        // as a whole, each turn taking the same side.)
-        let short = hi - lo <= SHORT_LOOP && !branches(c.body, body);
+        // as a whole, each turn taking the same side. A loop of one turn is its body run
+        // once, a branch decided by its position: `if i < final_relu_layer`.)
+        let short = hi - lo == 1 || hi - lo <= SHORT_LOOP && !branches(c.body, body);
         (short || self.indexes_by_position(c, key, body, k)).then(|| (lo..hi).collect())
     }
 

@@ -175,7 +175,7 @@ pub enum Index {
     Other,
 }
 
-/// The operator of a comparison with one operator (`Other` for chains and orderings).
+/// The operator of a comparison with one operator (`Other` for chains).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
     Is,
@@ -184,6 +184,10 @@ pub enum CmpOp {
     NotEq,
     In,
     NotIn,
+    Lt,
+    LtE,
+    Gt,
+    GtE,
     Other,
 }
 

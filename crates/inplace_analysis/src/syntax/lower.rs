@@ -849,6 +849,10 @@ impl Lowerer<'_> {
             ["!="] => CmpOp::NotEq,
             ["in"] => CmpOp::In,
             ["not in"] => CmpOp::NotIn,
+            ["<"] => CmpOp::Lt,
+            ["<="] => CmpOp::LtE,
+            [">"] => CmpOp::Gt,
+            [">="] => CmpOp::GtE,
             _ => CmpOp::Other,
         };
         let identity = ops.iter().any(|o| matches!(*o, "is" | "is not"));

@@ -1,0 +1,58 @@
+//! Comparisons of known integers decide branches: orderings (`n < 0`) as well as equality
+//! (a branch that cannot run writes nothing), but not the ordering of a loop position, which
+//! a loop over a summarised container does not pin down.
+
+use inplace_analysis::analyze_text;
+
+fn codes(text: &str) -> Vec<&'static str> {
+    analyze_text(text)
+        .findings
+        .iter()
+        .map(|f| f.rule.code())
+        .collect()
+}
+
+fn aliased_write_under(test: &str) -> String {
+    format!(
+        "import torch\nx = torch.randn(3) * 2\ny = x\nn = 0\nif {test}:\n    y.relu_()\nprint(x.sum())\n"
+    )
+}
+
+#[test]
+fn orderings_of_known_integers_decide_the_branch() {
+    for dead in ["n < 0", "n > 0", "n >= 1", "0 < 0", "n + 1 <= 0"] {
+        assert!(codes(&aliased_write_under(dead)).is_empty(), "{dead}");
+    }
+    for live in ["n < 1", "n >= 0", "n <= 0", "1 > n"] {
+        assert_eq!(codes(&aliased_write_under(live)), ["IP402"], "{live}");
+    }
+}
+
+#[test]
+fn a_position_in_a_summarised_container_is_not_ordered() {
+    // (`nn.ModuleList(<generator>)` holds one summary slot: its position 0 is not the last.)
+    let text = r#"
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MLP(nn.Module):
+    def __init__(self, dims, num_layers):
+        super().__init__()
+        self.num_layers = num_layers
+        self.layers = nn.ModuleList(nn.Linear(n, k) for n, k in zip(dims, dims[1:]))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = F.relu(layer(x)) if i < self.num_layers - 1 else layer(x)
+        return x
+
+
+mlp = MLP([4, 8, 8, 2], 3)
+out = mlp(torch.randn(2, 4))
+out += 1
+out.sum().backward()
+"#;
+    assert!(codes(text).is_empty());
+}
