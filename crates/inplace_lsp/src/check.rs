@@ -303,7 +303,7 @@ impl Run<'_> {
         if !canonical.is_absolute() || !canonical.is_file() || !project::reads_imports(text) {
             return state;
         }
-        let layout = ProjectLayout::of(canonical, None);
+        let layout = ProjectLayout::of(canonical, None).with_sys_path(canonical, text);
         let given_dir = path.parent().unwrap_or(Path::new(""));
         let canonical_dir = canonical.parent().unwrap_or(Path::new("/"));
         // A module's file is named as the user would: from the folder they named the file

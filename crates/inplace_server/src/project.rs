@@ -260,6 +260,22 @@ impl ProjectLayout {
         ProjectLayout { roots, root, entry }
     }
 
+    /// The layout with the folders the file's text adds to `sys.path` as further roots
+    /// (`sys.path.append('model')` next to the script: its modules import each other by bare
+    /// name), after the others, when they exist.
+    pub fn with_sys_path(mut self, file: &Path, text: &str) -> ProjectLayout {
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        for added in inplace_analysis::project::sys_path_additions(text) {
+            let Ok(folder) = dir.join(&added).canonicalize() else {
+                continue;
+            };
+            if folder.is_dir() && !self.roots.contains(&folder) {
+                self.roots.push(folder);
+            }
+        }
+        self
+    }
+
     /// Where a dotted module name's file is, under the roots.
     pub fn locate(&self, name: &str) -> Vec<PathBuf> {
         self.roots

@@ -149,17 +149,16 @@ fn entry_of(session: &Session, uri: &Uri, file: &Path, text: &str) -> Entry {
     if let Some(e) = kept.as_ref().filter(|e| e.key == key) {
         return e.clone();
     }
-    let layout = kept.map(|e| e.layout).unwrap_or_else(|| {
-        let workspace = session
-            .folders
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|f| file.starts_with(f))
-            .max_by_key(|f| f.as_os_str().len())
-            .cloned();
-        Arc::new(ProjectLayout::of(file, workspace.as_deref()))
-    });
+    // (Made again when the import lines changed: they include the `sys.path` additions.)
+    let workspace = session
+        .folders
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|f| file.starts_with(f))
+        .max_by_key(|f| f.as_os_str().len())
+        .cloned();
+    let layout = Arc::new(ProjectLayout::of(file, workspace.as_deref()).with_sys_path(file, text));
     let entry = Entry {
         layout,
         key,
