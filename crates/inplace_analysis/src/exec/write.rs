@@ -822,9 +822,26 @@ impl Interp<'_, '_> {
             Expr::Attr { value, attr, .. } => match *c.expr(value) {
                 Expr::Name { name, .. } if name == known::SELF => {
                     let target = format!(".{}", self.name(attr));
-                    (self.prog.text.lines())
+                    let text = self.prog.text;
+                    let mut values = Vec::new();
+                    for v in text
+                        .lines()
                         .flat_map(|line| assigned_after(line, &target, false))
-                        .collect()
+                    {
+                        // (`self.score_mask_value = score_mask_value`: the parameter's default
+                        // and every value a keyword argument of that name passes.)
+                        let id = v.split('#').next().unwrap_or("").trim();
+                        if !id.is_empty() && id.chars().all(crate::syntax::ident_char) {
+                            let given = keyword_values(text, id);
+                            if given.is_empty() {
+                                return false;
+                            }
+                            values.extend(given);
+                        } else {
+                            values.push(v);
+                        }
+                    }
+                    values
                 }
                 _ => return false,
             },
@@ -1278,6 +1295,47 @@ fn masking_text(text: &str) -> bool {
     (negative && text.replace("finfo", "").contains("inf"))
         || (text.contains("finfo") && text.ends_with(".min"))
         || text.parse::<f64>().is_ok_and(|v| v <= -1e4)
+}
+
+/// The values `text` gives the name `name` as a default, a keyword argument or a plain
+/// assignment (`name=-1e9` in a signature or a call, `name = v` on a line of its own): each
+/// `name` not after a word character or a dot, followed by one `=`. (A value passed by
+/// position is not seen.)
+fn keyword_values<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+    let ident = crate::syntax::ident_char;
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices(name) {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|b| ident(b) || b == '.') {
+            continue;
+        }
+        let rest = &text[at + name.len()..];
+        if rest.starts_with(ident) {
+            continue;
+        }
+        let rest = rest.trim_start_matches([' ', '\t']);
+        if let Some(value) = rest.strip_prefix('=').filter(|v| !v.starts_with('=')) {
+            // (Up to the `,` or `)` that ends the argument.)
+            let mut depth = 0i32;
+            let end = value
+                .char_indices()
+                .find(|(_, ch)| match ch {
+                    '(' | '[' | '{' => {
+                        depth += 1;
+                        false
+                    }
+                    ')' | ']' | '}' if depth > 0 => {
+                        depth -= 1;
+                        false
+                    }
+                    ')' | ']' | '}' | ',' | '\n' => depth == 0 || *ch == '\n',
+                    _ => false,
+                })
+                .map_or(value.len(), |(i, _)| i);
+            out.push(&value[..end]);
+        }
+    }
+    out
 }
 
 /// The values `line` assigns to `target` (`.attr` anywhere in the line, or a name that starts
