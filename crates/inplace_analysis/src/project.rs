@@ -316,7 +316,7 @@ pub fn imports_key(text: &str) -> u64 {
 /// Only constant paths: one built from a variable or an environment variable is not followed.
 pub fn sys_path_additions(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in text.lines() {
+    for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
         let Some(at) = ["sys.path.append(", "sys.path.insert("]
             .iter()
             .find_map(|k| line.find(k).map(|i| i + k.len()))
@@ -340,12 +340,13 @@ pub fn sys_path_additions(text: &str) -> Vec<String> {
 
 /// The path (relative to the script's folder) that the start of `arg` builds, when constant.
 fn path_expression(arg: &str) -> Option<String> {
+    // (A string literal at the start of `s`, and how many bytes of `s.trim_start()` it spans.)
     let literal = |s: &str| -> Option<(String, usize)> {
         let s = s.trim_start();
-        let s = s.strip_prefix('r').unwrap_or(s);
+        let (s, prefix) = s.strip_prefix('r').map_or((s, 0), |r| (r, 1));
         let q = s.chars().next().filter(|c| *c == '"' || *c == '\'')?;
         let end = s[1..].find(q)?;
-        Some((s[1..1 + end].to_string(), end + 2))
+        Some((s[1..1 + end].to_string(), prefix + end + 2))
     };
     // `'model'`, `"../lib"`.
     if let Some((p, _)) = literal(arg) {
@@ -356,8 +357,12 @@ fn path_expression(arg: &str) -> Option<String> {
     let inner = arg.find("__file__")?;
     let dirnames = arg[..inner].matches("dirname(").count();
     let after = &arg[inner..];
-    let parents =
-        (after.split([',', '/']).next()).map_or(0, |head| head.matches(".parent").count());
+    let head = after.split([',', '/']).next().unwrap_or("");
+    if head.contains(".parents[") || arg.contains("pardir") {
+        // (`Path(__file__).parents[1]`, `os.pardir`: not followed.)
+        return None;
+    }
+    let parents = head.matches(".parent").count();
     let levels = (dirnames + parents).checked_sub(1)?;
     let mut path: Vec<String> = vec!["..".to_string(); levels];
     // Then what is joined on: `os.path.join(<folder>, 'a', 'b')`, `<Path> / 'lib'`.
@@ -583,10 +588,12 @@ mod sys_path_tests {
             sys.path.append(os.path.join(os.path.dirname(__file__), 'ext', 'ops'))\n\
             sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n\
             sys.path.append(str(Path(__file__).resolve().parent / 'third'))\n\
-            sys.path.append(os.environ['X'])\nsys.path.append(root)\n";
+            sys.path.append(os.environ['X'])\nsys.path.append(root)\n\
+            # sys.path.append('old')\nsys.path.append(r'raw/dir')\n\
+            sys.path.append(str(Path(__file__).parents[1]))\n";
         assert_eq!(
             sys_path_additions(text),
-            ["model", "../lib", "ext/ops", "..", "third"]
+            ["model", "../lib", "ext/ops", "..", "third", "raw/dir"]
         );
     }
 }

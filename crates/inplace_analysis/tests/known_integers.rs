@@ -56,3 +56,29 @@ out.sum().backward()
 "#;
     assert!(codes(text).is_empty());
 }
+
+#[test]
+fn an_attribute_a_method_may_move_is_not_ordered() {
+    // (`self.epoch` is 0 as `__init__` set it, but `set_epoch` moves it: a warm-up gate.)
+    let text = r#"
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.epoch = 0
+
+    def set_epoch(self, e):
+        self.epoch = e
+
+    def forward(self, x):
+        y = torch.sigmoid(self.lin(x))
+        if self.epoch > 4:
+            y.mul_(0.5)
+        return y
+"#;
+    assert_eq!(codes(text), ["IP301"]);
+}

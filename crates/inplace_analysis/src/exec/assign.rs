@@ -60,8 +60,11 @@ impl Interp<'_, '_> {
     /// `del x`, `del m.weight`, `del m._parameters["weight"]` (SpectralNorm's re-registration
     /// of a weight as `weight_bar`): the name unbound, the member taken off the module (its
     /// `parameters()` no longer give it; a tensor set under the name later replaces nothing).
-    /// Other targets (`del d[k]`) are evaluated.
-    pub(super) fn exec_delete(&mut self, c: Code<'_>, list: List) {
+    /// Other targets (`del d[k]`) are evaluated. (A member is taken off only by a `del` that
+    /// runs whenever its function does, not one under a branch or in a loop: the heap is
+    /// the same on every path.)
+    pub(super) fn exec_delete(&mut self, c: Code<'_>, s: StmtId, list: List) {
+        let always = unconditional(c, s);
         for t in c.body.exprs_of(list) {
             match *c.expr(t) {
                 Expr::Name { name, .. } => {
@@ -71,7 +74,9 @@ impl Interp<'_, '_> {
                 }
                 Expr::Attr { value, attr, .. } => {
                     for o in self.eval(c, value) {
-                        self.remove_member(o, attr);
+                        if always {
+                            self.remove_member(o, attr);
+                        }
                     }
                 }
                 Expr::Subscript { value, sub } => {
@@ -89,7 +94,7 @@ impl Interp<'_, '_> {
                         .next();
                     let key = key.map(|k| self.eval(c, k));
                     match (registry, key.and_then(|k| self.one_exact_str(&k))) {
-                        (Some(owner), Some(key)) => {
+                        (Some(owner), Some(key)) if always => {
                             for o in self.eval(c, owner) {
                                 self.remove_member(o, key);
                             }
@@ -104,6 +109,12 @@ impl Interp<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Whether the running statement runs whenever its function does (it is in the
+    /// function's own block, not under a branch or in a loop).
+    pub(super) fn runs_always(&self, c: Code<'_>) -> bool {
+        (self.stmt.filter(|s| s.item == c.item)).is_some_and(|s| unconditional(c, s.stmt))
     }
 
     /// Member `name` of module `o` (a parameter, buffer, submodule or attribute) removed.
@@ -461,6 +472,7 @@ impl Interp<'_, '_> {
                     let args = Args {
                         positional: vec![(vals, None)],
                         keywords: Vec::new(),
+                        spread: false,
                     };
                     let site = stmt.map_or(c.span(target), |s| c.stmt_span(s));
                     self.inline(def, Some(o), &args, site);
@@ -954,4 +966,23 @@ impl Interp<'_, '_> {
             _ => None,
         }
     }
+}
+
+/// Whether statement `s` runs whenever the function it is in does: no branch, loop, `try`,
+/// `with` or `match` holds it.
+fn unconditional(c: Code<'_>, s: StmtId) -> bool {
+    let at = c.body.stmt_span(s);
+    !(c.body.stmts.iter().zip(&c.body.stmt_spans)).any(|(st, span)| {
+        *span != at
+            && span.contains(at)
+            && matches!(
+                st,
+                Stmt::If { .. }
+                    | Stmt::For { .. }
+                    | Stmt::While { .. }
+                    | Stmt::Try(_)
+                    | Stmt::With { .. }
+                    | Stmt::Match { .. }
+            )
+    })
 }

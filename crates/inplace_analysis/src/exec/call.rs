@@ -132,6 +132,7 @@ impl Interp<'_, '_> {
         let mut out = Args::default();
         for a in c.body.exprs_of(spec.positional) {
             if let Expr::Starred(inner) = *c.expr(a) {
+                out.spread = true;
                 let v = self.eval_opt(c, inner);
                 // `f(*layers)`: one argument per position of the list, in order (of the longest
                 // list when the name may hold several).
@@ -164,6 +165,7 @@ impl Interp<'_, '_> {
                 Some(name) => out.keywords.push((name, v, kw.value, span)),
                 // `f(**kwargs)` with the dict's keys known: one keyword each.
                 None => {
+                    out.spread = true;
                     for (name, v, at) in self.keyed_entries(&v).unwrap_or_default() {
                         out.keywords.push((name, v, ExprId::NONE, at));
                     }
@@ -251,6 +253,7 @@ impl Interp<'_, '_> {
                         .filter(|(n, ..)| args.keyword(*n).is_none())
                         .map(|(n, v, s)| (*n, v.clone(), ExprId::NONE, *s))
                         .collect(),
+                    spread: false,
                 };
                 full.positional.extend(args.positional.iter().cloned());
                 full.keywords.extend(args.keywords.iter().cloned());
@@ -1269,6 +1272,9 @@ impl Interp<'_, '_> {
             }
             let mut joined = Vals::new();
             for m in made {
+                if m.args.spread {
+                    continue 'param;
+                }
                 let vals = match m.args.keyword(p.name) {
                     Some((v, ..)) => v.clone(),
                     None => match m.args.positional.get(i - 1) {

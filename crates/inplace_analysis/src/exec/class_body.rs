@@ -47,6 +47,7 @@ impl Interp<'_, '_> {
             let args = Args {
                 positional: vec![(smallvec![class], None)],
                 keywords: Vec::new(),
+                spread: false,
             };
             // (One that gives back something else, a wrapper, stops the outer ones: they
             // would register the wrapper, not what the name keeps.)

@@ -72,6 +72,7 @@ impl Interp<'_, '_> {
         let args = Args {
             positional: vec![(index, None)],
             keywords: Vec::new(),
+            spread: false,
         };
         let outer = self.getitem_self.replace(obj);
         let out = self.inline(def, Some(obj), &args, call);

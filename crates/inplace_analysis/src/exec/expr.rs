@@ -271,7 +271,10 @@ impl Interp<'_, '_> {
         // layer(x)` would take the first arm only.)
         if let [a, b] = parts.as_slice() {
             if let (Some(x), Some(y)) = (self.one_int(a), self.one_int(b)) {
-                let position = a.iter().chain(b).any(|v| self.positions.contains(v));
+                // (Nor of an attribute: a counter a method moves, `if self.epoch > 4:`, is
+                // known only as `__init__` set it.)
+                let position = a.iter().chain(b).any(|v| self.positions.contains(v))
+                    || (exprs.iter()).any(|x| matches!(*c.expr(*x), Expr::Attr { .. }));
                 let truth = match op {
                     CmpOp::Eq => Some(x == y),
                     CmpOp::NotEq => Some(x != y),
@@ -1745,13 +1748,17 @@ pub(super) fn with_values(text: &str, style: Placeholders, values: &[Option<Stri
                     }
                     field.push(c);
                 }
-                let at = if field.is_empty() {
+                // (The field's name: before a conversion `!r` or a spec `:>2`. An empty one
+                // takes the next argument, as Python numbers them; only a plain field is
+                // filled, one with a spec or conversion is a hole.)
+                let name = field.split([':', '!']).next().unwrap_or("");
+                let index = if name.is_empty() {
                     next += 1;
                     Some(next - 1)
                 } else {
-                    field.parse::<usize>().ok()
+                    name.parse::<usize>().ok()
                 };
-                fill(&mut out, at);
+                fill(&mut out, index.filter(|_| name.len() == field.len()));
             }
             _ => out.push(ch),
         }
@@ -1799,8 +1806,13 @@ mod tests {
         assert_eq!(with_values("gate{}", b, &v(&[Some("1")])), "gate1");
         let b = Placeholders::Braces;
         assert_eq!(
-            with_values("{1}{0}{x}{:>2}", b, &v(&[Some("a"), Some("b")])),
-            format!("ba{h}{h}")
+            with_values("{1}{0}{x}", b, &v(&[Some("a"), Some("b")])),
+            format!("ba{h}")
+        );
+        let b = Placeholders::Braces;
+        assert_eq!(
+            with_values("layer{:d}_{}", b, &v(&[Some("1"), Some("0")])),
+            format!("layer{h}_0")
         );
     }
 }

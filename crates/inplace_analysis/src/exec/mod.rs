@@ -158,6 +158,8 @@ impl Frame {
 pub(crate) struct Args {
     pub positional: Vec<(Vals, Option<ExprId>)>,
     pub keywords: Vec<(Name, Vals, ExprId, Span)>,
+    /// Some were spread (`f(*xs)`, `f(**opts)`): which parameter each fills is not known.
+    pub spread: bool,
 }
 
 impl Args {
@@ -223,6 +225,7 @@ impl Args {
         Args {
             positional: vec![(v, None)],
             keywords: Vec::new(),
+            spread: false,
         }
     }
 }

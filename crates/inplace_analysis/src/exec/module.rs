@@ -573,6 +573,7 @@ impl Interp<'_, '_> {
                         .map(|(v, e)| (self.backward_hook_views(v, at), *e))
                         .collect(),
                     keywords: args.keywords.clone(),
+                    spread: false,
                 };
                 &hooked
             }
@@ -613,6 +614,7 @@ impl Interp<'_, '_> {
                     (result.clone(), None),
                 ],
                 keywords: Vec::new(),
+                spread: false,
             };
             let outer = self.running_hook;
             self.running_hook = self.hook_output_param(hook);
@@ -665,6 +667,7 @@ impl Interp<'_, '_> {
             let hook_args = Args {
                 positional: vec![(smallvec![m], None), (smallvec![tuple], None)],
                 keywords: Vec::new(),
+                spread: false,
             };
             let outer = self.running_pre_hook.replace(tuple);
             let returned = self.call_value(c, e, *hook, &hook_args);
@@ -1380,6 +1383,7 @@ impl Interp<'_, '_> {
                 let one = Args {
                     positional: vec![(smallvec![sub], None)],
                     keywords: Vec::new(),
+                    spread: false,
                 };
                 self.call_one_of(c, e, &f, &one);
             }

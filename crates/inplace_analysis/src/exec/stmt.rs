@@ -126,7 +126,7 @@ impl Interp<'_, '_> {
             }
             Stmt::Block(b) => self.exec_block(c, b),
             Stmt::Pass => {}
-            Stmt::Delete(list) => self.exec_delete(c, list),
+            Stmt::Delete(list) => self.exec_delete(c, s, list),
             Stmt::Other(list) => {
                 for e in c.body.exprs_of(list) {
                     self.eval(c, e);

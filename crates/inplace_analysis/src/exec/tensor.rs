@@ -1430,6 +1430,7 @@ impl Interp<'_, '_> {
             let args = Args {
                 positional: vec![(smallvec![key], None)],
                 keywords: Vec::new(),
+                spread: false,
             };
             return Some(self.inline(def, Some(o), &args, at));
         }

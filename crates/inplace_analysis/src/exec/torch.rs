@@ -216,6 +216,7 @@ impl Interp<'_, '_> {
                 let rest = Args {
                     positional: args.positional[1..].to_vec(),
                     keywords: args.keywords.clone(),
+                    spread: false,
                 };
                 let meth = self.intern(meth);
                 let recv_expr = recv_expr.unwrap_or(ExprId::NONE);
@@ -545,6 +546,7 @@ impl Interp<'_, '_> {
         let a = Args {
             positional: leaves,
             keywords: Vec::new(),
+            spread: false,
         };
         let mut out = Vals::new();
         for func in f {
@@ -675,7 +677,9 @@ impl Interp<'_, '_> {
             "getattr" => self.call_getattr(c, e, args),
             // `delattr(m, "weight")`: as `del m.weight`.
             "delattr" => {
-                if let [(owners, _), (names, _)] = args.positional.as_slice() {
+                if let ([(owners, _), (names, _)], true) =
+                    (args.positional.as_slice(), self.runs_always(c))
+                {
                     if let Some([attr]) = self.str_values(names).as_deref() {
                         for o in owners.clone() {
                             self.remove_member(o, *attr);
@@ -1268,6 +1272,7 @@ impl Interp<'_, '_> {
                 .filter(|(n, ..)| !OWN.contains(&self.name(*n)))
                 .cloned()
                 .collect(),
+            spread: false,
         };
         let block = args.positional[0].0.clone();
         let inputs = self.flat_tensors(&inner.all_values().flatten().copied().collect());
