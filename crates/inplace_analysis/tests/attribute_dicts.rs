@@ -3,17 +3,8 @@
 //! oracle) and the program's own (`__getattr__` returning `self[k]`, or `__getattr__ =
 //! dict.__getitem__`). Under torch with a class of the file: `tests/fixtures/gan/munch_*`.
 
-use inplace_analysis::analyze_text;
-
-fn codes_at(text: &str, needle: &str) -> Vec<&'static str> {
-    let start = text.find(needle).expect("the line");
-    analyze_text(text)
-        .findings
-        .iter()
-        .filter(|f| f.range.start == start)
-        .map(|f| f.rule.code())
-        .collect()
-}
+mod common;
+use common::codes_at;
 
 /// A GAN step whose discriminator steps before the generator's loss, computed through it, is
 /// differentiated; `nets` is made by `{make}`.

@@ -4,15 +4,8 @@
 //! (The shapes under torch: `tests/fixtures/models/constructor_setting_*`,
 //! `tests/fixtures/ip403/spectral_norm_*`.)
 
-use inplace_analysis::analyze_text;
-
-fn codes(text: &str) -> Vec<&'static str> {
-    analyze_text(text)
-        .findings
-        .iter()
-        .map(|f| f.rule.code())
-        .collect()
-}
+mod common;
+use common::codes;
 
 fn blocks_made_with(args: &str) -> String {
     format!(

@@ -2,15 +2,8 @@
 //! (a branch that cannot run writes nothing), but not the ordering of a loop position, which
 //! a loop over a summarised container does not pin down.
 
-use inplace_analysis::analyze_text;
-
-fn codes(text: &str) -> Vec<&'static str> {
-    analyze_text(text)
-        .findings
-        .iter()
-        .map(|f| f.rule.code())
-        .collect()
-}
+mod common;
+use common::codes;
 
 fn aliased_write_under(test: &str) -> String {
     format!(

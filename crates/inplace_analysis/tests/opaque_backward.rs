@@ -5,17 +5,8 @@
 //! installed for the oracle; with a plain `loss.backward()` these shapes are fixtures under
 //! torch: `tests/fixtures/optim/actor_critic_*`.)
 
-use inplace_analysis::analyze_text;
-
-fn codes_at(text: &str, needle: &str) -> Vec<&'static str> {
-    let start = text.find(needle).expect("the line");
-    analyze_text(text)
-        .findings
-        .iter()
-        .filter(|f| f.range.start == start)
-        .map(|f| f.rule.code())
-        .collect()
-}
+mod common;
+use common::codes_at;
 
 #[test]
 fn accelerator_backward_walks_the_loss_graph() {

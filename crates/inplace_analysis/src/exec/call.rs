@@ -1223,13 +1223,13 @@ impl Interp<'_, '_> {
             pre_hooks: Vec::new(),
             backward_hook: None,
         })));
-        let Some(init) = self.find_method(class, known::INIT) else {
+        if self.find_method(class, known::INIT).is_none() {
             if let Some(base) = self.torch_layer_base(class) {
                 self.init_layer_base(obj, &base, &Args::default(), class.span);
             }
             return obj;
-        };
-        let Some((body, f)) = self.resolve_def(init) else {
+        }
+        let Some((init, body, f)) = self.init_of(class) else {
             return obj;
         };
         let c = Code {
@@ -1244,15 +1244,20 @@ impl Interp<'_, '_> {
         obj
     }
 
+    /// `class`'s `__init__` (its own or a base's of the program): where it is, with its body
+    /// and function.
+    fn init_of(&mut self, class: &ClassObj) -> Option<(DefLoc, Arc<Body>, FuncId)> {
+        let init = self.find_method(class, known::INIT)?;
+        let (body, f) = self.resolve_def(init)?;
+        Some((init, body, f))
+    }
+
     /// The parameters of `class`'s `__init__` that every call in `made` gives a constant (a
     /// string, a number, a boolean, `None`; passed, or left to a default), with the values
     /// they give, joined. (A tensor, a layer or a callable argument stays unknown.)
     pub(super) fn constant_init_args(&mut self, class: &ClassObj, made: &[MadeBy]) -> Env {
         let mut out = Env::default();
-        let Some(init) = self.find_method(class, known::INIT) else {
-            return out;
-        };
-        let Some((body, f)) = self.resolve_def(init) else {
+        let Some((init, body, f)) = self.init_of(class) else {
             return out;
         };
         let c = Code {

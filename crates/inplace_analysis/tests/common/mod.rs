@@ -1,4 +1,5 @@
-//! What the test files of this crate share.
+//! What the test files of this crate share (each uses some of it).
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -37,4 +38,24 @@ pub fn files_with(ext: &str) -> Vec<PathBuf> {
         fixtures_root().display()
     );
     out
+}
+
+/// The codes of the findings `text` gets, in order.
+pub fn codes(text: &str) -> Vec<&'static str> {
+    inplace_analysis::analyze_text(text)
+        .findings
+        .iter()
+        .map(|f| f.rule.code())
+        .collect()
+}
+
+/// The codes of the findings that start where `needle` first occurs in `text`.
+pub fn codes_at(text: &str, needle: &str) -> Vec<&'static str> {
+    let start = text.find(needle).expect("the line");
+    inplace_analysis::analyze_text(text)
+        .findings
+        .iter()
+        .filter(|f| f.range.start == start)
+        .map(|f| f.rule.code())
+        .collect()
 }
