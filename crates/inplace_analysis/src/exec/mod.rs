@@ -1032,22 +1032,27 @@ impl<'p, 't> Interp<'p, 't> {
         self.exec_block(c, body.root);
     }
 
-    /// How many times the program's text names the class `name` as a word (`Backbone(`,
-    /// `models.Backbone(`, `make = Backbone`, `factory=Backbone`), not counting its definition
-    /// or `super(Backbone, self)`: each may make an instance (an alias or a factory called
-    /// where the module's run does not reach).
-    fn class_mentions(&self, name: &str) -> usize {
+    /// How many times the program's text names each word (`Backbone(`, `models.Backbone(`,
+    /// `make = Backbone`, `factory=Backbone`), not counting a class's definition or
+    /// `super(Backbone, self)`: for a class, each may make an instance (an alias or a factory
+    /// called where the module's run does not reach). One pass over the text, however many
+    /// classes ask.
+    fn class_mentions(text: &str) -> FxHashMap<&str, usize> {
         use crate::syntax::ident_char;
-        let text = self.prog.text;
-        text.match_indices(name)
-            .filter(|(at, _)| {
-                let (before, after) = (&text[..*at], &text[*at + name.len()..]);
-                !before.ends_with(ident_char)
-                    && !after.starts_with(ident_char)
-                    && !before.trim_end_matches(' ').ends_with("class")
-                    && !before.trim_end_matches(' ').ends_with("super(")
-            })
-            .count()
+        let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut rest = text;
+        while let Some(start) = rest.find(ident_char) {
+            let word_len = rest[start..]
+                .find(|ch: char| !ident_char(ch))
+                .unwrap_or(rest.len() - start);
+            let at = text.len() - rest.len() + start;
+            let before = text[..at].trim_end_matches(' ');
+            if !before.ends_with("class") && !before.ends_with("super(") {
+                *counts.entry(&text[at..at + word_len]).or_default() += 1;
+            }
+            rest = &rest[start + word_len..];
+        }
+        counts
     }
 
     /// Whether a module-level function item (by position) has a decorator whose first name
@@ -1109,6 +1114,8 @@ impl<'p, 't> Interp<'p, 't> {
     /// Build the instances of the class items `classes` (their methods run on them), on top of
     /// `frozen`, which keeps its globals.
     pub fn build_instances(mut self, classes: &[ItemId], frozen: &Frozen) -> (Frozen, UnitOutput) {
+        // (The words the text names, counted once when a class needs them.)
+        let mut mentions: Option<FxHashMap<&str, usize>> = None;
         for &item in classes {
             let Some(body) = self.body_of(item) else {
                 continue;
@@ -1134,8 +1141,13 @@ impl<'p, 't> Interp<'p, 't> {
             let mut calls: SmallVec<[Span; 4]> = made.iter().map(|m| m.call).collect();
             calls.sort_unstable();
             calls.dedup();
-            let all_made =
-                !made.is_empty() && calls.len() >= self.class_mentions(self.name(class.name));
+            if mentions.is_none() && !made.is_empty() {
+                mentions = Some(Self::class_mentions(self.prog.text));
+            }
+            let named = (mentions.as_ref())
+                .and_then(|m| m.get(self.name(class.name)).copied())
+                .unwrap_or(0);
+            let all_made = !made.is_empty() && calls.len() >= named;
             // Their constructors' constant arguments (`activation="lrelu"` at every call) are
             // those of the instance the methods run on: a branch no instance takes is not.
             let settings = if all_made {
