@@ -77,6 +77,7 @@ impl Interp<'_, '_> {
             Expr::Binary { op, left, right } => {
                 let a = self.eval_opt(c, left);
                 let b = self.eval_opt(c, right);
+                self.operand_read_again(c, left);
                 self.binary(op, &a, &b, c.span(e))
             }
             Expr::Unary { operand } => {
@@ -265,15 +266,17 @@ impl Interp<'_, '_> {
             }
         }
         // `i == 0` with `i` a loop position (`for i, block in enumerate(self.blocks)`), or any
-        // two known integers (`self.depth == 1`, `n < 0`). (Not an ordering of a position: a
-        // loop over a container built from a generator runs its one summary slot, whose
-        // position is not the last: `F.relu(layer(x)) if i < self.num_layers - 1 else
-        // layer(x)` would take the first arm only.)
+        // two known integers (`self.depth == 1`, `n < 0`). (Not an ordering of a sampled
+        // position: a loop over a container built from a generator runs its one summary slot,
+        // whose position is not the last: `F.relu(layer(x)) if i < self.num_layers - 1 else
+        // layer(x)` would take the first arm only. A `range` loop run turn by turn binds each
+        // true position.)
         if let [a, b] = parts.as_slice() {
             if let (Some(x), Some(y)) = (self.one_int(a), self.one_int(b)) {
                 // (Nor of an attribute: a counter a method moves, `if self.epoch > 4:`, is
                 // known only as `__init__` set it.)
-                let position = a.iter().chain(b).any(|v| self.positions.contains(v))
+                let position = (a.iter().chain(b))
+                    .any(|v| self.positions.contains(v) && !self.every_position.contains(v))
                     || (exprs.iter()).any(|x| matches!(*c.expr(*x), Expr::Attr { .. }));
                 let truth = match op {
                     CmpOp::Eq => Some(x == y),
@@ -932,6 +935,7 @@ impl Interp<'_, '_> {
             let mut slots = Vec::with_capacity((hi - lo) as usize);
             for k in lo..hi {
                 let at = self.position(k);
+                self.every_position.insert(at);
                 self.bind_target(c, g.target, smallvec![at], None);
                 slots.push(self.eval(c, e));
             }
@@ -940,7 +944,7 @@ impl Interp<'_, '_> {
         }
         let iter = self.eval_opt(c, g.iter);
         let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
-        let Some(children) = self.unrollable(&iter) else {
+        let Some(children) = self.unrollable(&iter).or_else(|| self.known_ints(&iter)) else {
             *evaluated = Some(iter);
             return None;
         };
@@ -955,6 +959,20 @@ impl Interp<'_, '_> {
         // elements one by one.)
         let exact = matches!(iter.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_)) || self.exact_seqs.contains(one));
         Some((slots, exact))
+    }
+
+    /// The elements of a list of known integers, one by one (`[int(x) for x in sizes]` over
+    /// `[16, 8]`: as many slots as sizes, so `len(...)` of the result is known).
+    fn known_ints(&self, iter: &Vals) -> Option<Vec<ObjId>> {
+        let [one] = iter.as_slice() else { return None };
+        let Obj::Seq(items) = self.obj(*one) else {
+            return None;
+        };
+        let ints = self.exact_seqs.contains(one)
+            && (1..=16).contains(&items.len())
+            && (items.iter())
+                .all(|i| matches!(i.as_slice(), [v] if self.int_values.contains_key(v)));
+        ints.then(|| items.iter().map(|i| i[0]).collect())
     }
 
     /// `{key: f(key) for key in keys}` over known string keys (a dict's, a tuple's): a dict
@@ -1143,6 +1161,20 @@ impl Interp<'_, '_> {
         }
         self.deps.globals.insert(name);
         self.builtin(name)
+    }
+
+    /// The left operand `x_s` of `x_s + self.lin(self.act(x))`, a name, was looked up before
+    /// the right one ran; the operator reads its tensor after, and sees what a call in the
+    /// right operand wrote in place (an in-place `act` on `x`, which `x_s` also names).
+    fn operand_read_again(&mut self, c: Code<'_>, operand: ExprId) {
+        let Some(e) = operand.get() else { return };
+        let Expr::Name { name, reads: true } = *c.expr(e) else {
+            return;
+        };
+        // (Stale before the operand was looked up, the lookup reported it and took it off.)
+        if let Some(writes) = self.state.stale.remove(&name) {
+            self.report_stale_read(name, &writes, c.span(e), None);
+        }
     }
 
     /// A name no scope binds: a constant, or a builtin.

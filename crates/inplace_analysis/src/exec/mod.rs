@@ -490,6 +490,11 @@ pub(crate) struct Interp<'p, 't> {
     /// that are plain values otherwise; their values are in `int_values`): `self.layers[k]`
     /// is then that child.
     pub positions: FxHashSet<ObjId>,
+    /// Of those, the ones a loop over a `range` of known bounds binds, run turn by turn: each
+    /// is the position's true value at its turn, so an ordering of it can be decided (`if i <
+    /// final_relu_layer` in a loop of one turn). (A position bound while running a summary
+    /// slot, or a comprehension's element at its first position, is a sample.)
+    pub every_position: FxHashSet<ObjId>,
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
@@ -676,6 +681,7 @@ impl<'p, 't> Interp<'p, 't> {
             running_modules: Vec::new(),
             assign_rhs: None,
             positions: FxHashSet::default(),
+            every_position: FxHashSet::default(),
             element_reads: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),

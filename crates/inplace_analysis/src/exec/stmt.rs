@@ -385,7 +385,13 @@ impl Interp<'_, '_> {
             None => self
                 .position_loop(c, target, iter_expr, body)
                 .map(|positions| {
-                    let each = positions.into_iter().map(|k| self.position(k)).collect();
+                    let each = (positions.into_iter())
+                        .map(|k| {
+                            let at = self.position(k);
+                            self.every_position.insert(at);
+                            at
+                        })
+                        .collect();
                     (each, true)
                 }),
         };
