@@ -418,6 +418,80 @@ pub const VALUES_INDICES_ALWAYS: &[&str] =
     &["topk", "sort", "kthvalue", "mode", "cummax", "cummin"];
 pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedian"];
 
+/// NumPy methods that return a view of the array, not a copy (of a row a dataset keeps,
+/// contiguous: `reshape` and `ravel` copy nothing either).
+pub const NUMPY_VIEW_METHODS: &[&str] = &[
+    "transpose",
+    "reshape",
+    "squeeze",
+    "swapaxes",
+    "view",
+    "ravel",
+];
+
+/// NumPy functions that return a view of their first argument, an array.
+pub const NUMPY_VIEW_FUNCTIONS: &[&str] = &[
+    "transpose",
+    "moveaxis",
+    "rollaxis",
+    "swapaxes",
+    "expand_dims",
+    "squeeze",
+    "reshape",
+    "ravel",
+    "asarray",
+    "atleast_3d",
+];
+
+/// A size a layer's constructor keeps: its position, its name, its default when it has one.
+pub type LayerSize = (usize, &'static str, Option<i64>);
+
+/// The sizes a torch layer's constructor keeps as attributes of the same name (`rnn.num_layers`,
+/// `fc.in_features`), by class.
+pub const LAYER_SIZES: &[(&[&str], &[LayerSize])] = &[
+    (
+        &["RNN", "LSTM", "GRU"],
+        &[
+            (0, "input_size", None),
+            (1, "hidden_size", None),
+            (2, "num_layers", Some(1)),
+        ],
+    ),
+    (
+        &["RNNCell", "LSTMCell", "GRUCell"],
+        &[(0, "input_size", None), (1, "hidden_size", None)],
+    ),
+    (
+        &["Linear", "Bilinear", "LazyLinear"],
+        &[(0, "in_features", None), (1, "out_features", None)],
+    ),
+    (
+        &[
+            "Conv1d",
+            "Conv2d",
+            "Conv3d",
+            "ConvTranspose1d",
+            "ConvTranspose2d",
+            "ConvTranspose3d",
+        ],
+        &[(0, "in_channels", None), (1, "out_channels", None)],
+    ),
+    (
+        &[
+            "BatchNorm1d",
+            "BatchNorm2d",
+            "BatchNorm3d",
+            "InstanceNorm1d",
+            "InstanceNorm2d",
+        ],
+        &[(0, "num_features", None)],
+    ),
+    (
+        &["Embedding"],
+        &[(0, "num_embeddings", None), (1, "embedding_dim", None)],
+    ),
+];
+
 /// Modules whose weights are saved for backward even when no input requires grad: the steps of
 /// a whole-sequence RNN feed each other (measured with torch 2.15: writing `weight_hh_l0` in place
 /// after the call makes `backward()` raise; the `*Cell` modules do not).

@@ -183,7 +183,7 @@ impl Interp<'_, '_> {
             // the call returning them all, or the loop.)
             // (Not when the name holds what was written through, or a tensor it is a view of:
             // `io = p; io[..., 4:].sigmoid_()` changes `p` however `p` was made.)
-            let view = (self.state.env.get(&name).into_iter().flatten()).find_map(|v| {
+            let view = seen.iter().find_map(|v| {
                 let t = self
                     .tensor(*v)
                     .filter(|t| t.view_of.is_some() && !self.viewed_through(written, *v))?;

@@ -216,6 +216,22 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        // The sizes it keeps (`for layer in range(rnn.num_layers)`), when known integers.
+        let sizes = ops::LAYER_SIZES
+            .iter()
+            .find(|(classes, _)| classes.contains(&class));
+        for (at, field, default) in sizes.map_or(&[][..], |(_, fields)| fields) {
+            let field = self.intern(field);
+            let given = args.named_or_at(field, *at).filter(|_| !args.spread);
+            let value = match given.and_then(|v| self.one_int(v)) {
+                Some(_) => given.cloned(),
+                None if given.is_none() && !args.spread => default.map(|d| smallvec![self.int(d)]),
+                None => None,
+            };
+            if let Some(v) = value {
+                attrs.insert(field, v);
+            }
+        }
         // An adaptive average pool to size 1 is a mean and saves nothing; to another size it
         // saves its input (measured with torch 2.15).
         // (Decided here, where the size's integers are known, and kept as `True`/`False`

@@ -360,8 +360,26 @@ impl Interp<'_, '_> {
             };
             return self.tensor_method(c, e, &smallvec![recv], meth, args, recv_expr);
         }
+        // `img.transpose((2, 0, 1))` of an array a dataset keeps: a view of it, kept too.
+        if ops::NUMPY_VIEW_METHODS.contains(&m.as_str()) {
+            if let Some(view) = self.stored_array_view(&smallvec![recv]) {
+                return view;
+            }
+        }
         // The receiver's own history is not known; the arguments' is.
         self.opaque_call(args, call)
+    }
+
+    /// A view of an array among `vals` that a dataset keeps (`img.T`, `np.transpose(img)`):
+    /// a value of its own, kept by the dataset as the array is (`torch.from_numpy` of it
+    /// shares the stored memory).
+    pub(super) fn stored_array_view(&mut self, vals: &Vals) -> Option<Vals> {
+        let stored = vals
+            .iter()
+            .find_map(|v| self.stored_arrays.get(v).copied())?;
+        let view = self.alloc(Obj::Unknown);
+        self.stored_arrays.insert(view, stored);
+        Some(smallvec![view])
     }
 
     /// `+ - * // %` of two known integers (small ones: loop bounds and sizes).
@@ -1414,6 +1432,9 @@ impl Interp<'_, '_> {
                 if ops::result_field(self.name(attr)).is_some_and(|k| k < items.len()) =>
             {
                 items[ops::result_field(self.name(attr)).unwrap_or_default()].clone()
+            }
+            Obj::Unknown if self.name(attr) == "T" && self.stored_arrays.contains_key(&o) => {
+                self.stored_array_view(&smallvec![o]).unwrap_or_default()
             }
             _ => smallvec![self.loose_attr(o, attr)],
         }

@@ -189,6 +189,14 @@ impl Interp<'_, '_> {
             return v;
         }
         if !p.starts_with("torch") {
+            // `np.transpose(img, (2, 0, 1))` of an array a dataset keeps: a view of it.
+            let numpy_view =
+                (p.strip_prefix("numpy.")).is_some_and(|f| ops::NUMPY_VIEW_FUNCTIONS.contains(&f));
+            if let (true, Some(first)) = (numpy_view, args.positional.first()) {
+                if let Some(view) = self.stored_array_view(&first.0.clone()) {
+                    return view;
+                }
+            }
             return self.opaque_call(args, call);
         }
         if let Some(v) = self.call_torch_runtime(c, e, &p, args) {

@@ -581,6 +581,7 @@ impl Interp<'_, '_> {
             if !w.masking {
                 self.mark_stale_slots(t, wid, Taken::Any);
                 self.mark_stale_called_slots(t, wid);
+                self.mark_stale_view_slots(t, w.part, wid);
             }
         } else {
             // ... but not a parameter made to show another's memory.
@@ -874,33 +875,51 @@ impl Interp<'_, '_> {
     /// (The tensor written through, and `base` itself, rightly see the write.)
     fn mark_stale_views(&mut self, base: ObjId, part: Part, wid: WriteId) {
         let written = self.write_targets[wid as usize];
-        let sees = |x: ObjId| {
-            let mut at = x;
-            for _ in 0..3 {
-                let Some((of, shows)) = self
-                    .tensor(at)
-                    .filter(|t| t.counter)
-                    .and_then(|t| t.view_of)
-                else {
-                    return false;
-                };
-                if of == base {
-                    return shows.overlaps(part);
-                }
-                if shows != Part::Whole {
-                    return false;
-                }
-                at = of;
-            }
-            false
-        };
         let stale: SmallVec<[Name; 4]> = (self.state.env.iter())
-            .filter(|(_, vs)| vs.len() == 1 && vs[0] != written && vs[0] != base && sees(vs[0]))
+            .filter(|(_, vs)| {
+                vs.len() == 1
+                    && vs[0] != written
+                    && vs[0] != base
+                    && self.view_sees(vs[0], base, part)
+            })
             .map(|(n, _)| *n)
             .collect();
         for n in stale {
             note_write(self.state.stale.entry(n).or_default(), wid);
         }
+    }
+
+    /// Slots of containers that keep a view of `base` showing some of the `part` write `wid`
+    /// changed (`output.append(h_t[-1])` before the next step's `h_t[layer] = ...`: every
+    /// kept step shows the last state), as [`Self::mark_stale_slots`] judges slots.
+    fn mark_stale_view_slots(&mut self, base: ObjId, part: Part, wid: WriteId) {
+        let written = self.write_targets[wid as usize];
+        self.mark_stale_slots_where(wid, Taken::Any, false, |it, x| {
+            x != written && x != base && it.view_sees(x, base, part)
+        });
+    }
+
+    /// Whether `x` is a view of `base` showing some of its `part` (or a view of such a view
+    /// showing all of it).
+    fn view_sees(&self, x: ObjId, base: ObjId, part: Part) -> bool {
+        let mut at = x;
+        for _ in 0..3 {
+            let Some((of, shows)) = self
+                .tensor(at)
+                .filter(|t| t.counter)
+                .and_then(|t| t.view_of)
+            else {
+                return false;
+            };
+            if of == base {
+                return shows.overlaps(part);
+            }
+            if shows != Part::Whole {
+                return false;
+            }
+            at = of;
+        }
+        false
     }
 
     /// Slots of containers the names reach (a dict, a list, a module's attributes, and the
