@@ -587,6 +587,27 @@ impl Interp<'_, '_> {
             // ... but not a parameter made to show another's memory.
             self.mark_shown_memory(t, tt, wid);
         }
+        self.mark_param_through_activation(tt, wid, w);
+    }
+
+    /// A write with grad off, outside a module, into an activation its `forward` made as a view
+    /// of a parameter (TransformerLens's `PosEmbed` returns `W_pos[:n].unsqueeze(0).expand(...)`,
+    /// and a hook zeroes it under `torch.no_grad()`): the parameter changes for good, which the
+    /// code did not mean (it writes an activation); where the module keeps it is stale.
+    fn mark_param_through_activation(&mut self, tt: &TensorObj, wid: WriteId, w: &WriteSpec<'_>) {
+        let (Some(view), Some((_, _))) = (tt.view_origin, tt.view_of) else {
+            return;
+        };
+        if self.grad_enabled || view.item == w.site.item || !self.is_param(tt.storage) {
+            return;
+        }
+        let forward = (self.prog.item(view.item))
+            .and_then(|i| i.outline.name)
+            .is_some_and(|(s, e)| self.prog.text.get(s as usize..e as usize) == Some("forward"));
+        if forward {
+            let param = tt.storage;
+            self.mark_stale_slots_where(wid, Taken::None, true, |_, x| x == param);
+        }
     }
 
     /// A parameter made to show another's memory (`t_p.data = s_p.data`), written in place

@@ -809,6 +809,29 @@ pub(crate) fn clone_view_base(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> 
     copy_before_statement(ctx, at, r, title)
 }
 
+/// A write, outside the module, into an activation that a module's `forward` made as a view of
+/// a parameter (TransformerLens's `PosEmbed` returns `W_pos[:n].unsqueeze(0).expand(...)`, and
+/// a hook zeroes it): the code means to change the activation, not the parameter, so the view
+/// is copied where `forward` makes it (`...expand(...).clone()`; unsafe: the activation then
+/// has memory of its own). `None` when the write is in that `forward` itself.
+pub(crate) fn clone_activation_view(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
+    let (v, s) = (w.view_origin?, w.stmt?);
+    if !w.param || v.item == s.item || crate::project::is_module_item(v.item) {
+        return None;
+    }
+    let body = ctx.body(v.item)?;
+    let f = body.root_def()?;
+    if ctx.name(body.func(f).name) != "forward" {
+        return None;
+    }
+    append_clone(
+        ctx,
+        v,
+        "Copy the activation `forward` makes as a view of a parameter",
+        Applicability::Unsafe,
+    )
+}
+
 /// `r = r.clone()` inserted as a statement of its own just before the statement at `at`, at
 /// its indentation (unsafe: what `r` names is a copy from there on).
 pub(crate) fn copy_before_statement(

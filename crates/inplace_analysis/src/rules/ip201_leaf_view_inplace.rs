@@ -33,6 +33,11 @@
 //! inputs`, a helper given a parameter, or `forward` itself) computes with the write: a copy
 //! first (`inputs = inputs.clone()`, offered), since `no_grad` would cut the value's gradient.
 //!
+//! A write outside a module (a forward hook, the caller) into an activation its `forward`
+//! returned as a view of a parameter (`self.W_pos[:n].unsqueeze(0).expand(b, -1, -1)`) meant the
+//! activation: the view is copied where `forward` makes it (offered), since `no_grad` would make
+//! the write change the parameter for good.
+//!
 //! **Fix safety.** *Unsafe*: the write then succeeds, unrecorded, which is right for an update
 //! of a parameter and changes the gradient where the leaf was meant to be computed with; the
 //! rewrite leaves the parameter unchanged, which is wrong where changing it was the point.
@@ -119,6 +124,9 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     let helper = !w.param && !w.call_path.is_empty();
                     helper.then(|| crate::fix::clone_view_base(ctx, w))?
                 })
+                // (An activation a module's `forward` made as a view of a parameter, written
+                // elsewhere, a hook: the activation was meant, not the parameter.)
+                .or_else(|| crate::fix::clone_activation_view(ctx, w))
                 .or_else(|| super::no_grad_unless_computed(ctx, w))
         },
     })

@@ -293,6 +293,9 @@ fn stale_fix(
                 .filter(|at| !crate::project::is_module_item(at.item)))
             .and_then(|at| fix::clone_kept_grad(ctx, at))
         })
+        // A write into an activation `forward` made as a view of a parameter: the view copied
+        // where `forward` makes it (the parameter was not meant).
+        .or_else(|| fix::clone_activation_view(ctx, w))
         // A write in an imported module's code: the call here passes it a copy.
         .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
         // A helper that converts what the object keeps: the call passes it a copy. A loop
