@@ -44,6 +44,20 @@ fn constant_arguments_every_call_gives_decide_the_instance() {
 }
 
 #[test]
+fn a_comment_naming_the_class_makes_no_instance_but_a_string_may() {
+    // (A comment, `# Block(4, 'relu') would ...`, is no call; a string may be given to `eval`,
+    // as yolov5 builds its layers from names, so the instances made may not be all.)
+    let commented = blocks_made_with("4").replace(
+        "block = Block(4)",
+        "# Block(4, 'relu') would rectify the shortcut; 'lrelu' does not\nblock = Block(4)",
+    );
+    assert!(codes(&commented).is_empty());
+    let named =
+        blocks_made_with("4").replace("block = Block(4)", "LAYERS = ['Block']\nblock = Block(4)");
+    assert_eq!(codes(&named), ["IP402"]);
+}
+
+#[test]
 fn a_spread_argument_may_give_any_setting() {
     assert_eq!(codes(&blocks_made_with("4, **opts")), ["IP402"]);
     assert_eq!(codes(&blocks_made_with("*opts")), ["IP402"]);

@@ -807,7 +807,13 @@ impl Interp<'_, '_> {
                     .filter(|(n, ..)| !named.contains(n))
                     .map(|(n, v, _, at)| (Some((*n, *at)), v.clone()))
                     .collect();
-                smallvec![self.keyed_dict(rest)]
+                let d = self.keyed_dict(rest);
+                // (With no spread argument these are all its keys, none of them too:
+                // `kwargs.pop('value', gamma)` then gives the default.)
+                if !args.spread {
+                    self.dict_keys.entry(d).or_default();
+                }
+                smallvec![d]
             } else if let Some((v, ..)) = args.keyword(p.name) {
                 v.clone()
             } else if let Some((v, _)) = positional.next() {

@@ -1040,23 +1040,63 @@ impl<'p, 't> Interp<'p, 't> {
 
     /// How many times the program's text names each word (`Backbone(`, `models.Backbone(`,
     /// `make = Backbone`, `factory=Backbone`), not counting a class's definition or
-    /// `super(Backbone, self)`: for a class, each may make an instance (an alias or a factory
-    /// called where the module's run does not reach). One pass over the text, however many
-    /// classes ask.
+    /// `super(Backbone, self)`, nor in a comment (`# Detect layer`): for a class, each may make
+    /// an instance (an alias or a factory called where the module's run does not reach; a name
+    /// in a string too, which `eval` may call). One pass over the text, however many classes
+    /// ask.
     fn class_mentions(text: &str) -> FxHashMap<&str, usize> {
         use crate::syntax::ident_char;
         let mut counts: FxHashMap<&str, usize> = FxHashMap::default();
-        let mut rest = text;
-        while let Some(start) = rest.find(ident_char) {
-            let word_len = rest[start..]
+        let bytes = text.as_bytes();
+        // (The string being read: its quote and whether it is a triple one. Words in strings
+        // count, `eval("Detect")` may make one; words in comments do not.)
+        let mut string: Option<(u8, bool)> = None;
+        let mut at = 0;
+        while at < bytes.len() {
+            let b = bytes[at];
+            match string {
+                Some((q, triple)) => {
+                    if b == b'\\' {
+                        at += 2;
+                        continue;
+                    }
+                    if b == q && (!triple || bytes[at..].starts_with(&[q, q, q])) {
+                        at += if triple { 3 } else { 1 };
+                        string = None;
+                        continue;
+                    }
+                    if b == b'\n' && !triple {
+                        string = None;
+                    }
+                }
+                None if b == b'#' => {
+                    at = text[at..].find('\n').map_or(bytes.len(), |n| at + n);
+                    continue;
+                }
+                None if b == b'"' || b == b'\'' => {
+                    let triple = bytes[at..].starts_with(&[b, b, b]);
+                    string = Some((b, triple));
+                    at += if triple { 3 } else { 1 };
+                    continue;
+                }
+                None => {}
+            }
+            let Some(ch) = text.get(at..).and_then(|r| r.chars().next()) else {
+                at += 1;
+                continue;
+            };
+            if !ident_char(ch) {
+                at += ch.len_utf8();
+                continue;
+            }
+            let len = text[at..]
                 .find(|ch: char| !ident_char(ch))
-                .unwrap_or(rest.len() - start);
-            let at = text.len() - rest.len() + start;
+                .unwrap_or(text.len() - at);
             let before = text[..at].trim_end_matches(' ');
             if !before.ends_with("class") && !before.ends_with("super(") {
-                *counts.entry(&text[at..at + word_len]).or_default() += 1;
+                *counts.entry(&text[at..at + len]).or_default() += 1;
             }
-            rest = &rest[start + word_len..];
+            at += len;
         }
         counts
     }
