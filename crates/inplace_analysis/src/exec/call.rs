@@ -424,6 +424,17 @@ impl Interp<'_, '_> {
         args: &Args,
         call: Span,
     ) -> Vals {
+        // (A method's instance: what it keeps, it keeps on purpose.)
+        let receiver = match (fd.owner, c.body.list(fd.params).first()) {
+            (crate::ir::Owner::None, _) | (_, None) => None,
+            (_, Some(p)) => match env
+                .get(&c.body.params[*p as usize].name)
+                .map(|v| v.as_slice())
+            {
+                Some([one]) if matches!(self.obj(*one), Obj::Module(_)) => Some(*one),
+                _ => None,
+            },
+        };
         let saved_env = std::mem::replace(&mut self.state.env, env);
         let saved_bound = std::mem::take(&mut self.state.bound_at);
         let saved_stale = std::mem::take(&mut self.state.stale);
@@ -483,7 +494,13 @@ impl Interp<'_, '_> {
         self.state.bound_at = saved_bound;
         self.state.stale = saved_stale;
         if !raised {
-            self.mark_stale_after_call(call, args, &frame.returns, (first_write, entered));
+            self.mark_stale_after_call(
+                call,
+                args,
+                &frame.returns,
+                (first_write, entered),
+                receiver,
+            );
         }
         self.carry_stale(call, carried);
         // (The steps it ran left the caller's snapshots of their parameters stale.)
@@ -642,6 +659,7 @@ impl Interp<'_, '_> {
         args: &Args,
         returns: &Vals,
         (first_write, entered): (usize, usize),
+        receiver: Option<ObjId>,
     ) {
         let Some((rhs, targets)) = self.assign_rhs.clone() else {
             return;
@@ -698,12 +716,15 @@ impl Interp<'_, '_> {
                 // (Given back, a slot counts as taken only when the callee wrote through it
                 // itself, `self.state += 1; return self.state`, not through a name it bound
                 // to the slot's tensor, `out_x = g.x; out_x[m] = 0; return out_x`.)
+                // (Not the method's own instance's, though: `k_out = self.k_cache; k_out[:, :,
+                // pos] = k_val; return k_out` is a cache kept up to date on purpose.)
                 let taken = match (given_back, self.writes[w].named) {
                     (false, _) => Taken::Any,
                     (true, false) => Taken::After(entered),
                     (true, true) => Taken::None,
                 };
-                self.mark_stale_slots(t, w as crate::events::WriteId, taken);
+                let own = receiver.filter(|_| matches!(taken, Taken::None));
+                self.mark_stale_slots_outside(t, w as crate::events::WriteId, taken, own);
             }
         }
     }

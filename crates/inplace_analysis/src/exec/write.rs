@@ -954,7 +954,21 @@ impl Interp<'_, '_> {
     /// helper given `self.running`), and means the slot to change.
     /// `taken`: which slots taken out count (see [`Taken`]).
     pub(super) fn mark_stale_slots(&mut self, t: ObjId, wid: WriteId, taken: Taken) {
-        self.mark_stale_slots_where(wid, taken, false, |it, x| it.same_or_detached(x, t));
+        self.mark_stale_slots_outside(t, wid, taken, None);
+    }
+
+    /// [`Self::mark_stale_slots`] but for the slots of container `owner`.
+    pub(super) fn mark_stale_slots_outside(
+        &mut self,
+        t: ObjId,
+        wid: WriteId,
+        taken: Taken,
+        owner: Option<ObjId>,
+    ) {
+        let keys = self.slots_keeping(wid, taken, false, |it, x| it.same_or_detached(x, t));
+        for key in keys.into_iter().filter(|key| Some(key.0) != owner) {
+            note_write(self.state.stale_slots.entry(key).or_default(), wid);
+        }
     }
 
     /// Whether slot `key`, holding `vs`, was stored in an earlier iteration of a loop whose
