@@ -534,6 +534,8 @@ pub const INDEX_OPERANDS: &[(&str, usize, &str)] = &[
     ("index_fill", 2, "index"),
     ("index_copy", 2, "index"),
     ("put", 1, "index"),
+    // (`x.index_put_((rows, cols), v)`: the tensors of the tuple.)
+    ("index_put", 1, "indices"),
 ];
 
 /// Where the source operand of an [`OpSpec::indexed`] op is: `torch.op(self, dim, index,

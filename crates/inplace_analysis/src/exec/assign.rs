@@ -685,6 +685,7 @@ impl Interp<'_, '_> {
             key,
             arrays_only,
             objects,
+            gather,
             ..
         } = at;
         let mut tensors = Vals::new();
@@ -758,6 +759,13 @@ impl Interp<'_, '_> {
                 .element(element)
                 .record_field(self.field_reads.contains(&c.span(object)));
             let w = self.write(&tensors, spec);
+            // `x[idx] = v` with index tensors (`index_put_`): they are saved, as the index of
+            // the out-of-place op is (measured with torch 2.15: writing `idx` in place before
+            // `backward()` raises).
+            if let Some(index) = gather {
+                let index = self.flat_tensors(&index);
+                self.save_with(&tensors, &index, OpLabel::Indexing(c.span(target)), site);
+            }
             // `x[:, 1:] = x[:, :-1]`: a copy from elements of the same tensor that overlap
             // the ones written (a shift done in place).
             let value = stmt.and_then(|s| match *c.body.stmt(s) {

@@ -888,7 +888,7 @@ impl Interp<'_, '_> {
 
     /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
     /// or a stand-in for an argument of the running unit (whose callers are not known).
-    fn may_carry_grad(&self, vals: &Vals) -> bool {
+    pub(super) fn may_carry_grad(&self, vals: &Vals) -> bool {
         let mut flat = Vals::new();
         self.flatten(vals, &mut flat, &mut FxHashSet::default());
         flat.iter().any(|v| match self.obj(*v) {

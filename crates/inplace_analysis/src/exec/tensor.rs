@@ -262,6 +262,13 @@ impl Interp<'_, '_> {
                 Some((a, b)) => self.inplace_based_saves(recv, base, &a, &b, call),
                 None => self.inplace_saves_by_name(recv, base, value.as_ref(), (call, w)),
             }
+            // `cache.index_copy_(1, pos, k)`, `x.masked_fill_(mask, v)`: the index or mask is
+            // saved as the out-of-place op's is (measured with torch 2.15 for each of them:
+            // writing it in place before `backward()` raises).
+            if let Some(index) = self.index_operand(base, args, CallForm::Method) {
+                let index = self.flat_tensors(&index);
+                self.save_with(recv, &index, OpLabel::Method(meth), call);
+            }
             return recv.clone();
         }
         let mut inputs = vec![recv.clone()];

@@ -1652,11 +1652,35 @@ impl Interp<'_, '_> {
         if let Some(index) = index {
             self.save_with(&out, &index, label, call);
         }
+        if f == "scaled_dot_product_attention" {
+            self.save_attention_operands(args, &out, attention_dropout, call);
+        }
         if let Some(bag) = bag {
             let table = self.operand(args, CallForm::Functional, 1, &["weight"]);
             self.save_weighted_bag(&out, &bag, &table.unwrap_or_default(), label, call);
         }
         out
+    }
+
+    /// `F.scaled_dot_product_attention(q, k, v)` saves `k` and `v` too (the table measures `q`):
+    /// measured with torch 2.15 on the CPU, writing any of the three in place before
+    /// `backward()` raises, whichever of them requires grad, with a mask or `is_causal`. With
+    /// dropout (torch's math kernel) only `v` is kept, for the gradient of `q` or `k`.
+    fn save_attention_operands(&mut self, args: &Args, out: &Vals, dropout: bool, call: Span) {
+        let label = OpLabel::Functional(self.intern("scaled_dot_product_attention"));
+        let key = self.operand(args, CallForm::Functional, 1, &["key"]);
+        let value = self.operand(args, CallForm::Functional, 2, &["value"]);
+        if dropout {
+            let query = self.operand(args, CallForm::Functional, 0, &["query"]);
+            let (q, k) = (query.unwrap_or_default(), key.unwrap_or_default());
+            if self.may_carry_grad(&q) || self.may_carry_grad(&k) {
+                self.save_with(out, &value.unwrap_or_default(), label, call);
+            }
+            return;
+        }
+        for operand in [key, value].into_iter().flatten() {
+            self.save_with(out, &operand, label, call);
+        }
     }
 
     /// The name the first argument is written through, and the name that keeps its meaning.
