@@ -283,6 +283,26 @@ pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
     Ok(fixed)
 }
 
+/// Which of `findings` have a fix `--fix` would apply (see [`fix_all`]): one that verifies alone
+/// ([`FileState::verify_fix`]), or, failing that, one that fixing everything does not reject
+/// (two copies inserted at one place, where either alone leaves the other's finding there).
+pub fn verified_fixes(text: &str, findings: &[Finding], state: &FileState) -> Vec<bool> {
+    let mut ok: Vec<bool> = (findings.iter())
+        .map(|f| f.fix.is_some() && state.verify_fix(text, f).is_ok())
+        .collect();
+    let failing = (findings.iter().zip(&ok)).any(|(f, ok)| f.fix.is_some() && !ok);
+    if !failing {
+        return ok;
+    }
+    let fixed = fix_all_with(text, Applicability::Unsafe, &|_| true, &mut state.clone());
+    for (f, ok) in findings.iter().zip(ok.iter_mut()) {
+        if let (Some(fix), false) = (&f.fix, *ok) {
+            *ok = !fixed.rejected.contains(&(f.rule, fix.title.clone()));
+        }
+    }
+    ok
+}
+
 /// The text with a finding's fix applied alone.
 pub(crate) fn fixed_text(text: &str, finding: &Finding) -> Result<String, FixProblem> {
     if finding.fix.is_none() {
@@ -357,6 +377,9 @@ pub struct Fixed {
     pub applied: Vec<(Rule, usize)>,
     /// Findings left after fixing.
     pub remaining: Vec<Finding>,
+    /// The fixes (by rule and title) not applied because the text they made still reported
+    /// their finding.
+    pub rejected: Vec<(Rule, String)>,
 }
 
 /// Apply every fix at least as safe as `min` (non-overlapping, re-analysing between rounds
@@ -478,6 +501,7 @@ pub fn fix_all_in_regions(
         text: current,
         applied: applied.into_iter().collect(),
         remaining,
+        rejected,
     }
 }
 

@@ -389,12 +389,16 @@ fn check_python(
         });
         (fixed.text, remaining, change)
     } else {
-        let mut findings = if imports.is_empty() {
-            inplace_analysis::analyze_text(&text).findings
-        } else {
-            state.analyze(&text).findings
-        };
+        let mut findings = state.analyze(&text).findings;
         findings.retain(keep);
+        // A fix shown (or given in JSON) is one `--fix` would apply: it parses and its finding
+        // is gone.
+        let verified = inplace_analysis::verified_fixes(&text, &findings, &state);
+        for (f, ok) in findings.iter_mut().zip(verified) {
+            if !ok {
+                f.fix = None;
+            }
+        }
         (text, findings, None)
     };
     Checked {

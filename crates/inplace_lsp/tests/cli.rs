@@ -185,6 +185,30 @@ fn fix_diff_and_unsafe_fixes() {
 }
 
 #[test]
+fn a_fix_that_would_not_fix_is_not_shown() {
+    // Both halves are views of one tensor: a copy of it before `return` leaves `q` a view of the
+    // same memory `lq` shows, so the write still changes what `sin` saved. `--fix` rejects that
+    // copy; the JSON does not offer it either (the finding stays, with no fix).
+    let text = "import torch\n\n\ndef split_at_index(index, t):\n    return t[:, :index], t[:, index:]\n\n\nw = torch.randn(4, 6, requires_grad=True)\nx = w * 2\nlq, q = split_at_index(3, x)\ny = lq.sin()\nq[:, :1] = 0.0\n(y.sum() + q.sum()).backward()\n";
+    let dir = project(&[("split.py", text)]);
+    let v = json(&run(
+        &["check", "split.py", "--output-format", "json"],
+        dir.path(),
+    ));
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0]["code"], "IP302");
+    assert!(v[0]["fix"].is_null(), "{v:?}");
+    run(
+        &["check", "split.py", "--fix", "--unsafe-fixes"],
+        dir.path(),
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("split.py")).unwrap(),
+        text
+    );
+}
+
+#[test]
 fn stdin_input() {
     let dir = project(&[]);
     let out = run_stdin(

@@ -900,9 +900,35 @@ impl Interp<'_, '_> {
         let mut parts = vec![Vals::new(); n];
         for v in vals {
             match self.obj(*v).clone() {
-                Obj::Seq(items) if items.len() == n => {
+                Obj::Seq(items) if items.len() == n && !self.starred_slots.contains_key(v) => {
                     for (p, item) in parts.iter_mut().zip(items) {
                         p.extend(item);
+                    }
+                }
+                // `q, k, v = (x, *kv)`: the items before and after the star in their places,
+                // the star's elements in the places between.
+                Obj::Seq(items)
+                    if (self.starred_slots.get(v)).is_some_and(|_| items.len() <= n + 1) =>
+                {
+                    let star = self.starred_slots[v];
+                    let after = items.len() - star - 1;
+                    for (k, p) in parts.iter_mut().enumerate() {
+                        if k < star {
+                            p.extend(items[k].iter().copied());
+                        } else if k >= n - after {
+                            p.extend(items[items.len() - (n - k)].iter().copied());
+                        } else {
+                            for x in &items[star] {
+                                let each = match self.obj(*x).clone() {
+                                    Obj::Tensor(mut t) => {
+                                        t.grad_tensor = None;
+                                        self.alloc(Obj::Tensor(t))
+                                    }
+                                    _ => *x,
+                                };
+                                p.push(each);
+                            }
+                        }
                     }
                 }
                 Obj::Seq(items) => {

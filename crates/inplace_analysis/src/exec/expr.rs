@@ -672,9 +672,12 @@ impl Interp<'_, '_> {
     fn eval_seq(&mut self, c: Code<'_>, items: List, kind: crate::ir::SeqKind) -> Vals {
         let mut slots = Vec::new();
         let mut exact = true;
+        let mut star = None;
         for i in c.body.exprs_of(items) {
             if let Expr::Starred(inner) = *c.expr(i) {
                 let v = self.eval_opt(c, inner);
+                // (One star: its slot stands for however many elements it spreads.)
+                star = if exact { Some(slots.len()) } else { None };
                 slots.push(self.elements(&v));
                 exact = false;
             } else {
@@ -682,6 +685,9 @@ impl Interp<'_, '_> {
             }
         }
         let seq = self.alloc(Obj::Seq(slots));
+        if let Some(at) = star {
+            self.starred_slots.insert(seq, at);
+        }
         // (A set display may hold fewer: `{a, a}`.)
         if exact && kind != crate::ir::SeqKind::Set {
             self.exact_seqs.insert(seq);

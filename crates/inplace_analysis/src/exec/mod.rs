@@ -567,6 +567,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
     /// variable (decided once: a scan of the body's expressions).
     pub position_bodies: FxHashMap<Span, bool>,
+    /// Tuples and lists displayed with one starred item (`(x, *kv)`): the slot it fills, which
+    /// stands for however many elements it spreads (the others are one element each).
+    pub starred_slots: FxHashMap<ObjId, usize>,
     /// Per loop body (its first statement's span): the condition it may be unswitched on.
     pub invariant_bodies: FxHashMap<Span, unswitch::Invariant>,
     /// Conditions decided for the loop running (see [`unswitch`]): where, at which frame
@@ -707,6 +710,7 @@ impl<'p, 't> Interp<'p, 't> {
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
+            starred_slots: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),
             assumed: Vec::new(),
             branching: 0,

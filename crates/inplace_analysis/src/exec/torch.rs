@@ -571,6 +571,11 @@ impl Interp<'_, '_> {
             return smallvec![self.alloc(Obj::Unknown)];
         };
         let (f, xs) = (f.clone(), xs.clone());
+        // (`map(f, (q, *kv))`: its star's slot stands for several results too.)
+        let star = match xs.as_slice() {
+            [one] => self.starred_slots.get(one).copied(),
+            _ => None,
+        };
         let slots: Vec<Vals> = match xs.as_slice() {
             [one] => match self.obj(*one) {
                 Obj::Seq(items) => items.clone(),
@@ -586,7 +591,11 @@ impl Interp<'_, '_> {
             }
             out.push(self.bounded(results));
         }
-        smallvec![self.alloc(Obj::Seq(out))]
+        let seq = self.alloc(Obj::Seq(out));
+        if let Some(at) = star {
+            self.starred_slots.insert(seq, at);
+        }
+        smallvec![seq]
     }
 
     /// `torch.no_grad()` and friends: a context object; anomaly mode is also an event.
