@@ -567,6 +567,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
     /// variable (decided once: a scan of the body's expressions).
     pub position_bodies: FxHashMap<Span, bool>,
+    /// Packed sequences (`pack_padded_sequence(x, lengths)`, `pack_sequence(xs)`).
+    pub packed: FxHashSet<ObjId>,
     /// Tuples and lists displayed with one starred item (`(x, *kv)`): the slot it fills, which
     /// stands for however many elements it spreads (the others are one element each).
     pub starred_slots: FxHashMap<ObjId, usize>,
@@ -710,6 +712,7 @@ impl<'p, 't> Interp<'p, 't> {
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
+            packed: FxHashSet::default(),
             starred_slots: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),
             assumed: Vec::new(),

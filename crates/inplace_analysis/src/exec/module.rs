@@ -843,7 +843,14 @@ impl Interp<'_, '_> {
         }
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
-        let (saves_result, saves_input) = self.layer_saves_what(&module, &class, spec);
+        let (mut saves_result, saves_input) = self.layer_saves_what(&module, &class, spec);
+        // A whole-sequence RNN given a packed sequence keeps no output (measured with torch
+        // 2.15 on the CPU: `RNN`, `LSTM`, `GRU`, one or two layers, either direction; writing
+        // the output's data, or the padded tensor `pad_packed_sequence` gives, does not raise).
+        let packed = !input.is_empty() && input.iter().all(|v| self.packed.contains(v));
+        if packed && ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str()) {
+            saves_result = false;
+        }
         let (inputs, bag) = self.layer_inputs(&class, args);
         // The weights are saved for the inputs' gradients: when any input carries grad, and
         // always in a whole-sequence RNN, whose steps feed each other (measured with torch).

@@ -202,7 +202,16 @@ impl Interp<'_, '_> {
         if let Some(v) = self.call_torch_runtime(c, e, &p, args) {
             return v;
         }
-        self.call_torch_api(c, e, &p, args)
+        let out = self.call_torch_api(c, e, &p, args);
+        // `pack_padded_sequence(x, lengths)`: a recurrent layer given it keeps no output.
+        let last = p.rsplit('.').next().unwrap_or(&p);
+        if matches!(
+            last,
+            "pack_sequence" | "pack_padded_sequence" | "PackedSequence"
+        ) {
+            self.packed.extend(out.iter().copied());
+        }
+        out
     }
 
     /// `torch.Tensor.add_(y, 1)` (the unbound method) and `operator.iadd(y, 1)`: the method on
