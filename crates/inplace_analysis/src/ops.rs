@@ -462,9 +462,19 @@ pub const LAYER_SIZES: &[(&[&str], &[LayerSize])] = &[
         &[(0, "input_size", None), (1, "hidden_size", None)],
     ),
     (
-        &["Linear", "Bilinear", "LazyLinear"],
+        &["Linear"],
         &[(0, "in_features", None), (1, "out_features", None)],
     ),
+    (
+        &["Bilinear"],
+        &[
+            (0, "in1_features", None),
+            (1, "in2_features", None),
+            (2, "out_features", None),
+        ],
+    ),
+    // (`nn.LazyLinear(out_features)`: its `in_features` is known at the first call.)
+    (&["LazyLinear"], &[(0, "out_features", None)]),
     (
         &[
             "Conv1d",

@@ -75,3 +75,31 @@ class Net(nn.Module):
 "#;
     assert_eq!(codes(text), ["IP301"]);
 }
+
+#[test]
+fn torch_layers_keep_their_constructor_sizes() {
+    // (Each layer's own signature: `nn.Bilinear(in1, in2, out)`, `nn.LazyLinear(out)`, whose
+    // `in_features` is known only at the first call; `nn.LSTM`'s `num_layers` defaults to 1.)
+    let gated = |layer: &str, test: &str| {
+        format!(
+            "import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layer = {layer}\n        self.fc = nn.Linear(3, 3)\n\n    def forward(self, x):\n        y = torch.sigmoid(self.fc(x))\n        if {test}:\n            y.mul_(2)\n        return y\n\n\nm = M()\nm(torch.randn(2, 3)).sum().backward()\n"
+        )
+    };
+    let cases = [
+        ("nn.Linear(4, 5)", "self.layer.out_features == 5", true),
+        ("nn.Linear(4, 5)", "self.layer.out_features == 4", false),
+        ("nn.Bilinear(4, 5, 3)", "self.layer.out_features == 3", true),
+        (
+            "nn.Bilinear(4, 5, 3)",
+            "self.layer.in2_features == 4",
+            false,
+        ),
+        ("nn.LazyLinear(3)", "self.layer.in_features != 3", true),
+        ("nn.LSTM(4, 8)", "self.layer.num_layers == 1", true),
+        ("nn.LSTM(4, 8, 2)", "self.layer.num_layers == 1", false),
+    ];
+    for (layer, test, fires) in cases {
+        let found = codes(&gated(layer, test));
+        assert_eq!(found.is_empty(), !fires, "{layer}: {test}: {found:?}");
+    }
+}

@@ -190,8 +190,12 @@ impl Interp<'_, '_> {
         }
         if !p.starts_with("torch") {
             // `np.transpose(img, (2, 0, 1))` of an array a dataset keeps: a view of it.
-            let numpy_view =
-                (p.strip_prefix("numpy.")).is_some_and(|f| ops::NUMPY_VIEW_FUNCTIONS.contains(&f));
+            // (`np.asarray(img, dtype=np.float32)` of another dtype copies: only the array
+            // alone, or with the axes and shapes the others take.)
+            let numpy_view = (p.strip_prefix("numpy.")).is_some_and(|f| {
+                ops::NUMPY_VIEW_FUNCTIONS.contains(&f)
+                    && (f != "asarray" || (args.positional.len() == 1 && args.keywords.is_empty()))
+            });
             if let (true, Some(first)) = (numpy_view, args.positional.first()) {
                 if let Some(view) = self.stored_array_view(&first.0.clone()) {
                     return view;

@@ -916,8 +916,23 @@ impl Interp<'_, '_> {
     fn mark_stale_view_slots(&mut self, base: ObjId, part: Part, wid: WriteId) {
         let written = self.write_targets[wid as usize];
         self.mark_stale_slots_where(wid, Taken::Any, false, |it, x| {
-            x != written && x != base && it.view_sees(x, base, part)
+            x != written
+                && x != base
+                && it.view_sees(x, base, part)
+                && (part == Part::Whole || !it.indexed_by_name(x))
         });
+    }
+
+    /// Whether view `x` was taken with an index that names a variable (`buf[t]`, `x[:, :d]`):
+    /// kept at each turn of a loop, each is another element, which the next turn's write at
+    /// the same text does not change. (`h_t[0]`, `h_t[-1]` name one element every time.)
+    fn indexed_by_name(&self, x: ObjId) -> bool {
+        let Some(origin) = self.tensor(x).and_then(|t| t.view_origin) else {
+            return true;
+        };
+        let text = self.prog.text_of(origin);
+        let index = text.find('[').map_or("", |at| &text[at..]);
+        index.chars().any(|ch| ch.is_alphabetic() || ch == '_')
     }
 
     /// Whether `x` is a view of `base` showing some of its `part` (or a view of such a view
