@@ -460,6 +460,17 @@ fn check_notebook(
     } else {
         let mut findings = source.analyze();
         findings.retain(keep);
+        // (As for a Python file: only fixes `--fix` would apply, inside the code cells.)
+        if findings.iter().any(|f| f.fix.is_some()) {
+            let (.., fixed) = source.fix_all(Applicability::Unsafe, &|_| true);
+            for f in &mut findings {
+                let rejected = (f.fix.as_ref())
+                    .is_some_and(|x| fixed.rejected.contains(&(f.rule, x.title.clone())));
+                if rejected {
+                    f.fix = None;
+                }
+            }
+        }
         (source, findings, None)
     };
     Ok(Checked {

@@ -157,6 +157,30 @@ fn an_unsafe_fix_that_adds_a_line_lands_in_its_cell() {
 }
 
 #[test]
+fn a_fix_that_would_not_fix_is_not_shown_in_a_notebook() {
+    // (As in a Python file: the copy of a split's base leaves both halves views of one memory;
+    // `--fix` rejects it, so the JSON gives the finding with no fix.)
+    let nb = notebook(&[
+        (
+            "code",
+            "import torch\n\n\ndef split_at_index(index, t):\n    return t[:, :index], t[:, index:]\n",
+        ),
+        ("code", "w = torch.randn(4, 6, requires_grad=True)\nx = w * 2\nlq, q = split_at_index(3, x)\ny = lq.sin()\n"),
+        ("code", "q[:, :1] = 0.0\n(y.sum() + q.sum()).backward()\n"),
+    ]);
+    let dir = with_files(&[("split.ipynb", &nb)]);
+    let out = run(
+        &["check", "split.ipynb", "--output-format", "json"],
+        dir.path(),
+    );
+    let v: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.len(), 1, "{}", stdout(&out));
+    assert_eq!(v[0]["code"], "IP302");
+    assert_eq!(v[0]["cell"], 3);
+    assert!(v[0]["fix"].is_null(), "{}", stdout(&out));
+}
+
+#[test]
 fn ipython_syntax_is_not_parsed_and_not_touched() {
     let nb = notebook(&[
         ("code", "%%time\nthis is not python(\n"),
