@@ -283,19 +283,15 @@ pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
     Ok(fixed)
 }
 
-/// Which of `findings` have a fix `--fix` would apply (see [`fix_all`]): all but those that
-/// fixing everything rejects (the text they made still reported their finding). One run of
-/// [`fix_all_with`], a few analyses of the whole text, however many fixes there are.
-pub fn verified_fixes(text: &str, findings: &[Finding], state: &FileState) -> Vec<bool> {
-    if findings.iter().all(|f| f.fix.is_none()) {
-        return vec![false; findings.len()];
+/// Drop the fixes `--fix` would not apply (see [`fix_all`]): those that fixing everything
+/// rejected in `fixed` (the text they made still reported their finding). `check` shows only
+/// the others; one fix-all run decides them, however many fixes there are.
+pub fn drop_rejected_fixes(findings: &mut [Finding], fixed: &Fixed) {
+    for f in findings {
+        if (f.fix.as_ref()).is_some_and(|x| fixed.rejected.contains(&(f.rule, x.title.clone()))) {
+            f.fix = None;
+        }
     }
-    let fixed = fix_all_with(text, Applicability::Unsafe, &|_| true, &mut state.clone());
-    (findings.iter())
-        .map(|f| {
-            (f.fix.as_ref()).is_some_and(|x| !fixed.rejected.contains(&(f.rule, x.title.clone())))
-        })
-        .collect()
 }
 
 /// The text with a finding's fix applied alone.

@@ -418,6 +418,12 @@ pub const VALUES_INDICES_ALWAYS: &[&str] =
     &["topk", "sort", "kthvalue", "mode", "cummax", "cummin"];
 pub const VALUES_INDICES_WITH_DIM: &[&str] = &["max", "min", "median", "nanmedian"];
 
+/// The method names a module's data arguments come in through (its activations are made
+/// there).
+pub fn is_forward_name(name: &str) -> bool {
+    matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl")
+}
+
 /// NumPy methods that return a view of the array, not a copy (of a row a dataset keeps,
 /// contiguous: `reshape` and `ravel` copy nothing either).
 pub const NUMPY_VIEW_METHODS: &[&str] = &[

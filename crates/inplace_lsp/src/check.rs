@@ -391,13 +391,15 @@ fn check_python(
     } else {
         let mut findings = state.analyze(&text).findings;
         findings.retain(keep);
-        // A fix shown (or given in JSON) is one `--fix` would apply: it parses and its finding
-        // is gone.
-        let verified = inplace_analysis::verified_fixes(&text, &findings, &state);
-        for (f, ok) in findings.iter_mut().zip(verified) {
-            if !ok {
-                f.fix = None;
-            }
+        // A fix shown (or given in JSON) is one `--fix` would apply.
+        if findings.iter().any(|f| f.fix.is_some()) {
+            let fixed = inplace_analysis::fix_all_with(
+                &text,
+                Applicability::Unsafe,
+                &|_| true,
+                &mut state.clone(),
+            );
+            inplace_analysis::drop_rejected_fixes(&mut findings, &fixed);
         }
         (text, findings, None)
     };
@@ -463,13 +465,7 @@ fn check_notebook(
         // (As for a Python file: only fixes `--fix` would apply, inside the code cells.)
         if findings.iter().any(|f| f.fix.is_some()) {
             let (.., fixed) = source.fix_all(Applicability::Unsafe, &|_| true);
-            for f in &mut findings {
-                let rejected = (f.fix.as_ref())
-                    .is_some_and(|x| fixed.rejected.contains(&(f.rule, x.title.clone())));
-                if rejected {
-                    f.fix = None;
-                }
-            }
+            inplace_analysis::drop_rejected_fixes(&mut findings, &fixed);
         }
         (source, findings, None)
     };

@@ -857,7 +857,7 @@ impl Interp<'_, '_> {
                 // (Under `no_grad`, what a call passes says nothing of how it trains.)
                 let maybe = !self.grad_enabled || self.may_carry_grad(&vals);
                 let data = self_obj.is_some_and(|o| self.is_module(o))
-                    && is_forward_name(self.name(fd.name));
+                    && crate::ops::is_forward_name(self.name(fd.name));
                 let e = self
                     .passed_grad
                     .entry(Span::new(c.item, p.span))
@@ -1388,7 +1388,8 @@ impl Interp<'_, '_> {
     /// of a plain function is a tensor that may not.
     fn unknown_params(&mut self, c: Code<'_>, fd: &FuncDef, self_obj: Option<ObjId>) -> Env {
         let name = self.name(fd.name);
-        let is_forward = self_obj.is_some_and(|o| self.is_module(o)) && is_forward_name(name);
+        let is_forward =
+            self_obj.is_some_and(|o| self.is_module(o)) && crate::ops::is_forward_name(name);
         let in_module = self_obj.is_some_and(|o| self.is_module(o));
         let mut self_pending = self_obj.filter(|_| !fd.decorators.staticmethod);
         let mut env = Env::default();
@@ -1666,11 +1667,6 @@ impl Interp<'_, '_> {
         self.instances.insert(class.loc, obj);
         obj
     }
-}
-
-/// The method names a module's data arguments come in through.
-fn is_forward_name(name: &str) -> bool {
-    matches!(name, "forward" | "__call__" | "_forward" | "_forward_impl")
 }
 
 /// Whether evaluating receiver `value` runs a call (other than `super()`) that may write in

@@ -603,7 +603,8 @@ impl Interp<'_, '_> {
         }
         let forward = (self.prog.item(view.item))
             .and_then(|i| i.outline.name)
-            .is_some_and(|(s, e)| self.prog.text.get(s as usize..e as usize) == Some("forward"));
+            .and_then(|(s, e)| self.prog.text.get(s as usize..e as usize))
+            .is_some_and(ops::is_forward_name);
         if forward {
             let param = tt.storage;
             self.mark_stale_slots_where(wid, Taken::None, true, |_, x| x == param);

@@ -821,7 +821,7 @@ pub(crate) fn clone_activation_view(ctx: &RenderCtx<'_>, w: &crate::events::Writ
     }
     let body = ctx.body(v.item)?;
     let f = body.root_def()?;
-    if ctx.name(body.func(f).name) != "forward" {
+    if !ops::is_forward_name(ctx.name(body.func(f).name)) {
         return None;
     }
     append_clone(
