@@ -172,6 +172,12 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        let given = (out.positional.iter().filter_map(|(_, at)| *at))
+            .chain(out.keywords.iter().map(|k| k.2))
+            .collect::<SmallVec<[ExprId; 4]>>();
+        for at in given {
+            self.operand_read_again(c, at);
+        }
         out
     }
 

@@ -684,6 +684,11 @@ impl Interp<'_, '_> {
                 slots.push(self.eval(c, i));
             }
         }
+        // (`torch.cat([x, self.block(x)], 1)`: the list holds the tensor `x` names, which the
+        // call in the later item wrote in place.)
+        for i in c.body.exprs_of(items) {
+            self.operand_read_again(c, i);
+        }
         let seq = self.alloc(Obj::Seq(slots));
         if let Some(at) = star {
             self.starred_slots.insert(seq, at);
@@ -1171,8 +1176,10 @@ impl Interp<'_, '_> {
 
     /// The left operand `x_s` of `x_s + self.lin(self.act(x))`, a name, was looked up before
     /// the right one ran; the operator reads its tensor after, and sees what a call in the
-    /// right operand wrote in place (an in-place `act` on `x`, which `x_s` also names).
-    fn operand_read_again(&mut self, c: Code<'_>, operand: ExprId) {
+    /// right operand wrote in place (an in-place `act` on `x`, which `x_s` also names). So do a
+    /// call's arguments (`torch.add(x, self.seq(x))`) and a display's items, evaluated in turn
+    /// and read when the call runs.
+    pub(super) fn operand_read_again(&mut self, c: Code<'_>, operand: ExprId) {
         let Some(e) = operand.get() else { return };
         let Expr::Name { name, reads: true } = *c.expr(e) else {
             return;
