@@ -63,7 +63,7 @@ impl Interp<'_, '_> {
         let origin = c.span(e);
         // (`nn.ReLU(True)`, `nn.LeakyReLU(0.2, True)`: `inplace` given by position.)
         let inplace = self
-            .inplace_arg(c, args, ops::module_inplace_position(class))
+            .inplace_arg(c, e, args, ops::module_inplace_position(class))
             .map(|arg| InplaceArg { arg, call: origin });
         let mut children = Vec::new();
         let mut attrs = FxHashMap::default();

@@ -48,12 +48,19 @@ impl Interp<'_, '_> {
     }
 
     /// Where `inplace=True` is given: by keyword, or `True` at position `at` (`F.leaky_relu(x,
-    /// 0.2, True)`); `None` when it is not.
-    pub(super) fn inplace_arg(&self, c: Code<'_>, args: &Args, at: Option<usize>) -> Option<Span> {
+    /// 0.2, True)`); `None` when it is not. A `True` bound by `functools.partial(nn.LeakyReLU,
+    /// 0.1, True)` has no expression here: the call `e` stands for it.
+    pub(super) fn inplace_arg(
+        &self,
+        c: Code<'_>,
+        e: ExprId,
+        args: &Args,
+        at: Option<usize>,
+    ) -> Option<Span> {
         let by_position = at
             .and_then(|i| args.positional.get(i))
             .filter(|(v, _)| v.contains(&TRUE))
-            .and_then(|(_, n)| n.map(|n| c.span(n)));
+            .map(|(_, n)| c.span(n.unwrap_or(e)));
         args.keyword(known::INPLACE)
             .filter(|(v, ..)| v.contains(&TRUE))
             .map(|(_, _, span)| span)
@@ -1638,7 +1645,7 @@ impl Interp<'_, '_> {
         }
         let (through, keep) = self.first_arg_names(c, args, call);
         // `inplace=True`, or `True` at the position of `inplace` (`F.leaky_relu(x, 0.2, True)`).
-        let inplace_arg = self.inplace_arg(c, args, ops::functional_inplace_position(f));
+        let inplace_arg = self.inplace_arg(c, e, args, ops::functional_inplace_position(f));
         if let (Some(arg), true) = (inplace_arg, ops::functional_inplace_position(f).is_some()) {
             let tensors = self.as_tensors(&first);
             let spec = WriteSpec::new(WriteKind::InplaceFunctional, arg, call)

@@ -76,7 +76,7 @@ impl Interp<'_, '_> {
     fn normalize(&mut self, c: Code<'_>, e: ExprId, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
-        let Some(arg) = self.inplace_arg(c, args, Some(FUNCTIONAL_NORMALIZE_INPLACE_AT)) else {
+        let Some(arg) = self.inplace_arg(c, e, args, Some(FUNCTIONAL_NORMALIZE_INPLACE_AT)) else {
             return self.opaque_call(args, call);
         };
         let (through, keep) = self.first_arg_names(c, args, call);
