@@ -66,47 +66,57 @@ impl Interp<'_, '_> {
     pub(super) fn exec_delete(&mut self, c: Code<'_>, s: StmtId, list: List) {
         let always = unconditional(c, s);
         for t in c.body.exprs_of(list) {
-            match *c.expr(t) {
-                Expr::Name { name, .. } => {
-                    self.state.env.remove(&name);
-                    self.state.stale.remove(&name);
-                    self.state.bound_at.remove(&name);
+            self.delete_target(c, t, always);
+        }
+    }
+
+    /// One target of `del` (`del (a, b)`, `del [a, b]`: each item).
+    fn delete_target(&mut self, c: Code<'_>, t: ExprId, always: bool) {
+        match *c.expr(t) {
+            Expr::Seq { items, .. } => {
+                for i in c.body.exprs_of(items) {
+                    self.delete_target(c, i, always);
                 }
-                Expr::Attr { value, attr, .. } => {
-                    for o in self.eval(c, value) {
-                        if always {
-                            self.remove_member(o, attr);
-                        }
+            }
+            Expr::Name { name, .. } => {
+                self.state.env.remove(&name);
+                self.state.stale.remove(&name);
+                self.state.bound_at.remove(&name);
+            }
+            Expr::Attr { value, attr, .. } => {
+                for o in self.eval(c, value) {
+                    if always {
+                        self.remove_member(o, attr);
                     }
                 }
-                Expr::Subscript { value, sub } => {
-                    let registry = match *c.expr(value) {
-                        Expr::Attr {
-                            value: owner, attr, ..
-                        } if matches!(self.name(attr), "_parameters" | "_buffers" | "_modules") => {
-                            Some(owner)
-                        }
-                        _ => None,
-                    };
-                    let key = c
-                        .body
-                        .exprs_of(c.body.subscripts[sub as usize].parts)
-                        .next();
-                    let key = key.map(|k| self.eval(c, k));
-                    match (registry, key.and_then(|k| self.one_exact_str(&k))) {
-                        (Some(owner), Some(key)) if always => {
-                            for o in self.eval(c, owner) {
-                                self.remove_member(o, key);
-                            }
-                        }
-                        _ => {
-                            self.eval(c, t);
+            }
+            Expr::Subscript { value, sub } => {
+                let registry = match *c.expr(value) {
+                    Expr::Attr {
+                        value: owner, attr, ..
+                    } if matches!(self.name(attr), "_parameters" | "_buffers" | "_modules") => {
+                        Some(owner)
+                    }
+                    _ => None,
+                };
+                let key = c
+                    .body
+                    .exprs_of(c.body.subscripts[sub as usize].parts)
+                    .next();
+                let key = key.map(|k| self.eval(c, k));
+                match (registry, key.and_then(|k| self.one_exact_str(&k))) {
+                    (Some(owner), Some(key)) if always => {
+                        for o in self.eval(c, owner) {
+                            self.remove_member(o, key);
                         }
                     }
+                    _ => {
+                        self.eval(c, t);
+                    }
                 }
-                _ => {
-                    self.eval(c, t);
-                }
+            }
+            _ => {
+                self.eval(c, t);
             }
         }
     }
