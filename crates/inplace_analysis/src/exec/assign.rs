@@ -14,8 +14,10 @@ impl Interp<'_, '_> {
         };
         let saved = self.assign_rhs.take();
         // (The names a tuple target binds; its other places, `batch["mlm"], batch["labels"] =
-        // mask(batch["ids"])`, bind none.)
+        // mask(batch["ids"])`, bind none, nor does a place alone, `item["img"] =
+        // normalize(img)`.)
         let names: Option<SmallVec<[Name; 2]>> = match *c.expr(innermost) {
+            Expr::Subscript { .. } | Expr::Attr { .. } => Some(SmallVec::new()),
             Expr::Name { name, .. } => Some(smallvec![name]),
             Expr::Seq { items, .. } => Some(
                 (c.body.exprs_of(items))
