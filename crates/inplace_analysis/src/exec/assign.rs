@@ -763,13 +763,21 @@ impl Interp<'_, '_> {
                 Stmt::Assign { value, .. } => self.masking_value(c, value),
                 _ => false,
             });
-            let spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
+            // (Computed from the values it replaces, `im[i] = (im[i] - m) / s`: looked for
+            // only where a dataset's stored sample may be written.)
+            let compounds = !self.stored_reads.is_empty()
+                && stmt.is_some_and(|s| match *c.body.stmt(s) {
+                    Stmt::Assign { value, .. } => self.reads_place(c, value, object),
+                    _ => false,
+                });
+            let mut spec = WriteSpec::new(WriteKind::Subscript { whole }, site, site)
                 .masking(masking)
                 .part(part)
                 .through(through, through)
                 .value(Some(&vals))
                 .element(element)
                 .record_field(self.field_reads.contains(&c.span(object)));
+            spec.compounds = compounds;
             let w = self.write(&tensors, spec);
             // `x[idx] = v` with index tensors (`index_put_`): they are saved, as the index of
             // the out-of-place op is (measured with torch 2.15: writing `idx` in place before
@@ -786,6 +794,20 @@ impl Interp<'_, '_> {
             });
             self.check_self_overlap(c, (target, &tensors), value, w);
         }
+    }
+
+    /// Whether expression `value` reads `place` (a name or attribute, by its text) anywhere.
+    fn reads_place(&self, c: Code<'_>, value: ExprId, place: ExprId) -> bool {
+        let (Some(value), Some(place)) = (value.get(), place.get()) else {
+            return false;
+        };
+        let within = c.body.expr_span(value);
+        let text = self.prog.text_of(c.span(place));
+        (0..c.body.exprs.len()).any(|i| {
+            matches!(c.body.exprs[i], Expr::Name { .. } | Expr::Attr { .. })
+                && within.contains(c.body.expr_spans[i])
+                && self.prog.text_of(Span::new(c.item, c.body.expr_spans[i])) == text
+        })
     }
 
     /// Position `at` of container module `m` replaced by `vals` (one module): a module an
@@ -894,11 +916,12 @@ impl Interp<'_, '_> {
         } else {
             WriteKind::AugAssign
         };
-        let spec = WriteSpec::new(kind, span, span)
+        let mut spec = WriteSpec::new(kind, span, span)
             .through(through, through)
             .value(Some(&value))
             .element(element)
             .record_field(self.field_reads.contains(&c.span(target)));
+        spec.compounds = true;
         let w = self.write(&tensors, spec);
         self.check_self_overlap(c, (target, &tensors), Some(value_expr), w);
         // The in-place op itself may save tensors (`x *= w` saves `w` when `x` needs grad).

@@ -503,11 +503,12 @@ impl Interp<'_, '_> {
     /// A write in a dataset's `__getitem__` that changes a tensor it read out of `self` from its
     /// own values (`x -= mean`, `x.mul_(g)`, an in-place activation): the stored sample
     /// changes, and every later access (the next epoch) reads the changed one. A store
-    /// (`self.cache[i] = x`, `x.copy_(v)`, `x.fill_(0)`) gives the same result every time.
-    pub(super) fn check_stored_write(&mut self, wid: WriteId, storage: ObjId) {
+    /// (`self.cache[i] = x`, `x.copy_(v)`, `x.fill_(0)`) gives the same result every time,
+    /// unless it is computed from what it replaces (`compounds`: `im[i] = (im[i] - m) / s`).
+    pub(super) fn check_stored_write(&mut self, wid: WriteId, storage: ObjId, compounds: bool) {
         // (Stored reads are recorded while a `__getitem__` runs: the write is in it, or in the
         // code its sample reached, a loop over an unbatched loader.)
-        if !self.compounds(self.writes[wid as usize].kind) {
+        if !(compounds || self.compounds(self.writes[wid as usize].kind)) {
             return;
         }
         let Some(&(attr, read)) = self.stored_reads.get(&storage) else {
@@ -526,7 +527,18 @@ impl Interp<'_, '_> {
         // The view of the stored tensor a write inside `__getitem__` went through, when no
         // name there holds it (`self.x[i]` handed to a transform): a copy taken there leaves
         // the stored data as it was.
-        let view = (self.tensor(self.write_targets[wid as usize]))
+        // (Not one the write itself takes, `im[0] -= m`, but the tensor it is taken of: a
+        // copy of the view would be what is written.)
+        let site = self.writes[wid as usize].site;
+        let mut written = self.write_targets[wid as usize];
+        if let Some(t) = self.tensor(written) {
+            if let (Some(origin), Some((base, _))) = (t.view_origin, t.view_of) {
+                if site.contains(origin) {
+                    written = base;
+                }
+            }
+        }
+        let view = (self.tensor(written))
             .filter(|t| t.view_of.is_some() && bindings.is_empty() && self.getitem_self.is_some())
             .and_then(|t| Some((t.view_origin?, !matches!(t.view_of, Some((_, Part::Piece))))));
         self.report(Event::StaleRead {

@@ -33,6 +33,9 @@ pub(crate) struct WriteSpec<'v> {
     /// It writes a masking value (`-inf`, `-1e9`, `finfo(dtype).min`): what a softmax or an
     /// exponential after it turns into zeros and zero gradients.
     pub masking: bool,
+    /// A store computed from the values it replaces (`im[i] = (im[i] - m) / s`, `x[0] += 1`):
+    /// done again, it changes them again.
+    pub compounds: bool,
 }
 
 impl<'v> WriteSpec<'v> {
@@ -51,6 +54,7 @@ impl<'v> WriteSpec<'v> {
             record_field: false,
             part: Part::Whole,
             masking: false,
+            compounds: false,
         }
     }
     pub fn masking(mut self, masking: bool) -> Self {
@@ -226,7 +230,7 @@ impl Interp<'_, '_> {
                 // (Rows of one stored tensor, `yield self.x[i]` in a loop, are alternatives
                 // of one storage: the stored data changes whichever it is.)
                 if single || (one_storage && *t == first) {
-                    self.check_stored_write(wid, tt.storage);
+                    self.check_stored_write(wid, tt.storage, w.compounds);
                 }
                 if single {
                     self.note_kept_write(wid, &tt, &w);
