@@ -260,6 +260,9 @@ impl Interp<'_, '_> {
                 }
             }
         }
+        if let Some(truth) = self.same_object(op, &parts) {
+            return smallvec![if truth { TRUE } else { FALSE }];
+        }
         if let [a, b] = parts.as_slice() {
             if let Some(truth) = self.compare_strings(op, a, b) {
                 return smallvec![if truth { TRUE } else { FALSE }];
@@ -313,6 +316,33 @@ impl Interp<'_, '_> {
             return smallvec![mask];
         }
         smallvec![OTHER]
+    }
+
+    /// `query is key` of the one object, or `q.data_ptr() == k.data_ptr() == v.data_ptr()` of
+    /// tensors of one storage (fairseq's self-attention test, given the same tensor three
+    /// times): true for `is` and `==`, false for `is not` and `!=`. Anything else is not decided
+    /// (two names of distinct objects may still be one at run time).
+    fn same_object(&self, op: CmpOp, parts: &[Vals]) -> Option<bool> {
+        if parts.len() < 2 || parts.iter().any(|p| p.len() != 1) {
+            return None;
+        }
+        let first = parts[0][0];
+        let same = match op {
+            CmpOp::Is | CmpOp::IsNot => {
+                !matches!(self.obj(first), Obj::Other | Obj::Unknown)
+                    && parts.iter().all(|p| p[0] == first)
+            }
+            CmpOp::Eq | CmpOp::NotEq => {
+                let storage = *self.data_ptrs.get(&first)?;
+                (parts.iter()).all(|p| self.data_ptrs.get(&p[0]) == Some(&storage))
+            }
+            _ => return None,
+        };
+        match (same, op) {
+            (true, CmpOp::Is | CmpOp::Eq) => Some(true),
+            (true, _) => Some(false),
+            (false, _) => None,
+        }
     }
 
     /// Whether `test` is `isinstance(x, list)` (or `tuple`, `dict`, `set`, or a tuple of those)

@@ -602,6 +602,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Storage of the tensors `__getitem__` read out of `self` (or made share memory with,
     /// `torch.from_numpy(self.arr[i])`): the attribute and where it was read.
     pub stored_reads: FxHashMap<ObjId, (Name, Span)>,
+    /// What `t.data_ptr()` gave, by the storage of the tensor `t` (not a view) it is the
+    /// address of.
+    pub data_ptrs: FxHashMap<ObjId, ObjId>,
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
@@ -730,6 +733,7 @@ impl<'p, 't> Interp<'p, 't> {
             object_keys: FxHashMap::default(),
             getitem_self: None,
             stored_reads: FxHashMap::default(),
+            data_ptrs: FxHashMap::default(),
             stored_arrays: FxHashMap::default(),
             method_self: None,
             kept_reads: FxHashMap::default(),

@@ -188,6 +188,22 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
+            // The address of a tensor that is not a view: one per storage (`q.data_ptr() ==
+            // k.data_ptr()`, fairseq's test for self-attention, is decided where both are known).
+            "data_ptr" => {
+                let storage = match recv.as_slice() {
+                    [one] => self
+                        .tensor(*one)
+                        .filter(|t| t.view_of.is_none())
+                        .map(|t| t.storage),
+                    _ => None,
+                };
+                let ptr = self.alloc(Obj::Other);
+                if let Some(storage) = storage {
+                    self.data_ptrs.insert(ptr, storage);
+                }
+                return smallvec![ptr];
+            }
             _ if self.returns_itself(c, recv, &m, args) => return recv.clone(),
             // On the CPU, `.cpu()` and `.to("cpu")` return the tensor itself (measured with torch
             // 2.15: writing `x.cpu().detach()` in place bumps `x`'s version); taken so where

@@ -381,6 +381,14 @@ impl Interp<'_, '_> {
         if p == "torch.is_grad_enabled" {
             return Some(smallvec![if self.grad_enabled { TRUE } else { FALSE }]);
         }
+        // `torch.equal(query, key)` of the one tensor passed twice: true.
+        if p == "torch.equal" {
+            let same = match args.positional.as_slice() {
+                [(a, _), (b, _)] => a.len() == 1 && a == b && self.tensor(a[0]).is_some(),
+                _ => false,
+            };
+            return Some(smallvec![if same { TRUE } else { OTHER }]);
+        }
         if matches!(
             p,
             "torch.nn.utils.weight_norm" | "torch.nn.utils.parametrizations.weight_norm"

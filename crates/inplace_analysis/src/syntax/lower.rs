@@ -842,7 +842,14 @@ impl Lowerer<'_> {
             .filter(|c| !c.is_named())
             .map(|c| c.k())
             .collect();
-        let op = match ops.as_slice() {
+        // (A chain of one operator, `a == b == c`, is that operator over every operand.)
+        let same = ops.windows(2).all(|w| w[0] == w[1]);
+        let first = if same {
+            &ops[..ops.len().min(1)]
+        } else {
+            &ops[..]
+        };
+        let op = match first {
             ["is"] => CmpOp::Is,
             ["is not"] => CmpOp::IsNot,
             ["=="] => CmpOp::Eq,
