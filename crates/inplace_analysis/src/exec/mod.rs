@@ -12,6 +12,7 @@
 //! and rebinding, [`write`] in-place writes, [`backward`] what a backward reaches,
 //! [`transforms`] torchvision's transforms on tensors.
 
+mod argparse;
 mod assign;
 mod backward;
 mod branch_attrs;
@@ -605,6 +606,8 @@ pub(crate) struct Interp<'p, 't> {
     /// What `t.data_ptr()` gave, by the storage of the tensor `t` (not a view) it is the
     /// address of.
     pub data_ptrs: FxHashMap<ObjId, ObjId>,
+    /// The `argparse.ArgumentParser` objects made (dicts of their options' defaults).
+    pub arg_parsers: FxHashSet<ObjId>,
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
@@ -734,6 +737,7 @@ impl<'p, 't> Interp<'p, 't> {
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             data_ptrs: FxHashMap::default(),
+            arg_parsers: FxHashSet::default(),
             stored_arrays: FxHashMap::default(),
             method_self: None,
             kept_reads: FxHashMap::default(),

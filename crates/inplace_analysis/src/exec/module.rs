@@ -1914,6 +1914,9 @@ impl Interp<'_, '_> {
             "update",
             "values",
         ];
+        if let Some(v) = self.arg_parser_method(s, meth, args, c.span(e)) {
+            return v;
+        }
         let entry = match (self.key_slot(s, meth).flatten(), self.obj(s)) {
             (Some(slot), Obj::Seq(items)) if !DICT_METHODS.contains(&self.name(meth)) => {
                 items.get(slot).cloned()

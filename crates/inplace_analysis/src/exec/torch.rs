@@ -17,6 +17,8 @@ const ATTRIBUTE_DICTS: &[&str] = &[
     "attrdict.AttrDict",
     "box.Box",
     "ml_collections.ConfigDict",
+    "argparse.Namespace",
+    "types.SimpleNamespace",
 ];
 
 /// The `torch.nn.functional` spelling of an in-place function (`relu_` -> `relu`).
@@ -310,6 +312,9 @@ impl Interp<'_, '_> {
         // keys reads the entry (see `attribute_of`).
         if ATTRIBUTE_DICTS.contains(&p) {
             return Some(self.call_builtin(c, e, "dict", args));
+        }
+        if p == "argparse.ArgumentParser" {
+            return Some(self.new_arg_parser());
         }
         if p == "copy.deepcopy" {
             if let Some(v) = self.deepcopy(args) {
