@@ -27,6 +27,8 @@ def attend(a, b):
 
 x = torch.randn(3, 4)
 z = torch.randn(3, 4)
+ts = [torch.randn(3, 4) for _ in range(2)]
+a0, b0 = ts
 attend({args}).backward()
 "#
     )
@@ -46,6 +48,14 @@ fn one_object_on_both_sides_decides_the_branch() {
             "{test}"
         );
     }
+    // (A `.detach()` alias has the same address.)
+    assert_eq!(
+        codes(&chunk_view_scaled_when(
+            "a.data_ptr() == b.data_ptr()",
+            "x, x.detach()"
+        )),
+        ["IP202"]
+    );
     for test in ["a is not b", "a.data_ptr() != b.data_ptr()"] {
         assert!(
             codes(&chunk_view_scaled_when(test, "x, x")).is_empty(),
@@ -62,6 +72,10 @@ fn distinct_objects_or_views_leave_it_undecided() {
         ("a.data_ptr() == b.data_ptr()", "x, z"),
         ("a.data_ptr() == b.data_ptr()", "x[0], x[0]"),
         ("torch.equal(a, b)", "x, z"),
+        // (A comprehension's element stands for each tensor it makes: distinct at run time.)
+        ("a is b", "a0, b0"),
+        ("a.data_ptr() == b.data_ptr()", "a0, b0"),
+        ("a.data_ptr() == b.data_ptr()", "ts[0], ts[1]"),
     ] {
         assert!(
             codes(&chunk_view_scaled_when(test, args)).is_empty(),

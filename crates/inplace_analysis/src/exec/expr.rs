@@ -321,9 +321,13 @@ impl Interp<'_, '_> {
     /// `query is key` of the one object, or `q.data_ptr() == k.data_ptr() == v.data_ptr()` of
     /// tensors of one storage (fairseq's self-attention test, given the same tensor three
     /// times): true for `is` and `==`, false for `is not` and `!=`. Anything else is not decided
-    /// (two names of distinct objects may still be one at run time).
+    /// (two names of distinct objects may still be one at run time), nor is a value that stands
+    /// for several (a comprehension's element).
     fn same_object(&self, op: CmpOp, parts: &[Vals]) -> Option<bool> {
         if parts.len() < 2 || parts.iter().any(|p| p.len() != 1) {
+            return None;
+        }
+        if parts.iter().any(|p| self.summary_objs.contains(&p[0])) {
             return None;
         }
         let first = parts[0][0];
@@ -817,6 +821,9 @@ impl Interp<'_, '_> {
             self.unrolled_comprehension(c, elt, value, gens, &mut first_iter)
         {
             self.state.env = saved_env;
+            if !exact {
+                self.summary_objs.extend(slots.iter().flatten().copied());
+            }
             let seq = self.alloc(Obj::Seq(slots));
             if exact {
                 self.exact_seqs.insert(seq);
@@ -914,6 +921,9 @@ impl Interp<'_, '_> {
             }
         }
         self.state.env = saved_env;
+        // (Each value of the slot stands for every element the comprehension makes: not one
+        // object, for `is` and `data_ptr()`.)
+        self.summary_objs.extend(slots.iter().flatten().copied());
         smallvec![self.alloc(Obj::Seq(slots))]
     }
 

@@ -603,11 +603,14 @@ pub(crate) struct Interp<'p, 't> {
     /// Storage of the tensors `__getitem__` read out of `self` (or made share memory with,
     /// `torch.from_numpy(self.arr[i])`): the attribute and where it was read.
     pub stored_reads: FxHashMap<ObjId, (Name, Span)>,
-    /// What `t.data_ptr()` gave, by the storage of the tensor `t` (not a view) it is the
-    /// address of.
+    /// What `t.data_ptr()` gave, by the tensor `t` (not a view; the tensor a `.data` or
+    /// `.detach()` alias was taken of) it is the address of.
     pub data_ptrs: FxHashMap<ObjId, ObjId>,
     /// The `argparse.ArgumentParser` objects made (dicts of their options' defaults).
     pub arg_parsers: FxHashSet<ObjId>,
+    /// Values that stand for several objects made at one place (a comprehension's element
+    /// slot): never taken for one object by `is` or `data_ptr()`.
+    pub summary_objs: FxHashSet<ObjId>,
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
@@ -738,6 +741,7 @@ impl<'p, 't> Interp<'p, 't> {
             stored_reads: FxHashMap::default(),
             data_ptrs: FxHashMap::default(),
             arg_parsers: FxHashSet::default(),
+            summary_objs: FxHashSet::default(),
             stored_arrays: FxHashMap::default(),
             method_self: None,
             kept_reads: FxHashMap::default(),

@@ -188,14 +188,16 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
-            // The address of a tensor that is not a view: one per storage (`q.data_ptr() ==
-            // k.data_ptr()`, fairseq's test for self-attention, is decided where both are known).
+            // The address of a tensor that is not a view: one per tensor (`q.data_ptr() ==
+            // k.data_ptr()`, fairseq's test for self-attention, is decided where both are one).
             "data_ptr" => {
+                // (By the tensor, through its `.data` and `.detach()` aliases: a storage stands
+                // for every tensor one place makes.)
                 let storage = match recv.as_slice() {
-                    [one] => self
+                    [one] if !self.summary_objs.contains(one) => self
                         .tensor(*one)
                         .filter(|t| t.view_of.is_none())
-                        .map(|t| t.storage),
+                        .map(|t| t.detached_from.unwrap_or(*one)),
                     _ => None,
                 };
                 let ptr = self.alloc(Obj::Other);

@@ -402,19 +402,21 @@ impl Interp<'_, '_> {
                 r.written = true;
             }
         }
-        // `x.data = v` swaps the storage; what autograd saved keeps the old one. A save of a
-        // parameter or plain tensor the write changes is harmful only once a backward reads it:
-        // the event waits for that (`check_graph`); a target network updated through `.data`
-        // whose graph no backward reaches is fine.
+        // `x.data = v` swaps the storage of the tensor `x` itself: an op that saved `x` as an
+        // input keeps that tensor and reads the new values in its backward (measured with torch
+        // 2.15: `s = (a * w).sum(); a.data = b; s.backward()` gives `w.grad == b`), while one
+        // that saved it as its output keeps a tensor of its own over the old storage. A save of
+        // a parameter or plain tensor the write changes is harmful only once a backward reads
+        // it: the event waits for that (`check_graph`); a target network updated through
+        // `.data` whose graph no backward reaches is fine.
         // A tensor with a history of its own (an op's result) is written by a step autograd
         // never sees: a backward through it (`check_graph` reaches its node) gives silently
         // wrong gradients.
         let leaf = self.tensor(t.storage).is_some_and(|b| b.leaf);
-        let saves = if kind != WriteKind::DataAssign {
-            self.state.live.get(&t.storage).cloned().unwrap_or_default()
-        } else {
-            SmallVec::new()
-        };
+        let mut saves = self.state.live.get(&t.storage).cloned().unwrap_or_default();
+        if kind == WriteKind::DataAssign {
+            saves.retain(|s| !self.saves.get(*s).output);
+        }
         for s in &saves {
             // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`, or a view of
             // it: its own counter moves, and the backward raises: the write's `data_alias`
