@@ -415,7 +415,7 @@ impl Interp<'_, '_> {
         let leaf = self.tensor(t.storage).is_some_and(|b| b.leaf);
         let mut saves = self.state.live.get(&t.storage).cloned().unwrap_or_default();
         if kind == WriteKind::DataAssign {
-            saves.retain(|s| !self.saves.get(*s).output);
+            saves.retain(|s| self.saves_tensor_itself(*s));
         }
         for s in &saves {
             // (Saved through this very alias, `d = x.data; y = d * w; d.add_(1)`, or a view of
@@ -450,6 +450,22 @@ impl Interp<'_, '_> {
             leaf,
             trigger: None,
         });
+    }
+
+    /// Whether save `s` keeps the tensor given itself, which `x.data = v` changes under it: an
+    /// input (an output is kept as a tensor of its own), and not a weight `linear` keeps as
+    /// its transpose, a view over the old storage (measured with torch 2.15: `nn.Linear`'s and
+    /// `F.linear`'s gradients do not change; `conv2d`'s, `@`'s, `*`'s, `LayerNorm`'s do).
+    fn saves_tensor_itself(&self, s: crate::domain::SaveId) -> bool {
+        let save = self.saves.get(s);
+        let linear = match save.op {
+            OpLabel::Module { class, .. } => self.name(class) == "Linear",
+            OpLabel::Torch(n) | OpLabel::Functional(n) => {
+                self.name(n).rsplit('.').next() == Some("linear")
+            }
+            _ => false,
+        };
+        !save.output && !linear
     }
 
     /// Whether the statement running now already raised at a write (forms ① and ②, a refused
