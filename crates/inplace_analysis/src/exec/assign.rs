@@ -574,6 +574,12 @@ impl Interp<'_, '_> {
                 let v = vals.first().copied().unwrap_or(UNKNOWN);
                 self.loose_attrs.insert((o, attr), v);
             }
+            // `args.act = "gelu"` of a dict read by attribute (an `argparse.Namespace`, a
+            // `Munch`): its entry.
+            Obj::Seq(_) if self.dict_objs.contains(&o) => {
+                let at = stmt.map_or(c.span(target), |s| c.stmt_span(s));
+                self.store_entry(o, Some(attr), Index::Key, &Vals::new(), &vals, at);
+            }
             _ => {}
         }
     }
@@ -764,8 +770,11 @@ impl Interp<'_, '_> {
                 _ => false,
             });
             // (Computed from the values it replaces, `im[i] = (im[i] - m) / s`: looked for
-            // only where a dataset's stored sample may be written.)
-            let compounds = !self.stored_reads.is_empty()
+            // only where a dataset's stored sample is written.)
+            let stored = (tensors.iter()).any(|t| {
+                (self.tensor(*t)).is_some_and(|t| self.stored_reads.contains_key(&t.storage))
+            });
+            let compounds = stored
                 && stmt.is_some_and(|s| match *c.body.stmt(s) {
                     Stmt::Assign { value, .. } => self.reads_place(c, value, object),
                     _ => false,
@@ -796,17 +805,49 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// Whether expression `value` reads `place` (a name or attribute, by its text) anywhere.
+    /// Whether expression `value` reads the values of `place` (a name or attribute, by its
+    /// text): not only its metadata (`im.shape[1]`, `im.size(0)`, `len(im)`,
+    /// `torch.zeros_like(im)`, `im.new_zeros(...)`), which are the same every time.
     fn reads_place(&self, c: Code<'_>, value: ExprId, place: ExprId) -> bool {
         let (Some(value), Some(place)) = (value.get(), place.get()) else {
             return false;
         };
         let within = c.body.expr_span(value);
         let text = self.prog.text_of(c.span(place));
-        (0..c.body.exprs.len()).any(|i| {
+        let inside: SmallVec<[usize; 16]> = (0..c.body.exprs.len())
+            .filter(|&i| within.contains(c.body.expr_spans[i]))
+            .collect();
+        // (The expression `e` is only a receiver or argument whose metadata is read.)
+        let metadata_only = |e: ExprId| {
+            inside.iter().any(|&i| match c.body.exprs[i] {
+                Expr::Attr { value, attr, .. } if value == e => {
+                    let attr = self.name(attr);
+                    crate::ops::METADATA.contains(&attr) || attr.starts_with("new_")
+                }
+                Expr::Call { func, args } => {
+                    let first = c
+                        .body
+                        .exprs_of(c.body.args[args as usize].positional)
+                        .next();
+                    let name = match *c.expr(func) {
+                        Expr::Name { name, .. } | Expr::Attr { attr: name, .. } => self.name(name),
+                        _ => "",
+                    };
+                    first == Some(e) && (name == "len" || name.ends_with("_like"))
+                }
+                _ => false,
+            })
+        };
+        inside.iter().any(|&i| {
+            let e = ExprId(i as u32);
             matches!(c.body.exprs[i], Expr::Name { .. } | Expr::Attr { .. })
-                && within.contains(c.body.expr_spans[i])
                 && self.prog.text_of(Span::new(c.item, c.body.expr_spans[i])) == text
+                && !metadata_only(e)
+                // (`im[0]` of `torch.zeros_like(im[0])`: its subscript is what is passed.)
+                && !inside.iter().any(|&k| {
+                    matches!(c.body.exprs[k], Expr::Subscript { value: v, .. } if v == e)
+                        && metadata_only(ExprId(k as u32))
+                })
         })
     }
 

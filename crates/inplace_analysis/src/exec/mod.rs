@@ -606,8 +606,9 @@ pub(crate) struct Interp<'p, 't> {
     /// What `t.data_ptr()` gave, by the tensor `t` (not a view; the tensor a `.data` or
     /// `.detach()` alias was taken of) it is the address of.
     pub data_ptrs: FxHashMap<ObjId, ObjId>,
-    /// The `argparse.ArgumentParser` objects made (dicts of their options' defaults).
-    pub arg_parsers: FxHashSet<ObjId>,
+    /// The `argparse.ArgumentParser` objects made (dicts of their options' defaults), with
+    /// their options.
+    pub arg_parsers: FxHashMap<ObjId, Vec<argparse::ParserOption>>,
     /// Values that stand for several objects made at one place (a comprehension's element
     /// slot): never taken for one object by `is` or `data_ptr()`.
     pub summary_objs: FxHashSet<ObjId>,
@@ -740,7 +741,7 @@ impl<'p, 't> Interp<'p, 't> {
             getitem_self: None,
             stored_reads: FxHashMap::default(),
             data_ptrs: FxHashMap::default(),
-            arg_parsers: FxHashSet::default(),
+            arg_parsers: FxHashMap::default(),
             summary_objs: FxHashSet::default(),
             stored_arrays: FxHashMap::default(),
             method_self: None,

@@ -1786,6 +1786,14 @@ impl Interp<'_, '_> {
                     }
                 }
                 None => {
+                    // (Keys not known: any entry may be replaced.)
+                    if let Obj::Seq(items) = self.obj_mut(s) {
+                        for slot in items.iter_mut() {
+                            if !slot.contains(&UNKNOWN) {
+                                slot.push(UNKNOWN);
+                            }
+                        }
+                    }
                     let add = self.elements(other);
                     let len = match self.obj(s) {
                         Obj::Seq(items) => items.len(),

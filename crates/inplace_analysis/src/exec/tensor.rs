@@ -1446,6 +1446,10 @@ impl Interp<'_, '_> {
             }
             Obj::Other | Obj::Str(_) => smallvec![OTHER],
             Obj::Dist(_) => self.distribution_attribute(o, attr, range),
+            // `args.__dict__` of a dict read by attribute: the dict itself.
+            Obj::Seq(_) if self.dict_objs.contains(&o) && self.name(attr) == "__dict__" => {
+                smallvec![o]
+            }
             // `state.h` of a `namedtuple`.
             Obj::Seq(items) if field.is_some() => {
                 let v = items[field.unwrap_or_default()].clone();

@@ -710,6 +710,9 @@ impl Interp<'_, '_> {
                 let n = self.intern(&text);
                 smallvec![self.string(n)]
             }
+            // `vars(args)` of a dict read by attribute: the dict itself (`.update(cfg)` of it
+            // changes the settings).
+            "vars" if matches!(first.as_slice(), [d] if self.dict_objs.contains(d)) => first,
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
             | "callable" | "vars" | "dir" => smallvec![OTHER],
