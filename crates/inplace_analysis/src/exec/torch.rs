@@ -527,6 +527,21 @@ impl Interp<'_, '_> {
             };
             return smallvec![self.new_optimizer(&params, origin)];
         }
+        // `F.embedding(idx, weight, max_norm=1.0)`: the rows it looks up renormalised in place
+        // in the weight given, as the layer with `max_norm` does (measured with torch 2.15: an op
+        // that saved the weight before raises at its backward).
+        if p == "torch.nn.functional.embedding" {
+            let max_norm = args.named_or_at(known::MAX_NORM, 3);
+            if let (Some(v), Some((weight, _))) = (max_norm, args.positional.get(1)) {
+                if v.as_slice() != [NONE] {
+                    let weight = self.as_tensors(&weight.clone());
+                    let spec = WriteSpec::new(WriteKind::Renorm, call, call)
+                        .no_leaf_check()
+                        .call(e);
+                    self.write(&weight, spec);
+                }
+            }
+        }
         if p.starts_with("torch.nn.init.") {
             if !first_arg.is_empty() {
                 let tensors = self.as_tensors(&first_arg);
