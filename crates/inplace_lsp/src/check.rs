@@ -174,6 +174,19 @@ fn run_inner(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let mut out = std::io::BufWriter::new(stdout.lock());
         let written = output::write(args.output_format, &reports, color, &mut out)
             .and_then(|()| std::io::Write::flush(&mut out));
+        // Degraded, not wrong: say where the analysis stopped short (as the server logs it).
+        let short: Vec<&FileReport> = reports.iter().filter(|r| r.exhausted > 0).collect();
+        if args.output_format == output::Format::Text && !short.is_empty() {
+            let scopes: usize = short.iter().map(|r| r.exhausted).sum();
+            eprintln!(
+                "note: {scopes} scope{} in {} stopped at their work budget; findings in them may be missing",
+                if scopes == 1 { "" } else { "s" },
+                match short.as_slice() {
+                    [one] => one.path.clone(),
+                    many => format!("{} files", many.len()),
+                }
+            );
+        }
         // A closed pipe (`| head`) is the reader's choice, not an error of ours.
         if let Err(e) = written {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -376,6 +389,7 @@ fn check_python(
     };
     let mut state = project(&text);
     let imports = state.imports.clone();
+    let mut exhausted = 0;
     let (text, findings, change) = if fixing {
         let fixed = inplace_analysis::fix_all_with(&text, min, keep, &mut state);
         let remaining = fixed.remaining;
@@ -389,7 +403,9 @@ fn check_python(
         });
         (fixed.text, remaining, change)
     } else {
-        let mut findings = state.analyze(&text).findings;
+        let analysis = state.analyze(&text);
+        exhausted = analysis.exhausted;
+        let mut findings = analysis.findings;
         findings.retain(keep);
         // A fix shown (or given in JSON) is one `--fix` would apply.
         if findings.iter().any(|f| f.fix.is_some()) {
@@ -410,6 +426,7 @@ fn check_python(
             findings,
             cells: None,
             modules: imports,
+            exhausted,
         },
         change,
     }
@@ -433,6 +450,7 @@ fn check_notebook(
                 findings: Vec::new(),
                 cells: None,
                 modules: Arc::default(),
+                exhausted: 0,
             },
             change: None,
         });
@@ -476,6 +494,7 @@ fn check_notebook(
             findings,
             cells: Some(source),
             modules,
+            exhausted: 0,
         },
         change,
     })

@@ -20,6 +20,8 @@ pub struct FileReport {
     pub cells: Option<NotebookSource>,
     /// The project modules it imports: related locations may lie in them.
     pub modules: Arc<Imports>,
+    /// Scopes whose work budget ran out before their end: findings in them may be missing.
+    pub exhausted: usize,
 }
 
 /// A place in a report, for people: 1-based line and column (in Unicode characters), within

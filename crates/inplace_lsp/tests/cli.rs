@@ -406,3 +406,22 @@ fn data_access_is_opt_in() {
     let out = run(&["check", "a.py", "--output-format", "json"], dir.path());
     assert_eq!(json(&out)[0]["code"], "IP410", "selected in pyproject.toml");
 }
+
+#[test]
+fn scopes_stopped_at_their_budget_are_noted_on_stderr() {
+    // (GLA-GCN's forward runs out of budget before its in-place dropout: a known miss.)
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+    let name = "gh_glagcn_inplace_dropout_after_relu_output_budget.py";
+    let out = run(&["check", name], &real);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stopped at their work budget") && err.contains(name),
+        "{err}"
+    );
+    // (Not in the machine-readable formats' streams, nor for a file analysed to its end.)
+    let json_out = run(&["check", "--output-format", "json", name], &real);
+    assert!(!String::from_utf8_lossy(&json_out.stderr).contains("work budget"));
+    let dir = project(&[("ok.py", "import torch\nx = torch.randn(3)\nx += 1\n")]);
+    let clean = run(&["check", "ok.py"], dir.path());
+    assert!(String::from_utf8_lossy(&clean.stderr).is_empty());
+}
