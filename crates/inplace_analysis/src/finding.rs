@@ -74,4 +74,8 @@ pub struct Finding {
     pub message: String,
     pub related: Vec<Related>,
     pub fix: Option<Fix>,
+    /// Other fixes, in the order they are preferred, for where `fix` does not remove the
+    /// finding when applied (fix-all and `check` then try the next).
+    #[serde(skip)]
+    pub alternatives: Vec<Fix>,
 }

@@ -287,9 +287,14 @@ pub fn verify_fix(text: &str, finding: &Finding) -> Result<String, FixProblem> {
 /// rejected in `fixed` (the text they made still reported their finding). `check` shows only
 /// the others; one fix-all run decides them, however many fixes there are.
 pub fn drop_rejected_fixes(findings: &mut [Finding], fixed: &Fixed) {
+    promote_alternatives(findings, &fixed.rejected);
+}
+
+/// A finding whose fix was rejected takes its next alternative not rejected, or none.
+fn promote_alternatives(findings: &mut [Finding], rejected: &[(Rule, String)]) {
     for f in findings {
-        if (f.fix.as_ref()).is_some_and(|x| fixed.rejected.contains(&(f.rule, x.title.clone()))) {
-            f.fix = None;
+        while (f.fix.as_ref()).is_some_and(|x| rejected.contains(&(f.rule, x.title.clone()))) {
+            f.fix = (!f.alternatives.is_empty()).then(|| f.alternatives.remove(0));
         }
     }
 }
@@ -425,9 +430,11 @@ pub fn fix_all_in_regions(
             Some(findings) => findings,
             None => analyse(&current, state),
         };
+        promote_alternatives(&mut findings, &rejected);
         fence_fixes(&mut findings, regions);
         drop_repeating_fixes(&mut findings, &current);
         // (The findings whose fixes may be chosen this round.)
+        let rejected_before = rejected.len();
         let mut pool: Vec<Finding> = (findings.iter())
             .filter(|f| {
                 (f.fix.as_ref()).is_some_and(|x| !rejected.contains(&(f.rule, x.title.clone())))
@@ -477,6 +484,12 @@ pub fn fix_all_in_regions(
             (edits, used) = choose_edits(&pool, min);
             next = apply_edits(&current, &edits);
             next_errors = error_count(&next);
+        }
+        if used.is_empty() && next_errors <= errors && rejected.len() > rejected_before {
+            // (Every fix of the round was rejected: the next round tries their findings'
+            // alternatives, on the same text.)
+            analysed = None;
+            continue;
         }
         if used.is_empty() || next_errors > errors {
             break;

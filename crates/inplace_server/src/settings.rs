@@ -147,6 +147,7 @@ mod tests {
             message: String::new(),
             related: Vec::new(),
             fix: None,
+            alternatives: Vec::new(),
         }
     }
 

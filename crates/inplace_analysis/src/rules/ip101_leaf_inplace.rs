@@ -123,5 +123,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message,
         related,
         fix,
+        alternatives: Vec::new(),
     })
 }

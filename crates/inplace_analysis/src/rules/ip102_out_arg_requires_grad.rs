@@ -127,6 +127,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message,
         related,
         fix,
+        alternatives: Vec::new(),
     })
 }
 

@@ -129,6 +129,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .or_else(|| crate::fix::clone_activation_view(ctx, w))
                 .or_else(|| super::no_grad_unless_computed(ctx, w))
         },
+        alternatives: Vec::new(),
     })
 }
 

@@ -216,6 +216,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message: format!("`{writer}` writes in place into {whose}; it raises here: {runtime}"),
         related,
         fix: fix(ctx, w, view),
+        alternatives: Vec::new(),
     })
 }
 

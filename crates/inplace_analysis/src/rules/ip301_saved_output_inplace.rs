@@ -91,6 +91,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .or_else(|| crate::fix::lambda_result_out_of_place(ctx, w, applicability)),
         }
         .and_then(|fix| with_copies_of_saved_reads(ctx, ev, fix)),
+        alternatives: Vec::new(),
     })
 }
 

@@ -90,6 +90,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                     .then(|| out_of_place(ctx, w, applicability))
                     .flatten()
             }),
+            alternatives: Vec::new(),
         });
     }
     Some(Finding {
@@ -126,6 +127,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             // `self.queue[:, p:p + b] = keys.T` after `einsum(..., [q, self.queue])`.
             .or_else(|| crate::fix::clone_saved_read(ctx, w, save.range))
             .or_else(|| crate::fix::loop_list_out_of_place(ctx, w)),
+        alternatives: Vec::new(),
     })
 }
 

@@ -104,5 +104,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .and_then(|_| fix::clone_argument(ctx, w, true)),
             false => fix::inplace_false(ctx, w.range, Applicability::Safe),
         },
+        alternatives: Vec::new(),
     })
 }

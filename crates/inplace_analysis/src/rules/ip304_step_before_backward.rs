@@ -109,6 +109,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 .or_else(|| crate::fix::update_call_first(ctx, w, &t))
                 .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
         }),
+        alternatives: Vec::new(),
     })
 }
 

@@ -176,6 +176,7 @@ fn saved_through_data_finding(
         ),
         related,
         fix,
+        alternatives: Vec::new(),
     })
 }
 
@@ -240,6 +241,7 @@ fn write_finding(
         ),
         related,
         fix,
+        alternatives: Vec::new(),
     })
 }
 
@@ -269,6 +271,7 @@ fn drops_graph_finding(ctx: &RenderCtx<'_>, write: u32, grad: Span) -> Option<Fi
         ),
         related,
         fix: None,
+        alternatives: Vec::new(),
     })
 }
 
@@ -305,6 +308,7 @@ fn numpy_finding(
         ),
         related,
         fix: fix::own_memory(ctx, share, w),
+        alternatives: Vec::new(),
     })
 }
 
@@ -372,5 +376,6 @@ fn read_finding(ctx: &RenderCtx<'_>, attr: Span, name_at: u32, kept: bool) -> Op
         ),
         related: Vec::new(),
         fix,
+        alternatives: Vec::new(),
     })
 }

@@ -211,7 +211,8 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             });
         }
     }
-    let fix = stale_fix(ctx, ev, w, alias);
+    let mut fixes = stale_fix(ctx, ev, w, alias).into_iter();
+    let fix = fixes.next();
     let (through, range) = match w.kind {
         WriteKind::InplaceModule { call, .. } => (ctx.snippet(call), call),
         _ => (ctx.snippet(w.site), w.range),
@@ -230,6 +231,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         message,
         related,
         fix,
+        alternatives: fixes.collect(),
     })
 }
 
@@ -240,7 +242,7 @@ fn stale_fix(
     ev: &Event,
     w: &crate::events::Write,
     alias: Option<&crate::domain::Binding>,
-) -> Option<crate::finding::Fix> {
+) -> Vec<crate::finding::Fix> {
     let Event::StaleRead {
         name,
         read,
@@ -252,7 +254,7 @@ fn stale_fix(
         ..
     } = ev
     else {
-        return None;
+        return Vec::new();
     };
     let name = ctx.name(*name);
     let in_module = w
@@ -266,70 +268,84 @@ fn stale_fix(
         ctx.body(s.item)
             .is_some_and(|b| matches!(b.stmt(s.stmt), crate::ir::Stmt::Expr(_)))
     });
-    let nested_fix = || match w.kind {
-        _ if in_module => None,
-        WriteKind::Method(name) if discarded => fix::chain_out_of_place_rebound(ctx, w, name),
-        _ if discarded => None,
-        WriteKind::Method(name) | WriteKind::TorchFn(name) => {
-            fix::nested_call_out_of_place(ctx, w, name, Applicability::Unsafe)
-        }
-        _ => out_of_place(ctx, w, Applicability::Unsafe),
-    };
     if *nested {
-        nested_fix()
-    } else {
-        // (Not an alias one arm of a conditional makes, `out = t if inplace else t.clone()`: a
-        // copy there would undo the choice.)
-        (alias
-            .filter(|b| !chosen_alias(ctx, b))
-            .and_then(|b| b.alias_of))
-        .or(view.filter(|_| *view_copyable))
-        // (An alias made in a module's code cannot be fixed from here.)
-        .filter(|at| !crate::project::is_module_item(at.item))
-        .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
+        let fix = match w.kind {
+            _ if in_module => None,
+            WriteKind::Method(name) if discarded => fix::chain_out_of_place_rebound(ctx, w, name),
+            _ if discarded => None,
+            WriteKind::Method(name) | WriteKind::TorchFn(name) => {
+                fix::nested_call_out_of_place(ctx, w, name, Applicability::Unsafe)
+            }
+            _ => out_of_place(ctx, w, Applicability::Unsafe),
+        };
+        return fix.into_iter().collect();
+    }
+    // (A write straight on what a dataset keeps, `self.x[i].div_(m)`, `self.x.mul_(s)`, has
+    // no local name to rewrite or copy into: a copy would be kept in its place.)
+    if *next_call == Some(Keeper::Dataset) && bindings.is_empty() && !through_local_name(ctx, w) {
+        return Vec::new();
+    }
+    // The candidates, most preferred first: the first that removes the finding when applied
+    // is the one offered (a copy of an alias that another read of the written name still
+    // sees, iResNet's `identity = x` with `downsample(x)` after an in-place ReLU, gives way
+    // to `inplace=False`).
+    let candidates: [&dyn Fn() -> Option<crate::finding::Fix>; 9] = [
+        // A copy where the alias or view was made. (Not an alias one arm of a conditional
+        // makes, `out = t if inplace else t.clone()`: a copy there would undo the choice; nor
+        // one made in a module's code, which cannot be fixed from here.)
+        &|| {
+            (alias
+                .filter(|b| !chosen_alias(ctx, b))
+                .and_then(|b| b.alias_of))
+            .or(view.filter(|_| *view_copyable))
+            .filter(|at| !crate::project::is_module_item(at.item))
+            .and_then(|at| fix::insert_clone(ctx, at, Applicability::Unsafe))
+        },
         // A `.grad` tensor a backward adds into, kept in a list: a copy kept there.
-        .or_else(|| {
+        &|| {
             (w.grad_read
                 .filter(|at| !crate::project::is_module_item(at.item)))
             .and_then(|at| fix::clone_kept_grad(ctx, at))
-        })
+        },
         // A write into an activation `forward` made as a view of a parameter: the view copied
         // where `forward` makes it (the parameter was not meant).
-        .or_else(|| fix::clone_activation_view(ctx, w))
+        &|| fix::clone_activation_view(ctx, w),
         // A write in an imported module's code: the call here passes it a copy.
-        .or_else(|| in_module.then(|| fix::clone_argument(ctx, w, false))?)
-        // A helper that converts what the object keeps: the call passes it a copy. A loop
-        // that changes the rows of a tensor it was given: a copy before the loop.
-        .or_else(|| {
+        &|| in_module.then(|| fix::clone_argument(ctx, w, false))?,
+        // A helper that converts what the object keeps: the call passes it a copy.
+        &|| {
             let kept = *next_call == Some(Keeper::Instance) && w.call_site.is_some();
             kept.then(|| fix::clone_argument(ctx, w, false))?
-        })
-        .or_else(|| fix::clone_loop_tensor(ctx, w))
-        .or_else(|| fix::copy_detached(ctx, w).filter(|_| !in_module))
-        .or_else(|| match w.kind {
+        },
+        // A loop that changes the rows of a tensor it was given: a copy before the loop.
+        &|| fix::clone_loop_tensor(ctx, w),
+        &|| fix::copy_detached(ctx, w).filter(|_| !in_module),
+        // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose alias
+        // no copy can be put into (`p = x.clone() if keep else x`), or an in-place layer: a
+        // new tensor instead (`inplace=False`).
+        &|| match w.kind {
             _ if in_module => None,
-            // `xb -= xb.mean()` of a sample a loop over a loader bound, or of a name whose
-            // alias no copy can be put into (`p = x.clone() if keep else x`): a new tensor
-            // instead.
             k if k.is_inplace_call() || k == WriteKind::AugAssign => {
                 out_of_place(ctx, w, Applicability::Unsafe)
             }
             _ => None,
-        })
+        },
         // A helper's write no rewrite there fixes (`x[2:5] += 1; return x`), into what its
         // caller passed and reads again: the call passes it a copy.
-        .or_else(|| {
+        &|| {
             let caller_reads = !in_module && read.item != w.range.item;
             caller_reads.then(|| fix::clone_passed_to_helper(ctx, w, name, *read))?
-        })
-        // A write straight on what a dataset keeps (`self.x[i].div_(m)`, `self.x.mul_(s)`)
-        // has no local name to rewrite or copy into: a copy would be kept in its place.
-        .filter(|_| {
-            *next_call != Some(Keeper::Dataset)
-                || !bindings.is_empty()
-                || through_local_name(ctx, w)
-        })
+        },
+    ];
+    let mut out: Vec<crate::finding::Fix> = Vec::new();
+    for make in candidates {
+        if let Some(f) = make() {
+            if !out.iter().any(|o| o.edits == f.edits) {
+                out.push(f);
+            }
+        }
     }
+    out
 }
 
 /// An optimizer step updating the parameters a snapshot (`best = model.state_dict()`,
@@ -391,6 +407,7 @@ fn render_from_origin(
         message: m.finding,
         related,
         fix,
+        alternatives: Vec::new(),
     })
 }
 
@@ -432,6 +449,7 @@ fn render_stash(
         ),
         related,
         fix: out_of_place(ctx, w, Applicability::Unsafe),
+        alternatives: Vec::new(),
     })
 }
 
@@ -470,6 +488,7 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
         ),
         related,
         fix: fix::clone_operand(ctx, operand),
+        alternatives: Vec::new(),
     })
 }
 

@@ -107,5 +107,6 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         related,
         fix: fix::augmented_update(ctx, *stmt, *target)
             .or_else(|| fix::rebuild_optimizer(ctx, *stmt, (*optimizer)?, call_path)),
+        alternatives: Vec::new(),
     })
 }

@@ -62,6 +62,7 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         ),
         related: Vec::new(),
         fix: turn_off(ctx, *call),
+        alternatives: Vec::new(),
     })
 }
 
