@@ -857,6 +857,17 @@ impl Interp<'_, '_> {
         let inputs_grad =
             self.arg_kind(&inputs) == ArgKind::Grad && !ops::INDEX_INPUT.contains(&class.as_str());
         let input_grad = inputs_grad || ops::SAVES_WEIGHTS_ALWAYS.contains(&class.as_str());
+        // A weight set to a computed tensor (`setattr(self.module, "weight", w_bar / sigma)`,
+        // a hand-written spectral or weight norm): the layer computes with it, and its history
+        // flows into the output as a parameter's would.
+        for key in [known::WEIGHT, self.intern("bias")] {
+            for v in module.attrs.get(&key).cloned().unwrap_or_default() {
+                let computed = self.tensor(v).is_some_and(|t| t.node.is_some() && !t.leaf);
+                if computed && !params.contains(&v) {
+                    params.push(v);
+                }
+            }
+        }
         let grad_params: Vals = if self.grad_enabled {
             params.clone()
         } else {
