@@ -141,16 +141,24 @@ pub fn diagnostic(
     )
 }
 
+/// Which fix of a diagnostic is offered: the one its data carries, or another of its finding's
+/// (an alternative, where that one does not verify), or none.
+pub enum Offered {
+    None,
+    Carried,
+    Other(FixData),
+}
+
 /// The quick fixes and the suppression action for one of our diagnostics.
-/// `fix_verified`: the fix, applied alone, adds no syntax error and removes its finding (it is
-/// offered only then).
+/// `offered`: the fix that, applied alone, adds no syntax error and removes its finding (a fix
+/// is offered only then).
 pub fn actions_for(
     doc: &Document,
     uri: &Uri,
     d: &Diagnostic,
     enc: Encoding,
     first: bool,
-    fix_verified: bool,
+    offered: Offered,
 ) -> Vec<CodeActionOrCommand> {
     let mut out = Vec::new();
     let Some(NumberOrString::String(code)) = &d.code else {
@@ -160,7 +168,12 @@ pub fn actions_for(
         return out;
     };
     let data: Option<DiagnosticData> = d.data.clone().and_then(|v| serde_json::from_value(v).ok());
-    if let Some(fix) = data.and_then(|d| d.fix).filter(|_| fix_verified) {
+    let fix = match offered {
+        Offered::None => None,
+        Offered::Carried => data.and_then(|d| d.fix),
+        Offered::Other(fix) => Some(fix),
+    };
+    if let Some(fix) = fix {
         if fix.applicability != Applicability::DisplayOnly.as_str() {
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: format!("{} ({})", fix.title, rule.code()),

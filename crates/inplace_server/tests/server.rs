@@ -119,6 +119,13 @@ async fn quick_fixes_apply_and_clear_the_finding() {
             "y = y.mul(0)",
         ),
         ("import torch\n\nx = torch.tensor([1.0, 2.0])\ny = x\ny += 1\nprint(x)\n", "IP402", "y = x.clone()"),
+        // (The first fix, a copy of `identity`, leaves `self.lin(x)` reading the rectified
+        // input: the finding's next fix is offered.)
+        (
+            "import torch\nimport torch.nn as nn\n\n\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        self.lin = nn.Linear(3, 3)\n\n    def forward(self, x):\n        identity = x\n        out = self.relu(x)\n        out = self.lin(out) + identity\n        return out + self.lin(x)\n\n\nBlock()(torch.randn(2, 3)).sum().backward()\n",
+            "IP402",
+            "nn.ReLU(inplace=False)",
+        ),
     ];
     for (text, code, expect) in cases {
         let (mut c, _) = start().await;

@@ -141,10 +141,23 @@ async fn quick_fixes(
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (i, (d, ok)) in ours.iter().zip(verified).enumerate() {
-        out.extend(convert::actions_for(view, uri, d, enc, i == 0, ok));
+    for (i, (d, chosen)) in ours.iter().zip(verified).enumerate() {
+        let offered = match chosen {
+            None => convert::Offered::None,
+            Some(Chosen::First) => convert::Offered::Carried,
+            Some(Chosen::Alternative(fix)) => {
+                convert::Offered::Other(convert::fix_data(&entry, &key, &fix, enc))
+            }
+        };
+        out.extend(convert::actions_for(view, uri, d, enc, i == 0, offered));
     }
     out
+}
+
+/// The fix of a finding that verified: its first, or one of its alternatives.
+enum Chosen {
+    First,
+    Alternative(inplace_analysis::Fix),
 }
 
 /// Wait (up to 10 s) until the document has an analysis of its current text: a settings change
@@ -171,32 +184,39 @@ async fn analysis_of_text(session: &Arc<Session>, key: &Uri) {
     }
 }
 
-/// Which fixes pass verification (off the reactor), on a copy of the document's state.
+/// Which fix of each finding passes verification (off the reactor), on a copy of the
+/// document's state: its first, else the first of its alternatives that does.
 async fn verify(
     text: Arc<str>,
     state: Option<FileState>,
     findings: Vec<Option<Finding>>,
-) -> Vec<bool> {
+) -> Vec<Option<Chosen>> {
     let n = findings.len();
     let job = tokio::task::spawn_blocking(move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let works = |f: &Finding| match &state {
+                Some(s) => s.verify_fix(&text, f).is_ok(),
+                None => inplace_analysis::verify_fix(&text, f).is_ok(),
+            };
             findings
                 .iter()
                 .map(|f| {
-                    let Some(f) = f.as_ref().filter(|f| f.fix.is_some()) else {
-                        return false;
-                    };
-                    match &state {
-                        Some(s) => s.verify_fix(&text, f).is_ok(),
-                        None => inplace_analysis::verify_fix(&text, f).is_ok(),
+                    let f = f.as_ref().filter(|f| f.fix.is_some())?;
+                    if works(f) {
+                        return Some(Chosen::First);
                     }
+                    f.alternatives.iter().find_map(|alt| {
+                        let mut g = f.clone();
+                        g.fix = Some(alt.clone());
+                        works(&g).then(|| Chosen::Alternative(alt.clone()))
+                    })
                 })
-                .collect::<Vec<bool>>()
+                .collect::<Vec<_>>()
         }))
     });
     match job.await {
         Ok(Ok(v)) => v,
-        _ => vec![false; n],
+        _ => (0..n).map(|_| None).collect(),
     }
 }
 
