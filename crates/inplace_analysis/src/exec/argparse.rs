@@ -103,9 +103,7 @@ impl Interp<'_, '_> {
             .and_then(|tokens| place_tokens(&options, &tokens));
         let Some(given) = given else {
             for (_, v, _) in entries.iter_mut() {
-                if !v.contains(&UNKNOWN) {
-                    v.push(UNKNOWN);
-                }
+                *v = or_unknown(std::mem::take(v));
             }
             return;
         };
@@ -191,13 +189,7 @@ impl Interp<'_, '_> {
         match (option.kind, default) {
             (OptionKind::Flag(_), _) => smallvec![TRUE, FALSE],
             (OptionKind::Value { converted: false }, Some(d)) => self.setting_value(&d),
-            (OptionKind::Value { converted: false }, None) => smallvec![NONE, UNKNOWN],
-            (_, Some(mut d)) => {
-                if !d.contains(&UNKNOWN) {
-                    d.push(UNKNOWN);
-                }
-                d
-            }
+            (_, Some(d)) => or_unknown(d),
             (_, None) => smallvec![NONE, UNKNOWN],
         }
     }
@@ -211,12 +203,16 @@ impl Interp<'_, '_> {
         if v.iter().any(|x| matches!(*x, TRUE | FALSE)) {
             return smallvec![TRUE, FALSE];
         }
-        let mut out = v.clone();
-        if !out.contains(&UNKNOWN) {
-            out.push(UNKNOWN);
-        }
-        out
+        or_unknown(v.clone())
     }
+}
+
+/// `v`, or what the command line gives instead (unknown).
+fn or_unknown(mut v: Vals) -> Vals {
+    if !v.contains(&UNKNOWN) {
+        v.push(UNKNOWN);
+    }
+    v
 }
 
 /// What the command line gave an option.
