@@ -713,6 +713,22 @@ pub const METADATA: &[&str] = &[
     "untyped_storage",
 ];
 
+/// Whether attribute `attr` of a tensor reads only its metadata: `x.shape`, or a factory that
+/// takes only its dtype and device (`x.new_zeros(n)`).
+pub fn metadata_attr(attr: &str) -> bool {
+    METADATA.contains(&attr) || attr.starts_with("new_")
+}
+
+/// Whether a call of `func` (its last name) reads only the metadata of its first positional
+/// argument: `torch.zeros_like(x)`, `y.view_as(x)`, `len(x)`.
+pub fn metadata_arg(func: &str) -> bool {
+    func.ends_with("_like")
+        || matches!(
+            func,
+            "len" | "view_as" | "expand_as" | "reshape_as" | "type_as"
+        )
+}
+
 /// Module methods that return the module itself.
 pub const MODULE_RETURNS_SELF: &[&str] = &[
     "to",

@@ -821,8 +821,7 @@ impl Interp<'_, '_> {
         let metadata_only = |e: ExprId| {
             inside.iter().any(|&i| match c.body.exprs[i] {
                 Expr::Attr { value, attr, .. } if value == e => {
-                    let attr = self.name(attr);
-                    crate::ops::METADATA.contains(&attr) || attr.starts_with("new_")
+                    crate::ops::metadata_attr(self.name(attr))
                 }
                 Expr::Call { func, args } => {
                     let first = c
@@ -833,7 +832,7 @@ impl Interp<'_, '_> {
                         Expr::Name { name, .. } | Expr::Attr { attr: name, .. } => self.name(name),
                         _ => "",
                     };
-                    first == Some(e) && (name == "len" || name.ends_with("_like"))
+                    first == Some(e) && crate::ops::metadata_arg(name)
                 }
                 _ => false,
             })

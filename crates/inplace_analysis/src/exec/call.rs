@@ -17,7 +17,14 @@ impl Interp<'_, '_> {
             }
             _ => None,
         };
-        let a = self.eval_args(c, args);
+        // (`torch.zeros_like(self.feat)` reads only the slot's metadata.)
+        let metadata_first = match *c.expr(func) {
+            Expr::Name { name, .. } | Expr::Attr { attr: name, .. } => {
+                crate::ops::metadata_arg(self.name(name))
+            }
+            _ => false,
+        };
+        let a = self.eval_args(c, args, metadata_first);
         let call = c.span(e);
         if let Expr::Attr { value, attr, .. } = *c.expr(func) {
             if early.is_none() {
@@ -127,10 +134,12 @@ impl Interp<'_, '_> {
         out
     }
 
-    fn eval_args(&mut self, c: Code<'_>, args: u32) -> Args {
+    /// The arguments of a call, in order; with `metadata_first`, only the first positional
+    /// argument's metadata is read.
+    fn eval_args(&mut self, c: Code<'_>, args: u32, metadata_first: bool) -> Args {
         let spec = c.body.args[args as usize];
         let mut out = Args::default();
-        for a in c.body.exprs_of(spec.positional) {
+        for (i, a) in c.body.exprs_of(spec.positional).enumerate() {
             if let Expr::Starred(inner) = *c.expr(a) {
                 out.spread = true;
                 let v = self.eval_opt(c, inner);
@@ -154,7 +163,10 @@ impl Interp<'_, '_> {
                 }
                 continue;
             }
-            let v = self.eval(c, a);
+            let v = match metadata_first && i == 0 {
+                true => self.eval_metadata(c, a, true),
+                false => self.eval(c, a),
+            };
             out.positional.push((v, Some(a)));
         }
         for k in c.body.list(spec.keywords) {

@@ -60,7 +60,7 @@ impl Interp<'_, '_> {
             Expr::Name { name, reads } => self.lookup(c, e, name, reads),
             Expr::Attr { value, attr, .. } => {
                 // (`self.feat.shape`: only metadata of what the slot holds is read.)
-                let metadata = crate::ops::METADATA.contains(&self.name(attr));
+                let metadata = crate::ops::metadata_attr(self.name(attr));
                 let owners = self.eval_metadata(c, value, metadata);
                 let mut out = Vals::new();
                 for o in owners {
@@ -1152,7 +1152,7 @@ impl Interp<'_, '_> {
 
     /// Evaluate `e`; with `metadata`, when it reads an attribute or an element only its
     /// metadata is read of (`self.feat is None`, `feats[0].shape`): no stale read is reported.
-    fn eval_metadata(&mut self, c: Code<'_>, e: ExprId, metadata: bool) -> Vals {
+    pub(super) fn eval_metadata(&mut self, c: Code<'_>, e: ExprId, metadata: bool) -> Vals {
         let slot = matches!(c.expr(e), Expr::Attr { .. } | Expr::Subscript { .. });
         let outer = std::mem::replace(&mut self.metadata_read, metadata && slot);
         let v = self.eval(c, e);

@@ -687,7 +687,7 @@ impl Lowerer<'_> {
             "attribute" => {
                 let attr_node = n.field("attribute");
                 let attr = attr_node.map_or(known::EMPTY, |a| self.intern(a));
-                let metadata = attr_node.is_some_and(|a| ops::METADATA.contains(&self.text(a)));
+                let metadata = attr_node.is_some_and(|a| ops::metadata_attr(self.text(a)));
                 let value = match n.field("object") {
                     Some(o) => self.expr_ctx(o, !metadata),
                     None => ExprId::NONE,
@@ -702,6 +702,7 @@ impl Lowerer<'_> {
             "call" => {
                 let func = self.opt_expr(n.field("function"));
                 let args = self.args(n.field("arguments"));
+                self.metadata_arg(func, args);
                 Expr::Call { func, args }
             }
             "subscript" => self.subscript(n),
@@ -1013,6 +1014,26 @@ impl Lowerer<'_> {
         let ifs = self.list(ifs);
         self.body.generators.push(Generator { target, iter, ifs });
         self.body.generators.len() as u32 - 1
+    }
+
+    /// A name passed where only its metadata is read (`torch.zeros_like(x)`, `y.view_as(x)`) is
+    /// not a read of its values.
+    fn metadata_arg(&mut self, func: ExprId, args: u32) {
+        let name = match self.body.exprs.get(func.idx()) {
+            Some(Expr::Name { name, .. } | Expr::Attr { attr: name, .. }) => *name,
+            _ => return,
+        };
+        if !ops::metadata_arg(self.names.resolve(name)) {
+            return;
+        }
+        let first = self
+            .body
+            .exprs_of(self.body.args[args as usize].positional)
+            .next();
+        if let Some(Expr::Name { reads, .. }) = first.and_then(|e| self.body.exprs.get_mut(e.idx()))
+        {
+            *reads = false;
+        }
     }
 
     fn args(&mut self, n: Option<Node<'_>>) -> u32 {
