@@ -92,31 +92,18 @@ impl Interp<'_, '_> {
                     }
                 }
             }
-            Expr::Subscript { value, sub } => {
-                let registry = match *c.expr(value) {
-                    Expr::Attr {
-                        value: owner, attr, ..
-                    } if matches!(self.name(attr), "_parameters" | "_buffers" | "_modules") => {
-                        Some(owner)
-                    }
-                    _ => None,
-                };
-                let key = c
-                    .body
-                    .exprs_of(c.body.subscripts[sub as usize].parts)
-                    .next();
-                let key = key.map(|k| self.eval(c, k));
-                match (registry, key.and_then(|k| self.one_exact_str(&k))) {
-                    (Some(owner), Some(key)) if always => {
-                        for o in self.eval(c, owner) {
+            Expr::Subscript { value, sub } => match self.registry_slot(c, value, sub) {
+                Some((owner, key)) => {
+                    for o in self.eval(c, owner) {
+                        if always {
                             self.remove_member(o, key);
                         }
                     }
-                    _ => {
-                        self.eval(c, t);
-                    }
                 }
-            }
+                None => {
+                    self.eval(c, t);
+                }
+            },
             _ => {
                 self.eval(c, t);
             }
@@ -213,6 +200,13 @@ impl Interp<'_, '_> {
                 self.bind_attribute(c, target, value, attr, vals, stmt)
             }
             Expr::Subscript { value, sub } => {
+                // `m._parameters["weight_orig"] = w`: the module's parameter of that name.
+                if let Some((owner, key)) = self.registry_slot(c, value, sub) {
+                    for o in self.eval(c, owner) {
+                        self.set_attribute(c, target, o, key, vals.clone(), stmt);
+                    }
+                    return;
+                }
                 // `model.__dict__["_optimizer"] = opt`: an attribute set by its name (a
                 // literal: a name computed at run time, torchrl's `self.__dict__[module_name]`,
                 // is left as it was). Not a module or a tensor: put there, torch does not

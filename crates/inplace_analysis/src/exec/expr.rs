@@ -1244,7 +1244,44 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// `m._parameters["weight"]` (or `_buffers`, `_modules`) with a key known as one string:
+    /// the owner expression and the key. An entry of these dicts is the module's attribute of
+    /// that name (hand-made spectral norm moves a weight with them).
+    pub(super) fn registry_slot(
+        &mut self,
+        c: Code<'_>,
+        value: ExprId,
+        sub: u32,
+    ) -> Option<(ExprId, Name)> {
+        let Expr::Attr {
+            value: owner, attr, ..
+        } = *c.expr(value)
+        else {
+            return None;
+        };
+        if !matches!(self.name(attr), "_parameters" | "_buffers" | "_modules") {
+            return None;
+        }
+        let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
+        let (Some(key), None) = (parts.next(), parts.next()) else {
+            return None;
+        };
+        let key = self.eval(c, key);
+        Some((owner, self.one_exact_str(&key)?))
+    }
+
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
+        if let Some((owner, key)) = self.registry_slot(c, value, sub) {
+            let mut out = Vals::new();
+            for o in self.eval(c, owner) {
+                for x in self.attribute_of(c, e, o, key) {
+                    if !out.contains(&x) {
+                        out.push(x);
+                    }
+                }
+            }
+            return out;
+        }
         // (Only this subscript is the target of `x[a][mask] += v`: `x[a]` is read as usual.)
         let target = std::mem::replace(&mut self.index_target, false);
         let base = self.eval_opt(c, value);
