@@ -85,7 +85,8 @@ pub(crate) struct Write {
     /// The written memory is a NumPy array's, shared with a tensor by this call
     /// (`torch.from_numpy(a)`, `t.numpy()`).
     pub numpy_share: Option<crate::domain::NumpyShare>,
-    /// Written through a plain name (`x += 1`, `x[m] = 0`), not an attribute (`self.x += 1`).
+    /// Written through a plain name bound to the tensor (`x += 1`, `x[m] = 0`), not an
+    /// attribute (`self.x += 1`) nor an element of a container a name holds (`state[0][:] = h`).
     pub named: bool,
     /// Where the name written through was bound, at the time of the write.
     pub through_bound: Option<Binding>,

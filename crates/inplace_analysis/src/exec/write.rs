@@ -267,7 +267,8 @@ impl Interp<'_, '_> {
             call_site: self.call_site,
             call_path: self.call_path.clone(),
             numpy_share: tensors.iter().find_map(|t| t.numpy),
-            named: w.through.is_some(),
+            named: (w.through.and_then(|n| self.state.env.get(&n)))
+                .is_some_and(|vs| vs.iter().any(|v| self.tensor(*v).is_some())),
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
