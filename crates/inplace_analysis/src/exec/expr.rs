@@ -943,7 +943,7 @@ impl Interp<'_, '_> {
             return *known;
         }
         let range = self.intern("range");
-        let found = super::stmt::uses_position_within(c, key.rel, name, range);
+        let found = super::stmt::uses_position_within(c, key.rel, name, Some(range));
         self.position_bodies.insert(key, found);
         found
     }
@@ -976,10 +976,12 @@ impl Interp<'_, '_> {
             .range_bounds(c, g.iter)
             .filter(|(l, h)| l < h && h.saturating_sub(*l) <= 16);
         // (The element's callee is judged with the variable bound to the first position.)
+        // (Or an element that reads by the position, `[self.branches[i](x[i]) for i in
+        // range(n)]`: one slot per branch, each its own tensor, as a loop appending them makes.)
         let builds = counted.is_some_and(|(lo, _)| {
             let at = self.position(lo);
             self.bind_target(c, g.target, smallvec![at], None);
-            self.builds_module(c, e)
+            self.builds_module(c, e) || subscripts_by_position(c, g.target, e)
         });
         if let (Some((lo, hi)), true) = (counted, builds) {
             self.unrolling_comprehension = true;
@@ -1778,6 +1780,15 @@ impl Interp<'_, '_> {
         });
         (modules && children.len() <= 32).then_some(children)
     }
+}
+
+/// Whether comprehension element `e` subscripts by its variable `target` (`self.branches[i](
+/// x[i])`), so each position reads its own elements.
+fn subscripts_by_position(c: Code<'_>, target: ExprId, e: ExprId) -> bool {
+    let Expr::Name { name, .. } = *c.expr(target) else {
+        return false;
+    };
+    super::stmt::uses_position_within(c, c.body.expr_span(e), name, None)
 }
 
 /// `a and b` / `a or b`: known truth values decide; else either operand may be the result.

@@ -383,7 +383,7 @@ impl Interp<'_, '_> {
         let unrolled = match self.unrollable(&iter) {
             Some(children) => Some((children, exact)),
             None => self
-                .position_loop(c, target, iter_expr, body)
+                .position_loop(c, target, iter_expr, &iter, body)
                 .map(|positions| {
                     let each = (positions.into_iter())
                         .map(|k| {
@@ -598,29 +598,50 @@ impl Interp<'_, '_> {
 
     /// The positions a `for k in range(...)` loop runs over, when its bounds are known (integer
     /// literals, `len(...)` of a module container), they are at most 64, and
-    /// its body indexes something with `k` (`self.layers[k]`); else `None`.
+    /// its body indexes something with `k` (`self.layers[k]`); else `None`. So too the
+    /// integers of a literal list or tuple (`for j in [0, 1]`, `for s in (1, 2, 4)`).
     fn position_loop(
         &mut self,
         c: Code<'_>,
         target: ExprId,
         iter: ExprId,
+        vals: &Vals,
         body: Block,
     ) -> Option<Vec<i64>> {
         let Expr::Name { name: k, .. } = *c.expr(target) else {
             return None;
         };
-        let (lo, hi) = self.range_bounds(c, iter)?;
-        if hi <= lo || hi.saturating_sub(lo) > 64 {
-            return None;
-        }
+        let positions: Vec<i64> = match self.range_bounds(c, iter) {
+            Some((lo, hi)) if hi > lo && hi.saturating_sub(lo) <= 64 => (lo..hi).collect(),
+            Some(_) => return None,
+            None => self.literal_ints(vals)?,
+        };
         let key = c.span(iter.get()?);
         // (A loop of a few turns runs each of them too, `for i in range(2)`: what it appends
         // is then where each turn put it, the last turn's last.)
         // (Not one that branches: a flag the same at every turn is followed by the loop run
         // as a whole, each turn taking the same side. A loop of one turn is its body run
         // once, a branch decided by its position: `if i < final_relu_layer`.)
-        let short = hi - lo == 1 || hi - lo <= SHORT_LOOP && !branches(c.body, body);
-        (short || self.indexes_by_position(c, key, body, k)).then(|| (lo..hi).collect())
+        let turns = positions.len() as i64;
+        let short = turns == 1 || turns <= SHORT_LOOP && !branches(c.body, body);
+        (short || self.indexes_by_position(c, key, body, k)).then_some(positions)
+    }
+
+    /// The integers of an exact list or tuple of at most 64 known integers.
+    fn literal_ints(&self, vals: &Vals) -> Option<Vec<i64>> {
+        let [one] = vals.as_slice() else { return None };
+        let Obj::Seq(items) = self.obj(*one) else {
+            return None;
+        };
+        if !self.exact_seqs.contains(one) || items.is_empty() || items.len() > 64 {
+            return None;
+        }
+        (items.iter())
+            .map(|i| match i.as_slice() {
+                [v] => self.int_values.get(v).copied(),
+                _ => None,
+            })
+            .collect()
     }
 
     /// `range(n)` / `range(lo, hi)` with bounds known before running: `(lo, hi)`.
@@ -774,11 +795,12 @@ fn uses_position(c: Code<'_>, body: Block, k: Name, range: Name) -> bool {
         start: c.body.stmt_span(start).start,
         end: c.body.stmt_span(end).end,
     };
-    uses_position_within(c, within, k, range)
+    uses_position_within(c, within, k, Some(range))
 }
 
-/// [`uses_position`] over the expressions within `within` (a comprehension's element).
-pub(super) fn uses_position_within(c: Code<'_>, within: Rel, k: Name, range: Name) -> bool {
+/// [`uses_position`] over the expressions within `within` (a comprehension's element); without
+/// `range`, only subscripts by the position count (`xs[k]`, not `k == 0` nor `range(k)`).
+pub(super) fn uses_position_within(c: Code<'_>, within: Rel, k: Name, range: Option<Name>) -> bool {
     let is_k = |e: ExprId| matches!(*c.expr(e), Expr::Name { name, .. } if name == k);
     // (`2 * k + 1`: arithmetic a few levels deep on `k` and constants.)
     fn on_k(c: Code<'_>, e: ExprId, k: Name, depth: u8) -> bool {
@@ -800,9 +822,11 @@ pub(super) fn uses_position_within(c: Code<'_>, within: Rel, k: Name, range: Nam
                 let mut parts = c.body.exprs_of(c.body.subscripts[sub as usize].parts);
                 matches!((parts.next(), parts.next()), (Some(p), None) if on_k(c, p, k, 0))
             }
-            Expr::Compare { operands, .. } => c.body.exprs_of(operands).any(is_k),
+            Expr::Compare { operands, .. } => {
+                range.is_some() && c.body.exprs_of(operands).any(is_k)
+            }
             Expr::Call { func, args } => {
-                matches!(*c.expr(func), Expr::Name { name, .. } if name == range)
+                matches!(*c.expr(func), Expr::Name { name, .. } if Some(name) == range)
                     && c.body
                         .exprs_of(c.body.args[args as usize].positional)
                         .any(is_k)

@@ -603,6 +603,7 @@ impl Interp<'_, '_> {
         if !(self.is_param(t) || tt.view_of_leaf || matches!(w.kind, WriteKind::Init(_))) {
             if !w.masking {
                 self.mark_stale_slots(t, wid, Taken::Any);
+                self.mark_accumulated_slots(t, wid, w);
                 self.mark_stale_called_slots(t, wid);
                 self.mark_stale_view_slots(t, w.part, wid);
             }
@@ -1007,6 +1008,36 @@ impl Interp<'_, '_> {
         let keys = self.slots_keeping(wid, taken, false, |it, x| it.same_or_detached(x, t));
         for key in keys.into_iter().filter(|key| Some(key.0) != owner) {
             note_write(self.state.stale_slots.entry(key).or_default(), wid);
+        }
+    }
+
+    /// `y = out[0]; y += out[j]`: an element taken out of a list and added into in place with
+    /// elements of that same list is an accumulator started from the element, not an update of
+    /// it (HRNet-style fusion summing branches): the list's slot holding it is stale even
+    /// though it was taken out (`Taken::None`), where a slot of the list holds what is added.
+    fn mark_accumulated_slots(&mut self, t: ObjId, wid: WriteId, w: &WriteSpec<'_>) {
+        let Some(value) = w
+            .value
+            .filter(|_| w.compounds && w.kind == WriteKind::AugAssign)
+        else {
+            return;
+        };
+        let added: Vals = (value.iter().copied())
+            .filter(|v| self.tensor(*v).is_some())
+            .collect();
+        if added.is_empty() {
+            return;
+        }
+        let keys = self.slots_keeping(wid, Taken::None, false, |it, x| it.same_or_detached(x, t));
+        for key in keys {
+            let Obj::Seq(items) = self.obj(key.0) else {
+                continue;
+            };
+            let sibling =
+                (items.iter()).any(|vs| !vs.is_empty() && vs.iter().all(|x| added.contains(x)));
+            if sibling {
+                note_write(self.state.stale_slots.entry(key).or_default(), wid);
+            }
         }
     }
 
