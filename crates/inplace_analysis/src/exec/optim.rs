@@ -320,6 +320,11 @@ impl Interp<'_, '_> {
                 (Obj::Tensor(_), Some(_))
                     if matches!(c.expr(target), Expr::Name { .. })
                         && self.rebinds_alias(*o, name) => {}
+                // Tied to another parameter the same optimizer trains (`head.weight =
+                // emb.weight`): training goes on through it; the old one just gets no gradient.
+                (Obj::Tensor(_), Some(opt))
+                    if !new.is_empty()
+                        && (new.iter()).all(|n| self.state.held.get(n) == Some(&opt)) => {}
                 (Obj::Tensor(_), Some(opt)) => {
                     let e = event(self.optimizer_origin(opt), reads_grad);
                     self.state.orphan(opt, e.clone());

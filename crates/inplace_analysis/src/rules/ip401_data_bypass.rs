@@ -209,7 +209,9 @@ fn write_finding(
     // into something a backward still reads: out of place, outside autograd, unless it is a
     // parameter (rebinding it would cut it off from its optimizer and `.grad`): then the write
     // (or the call it is made in) moves after the `backward()` that reads the parameter.
-    let fix = if in_graph && leaf {
+    // (So too for a parameter made a graph node by an earlier in-place add, a merged LoRA
+    // weight: a module refuses a plain tensor bound to its parameter's name.)
+    let fix = if in_graph && (leaf || w.param) {
         trigger.and_then(|t| fix::write_after_backward(ctx, w, &t))
     } else if in_graph {
         fix::data_write_out_of_place(ctx, w)
