@@ -54,6 +54,9 @@ pub(crate) struct Save {
     /// The innermost statement running when it was made (in a called function: its own
     /// statement, where a fix that computes the forward again repeats it).
     pub inner: Option<crate::ir::StmtRef>,
+    /// The callers' statements of the calls it was made in, outermost first (`fake =
+    /// netG(noise)` of a training function a script calls, where `netG`'s forward made it).
+    pub callers: Option<std::sync::Arc<[crate::ir::StmtRef]>>,
     /// Kept by a custom Function's `forward` as this attribute of `ctx` (`ctx.x = x`), not
     /// given to `save_for_backward`: torch checks no version, so a write before the backward
     /// changes the gradient silently.

@@ -492,7 +492,15 @@ impl Interp<'_, '_> {
         self.slot_clock += 1;
         let entered = self.slot_clock;
         let raised_before = self.raised_in;
+        if let Some(s) = saved_stmt {
+            self.caller_stmts.push(s);
+            self.caller_chain = None;
+        }
         self.exec_block(c, fd.body);
+        if saved_stmt.is_some() {
+            self.caller_stmts.pop();
+            self.caller_chain = None;
+        }
         // (A write that raised in it stops the call: what it wrote is never read after.)
         let raised = self.raised_in != raised_before;
         self.stmt = saved_stmt;

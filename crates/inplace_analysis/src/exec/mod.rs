@@ -403,6 +403,10 @@ pub(crate) struct Interp<'p, 't> {
     /// The simple statement of the unit's own code being executed (the caller's statement
     /// while a call is inlined): where a save is made, for a fix that computes it again.
     unit_stmt: Option<StmtRef>,
+    /// The callers' statements of the calls being inlined, outermost first, and (built when a
+    /// save needs it) the same as one shared list.
+    caller_stmts: Vec<StmtRef>,
+    caller_chain: Option<Arc<[StmtRef]>>,
     /// How many calls are being inlined when the unit's own code runs (a function unit runs
     /// its function as one).
     unit_depth: usize,
@@ -666,6 +670,8 @@ impl<'p, 't> Interp<'p, 't> {
             depth: 0,
             stmt: None,
             unit_stmt: None,
+            caller_stmts: Vec::new(),
+            caller_chain: None,
             unit_depth: 0,
             stmt_span: None,
             stmt_stale: SmallVec::new(),

@@ -853,6 +853,7 @@ impl Interp<'_, '_> {
         range: Span,
         assumes: Option<GradIf>,
     ) -> SaveId {
+        let callers = self.caller_chain();
         let id = self.saves.push(Save {
             storage,
             output,
@@ -861,11 +862,23 @@ impl Interp<'_, '_> {
             assumes,
             stmt: self.unit_stmt,
             inner: self.stmt,
+            callers,
             stash: None,
             through_data: None,
         });
         self.state.live.entry(storage).or_default().push(id);
         id
+    }
+
+    /// The callers' statements of the calls being inlined, as one shared list (`None` outside
+    /// any call).
+    fn caller_chain(&mut self) -> Option<Arc<[StmtRef]>> {
+        if self.caller_stmts.is_empty() {
+            return None;
+        }
+        let chain =
+            (self.caller_chain).get_or_insert_with(|| Arc::from(self.caller_stmts.as_slice()));
+        Some(chain.clone())
     }
 
     /// Where tensor `v`, or the tensor it is a view of, was taken as a `.data` alias of

@@ -71,10 +71,21 @@ pub(crate) fn detach_loop_input(
         names_bound_in(&body, within),
     );
     let mut carried: Vec<(StmtRef, Name, Held)> = Vec::new();
+    let keep =
+        |n: Name| !differentiated.contains(&n) && !bound_in_loop.contains(&n) && !in_loop(&n);
+    // (Made inside an earlier loop of the block, SinGAN's `fake = netG(noise)` at the end of
+    // the discriminator's loop reused by every turn of the generator's: what it made is the
+    // input the loop trains through, not a constant: computed again, never detached.)
+    let mut earlier = false;
     for c in candidates {
-        let found = loop_inputs_bound_by(ctx, c, (loop_range, indent), &assigned, |n| {
-            !differentiated.contains(&n) && !bound_in_loop.contains(&n) && !in_loop(&n)
-        });
+        let found =
+            loop_inputs_bound_by(ctx, c, (loop_range, indent), &assigned, keep).or_else(|| {
+                let found = (own && c.item == s.item)
+                    .then(|| made_in_earlier_loop(ctx, &body, c, lp, loop_range, &assigned, keep))
+                    .flatten();
+                earlier = found.is_some();
+                found
+            });
         match found {
             Some(names) => carried.extend(
                 (names.into_iter())
@@ -86,7 +97,7 @@ pub(crate) fn detach_loop_input(
         }
     }
     match carried.as_slice() {
-        [(_, name, Held::Graph)] => {
+        [(_, name, Held::Graph)] if !earlier => {
             let name = ctx.name(*name);
             let insert = ctx.lines.line_start(ctx.lines.line_of(loop_range.start));
             let stmt = format!("{name} = {name}.detach()");
@@ -111,6 +122,54 @@ pub(crate) fn detach_loop_input(
         }
         _ => None,
     }
+}
+
+/// The names statement `c` binds that carry a graph, when `c` is a one-line assignment inside
+/// a loop that comes before loop `lp` in its block (reading none of that loop's targets), and
+/// is the last to bind each of them before `lp` (`keep`: which names may be taken).
+fn made_in_earlier_loop(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    c: StmtRef,
+    lp: usize,
+    loop_range: TextRange,
+    assigned: &[Assignment],
+    keep: impl Fn(Name) -> bool,
+) -> Option<Vec<(Name, Held)>> {
+    let at = body.stmt_span(c.stmt);
+    let outer = (body.siblings(StmtId(lp as u32)).into_iter())
+        .take_while(|x| x.idx() != lp)
+        .find(|x| body.stmt_span(*x).contains(at))?;
+    let mut targets = Vec::new();
+    match *body.stmt(outer) {
+        Stmt::For { target, .. } => names_in(body, target, &mut targets),
+        Stmt::While { .. } => {}
+        _ => return None,
+    }
+    let first = ctx.range(Span::new(c.item, at))?;
+    line_layout(ctx, first)?;
+    let Stmt::Assign {
+        targets: bound,
+        value,
+    } = *body.stmt(c.stmt)
+    else {
+        return None;
+    };
+    let reads = names_read(body, body.expr_span(value));
+    if targets.iter().any(|(t, _)| reads.contains(t)) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (n, e) in names_bound_by(body, bound) {
+        let last = last_assignment(assigned, n, loop_range.start).map(|l| l.range);
+        if last != Some(first) || !keep(n) {
+            return None;
+        }
+        if let Some(Held::Graph) = ctx.unit.graphs.get(&Span::new(c.item, body.expr_span(e))) {
+            out.push((n, Held::Graph));
+        }
+    }
+    Some(out)
 }
 
 /// Statement `c` (before the loop at `loop_range`, in its block) repeated just before the

@@ -99,7 +99,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             };
             move_after(crate::fix::ZeroGrad::Blocks)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
-                .or_else(|| crate::fix::detach_loop_input(ctx, s, save.stmt, t.range))
+                .or_else(|| {
+                    let origin = origin_beside(ctx, save, s);
+                    crate::fix::detach_loop_input(ctx, s, origin, t.range)
+                })
                 .or_else(|| {
                     let others = other_origins(ctx, ev, s);
                     let origin = origin_beside(ctx, save, s);
@@ -134,16 +137,16 @@ fn other_origins(
 }
 
 /// The statement that made `save`, in the scope of `step` where there is one: the unit's own
-/// (`out = D(x)` at module level), or, when the step runs in a called method (`t.fit_batch()`
-/// from a script), the method's own statement that made it.
+/// (`out = D(x)` at module level), or, when the step runs in a called function (`t.fit_batch()`
+/// from a script), its own statement that made it, itself or through a call (`fake =
+/// netG(noise)`, where `netG`'s forward made the save).
 fn origin_beside(
     ctx: &RenderCtx<'_>,
     save: &crate::domain::Save,
     step: crate::ir::StmtRef,
 ) -> Option<crate::ir::StmtRef> {
-    [save.stmt, save.inner]
-        .into_iter()
-        .flatten()
+    let callers = save.callers.iter().flat_map(|c| c.iter().copied());
+    (save.stmt.into_iter().chain(callers).chain(save.inner))
         .find(|o| ctx.same_scope(o.item, step.item))
         .or(save.stmt)
 }
