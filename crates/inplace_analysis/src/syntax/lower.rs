@@ -699,12 +699,7 @@ impl Lowerer<'_> {
                     attr_at,
                 }
             }
-            "call" => {
-                let func = self.opt_expr(n.field("function"));
-                let args = self.args(n.field("arguments"));
-                self.metadata_arg(func, args);
-                Expr::Call { func, args }
-            }
+            "call" => self.call(n),
             "subscript" => self.subscript(n),
             "binary_operator" => {
                 let op = n.field("operator").map(|o| self.text(o)).unwrap_or("+");
@@ -1014,6 +1009,13 @@ impl Lowerer<'_> {
         let ifs = self.list(ifs);
         self.body.generators.push(Generator { target, iter, ifs });
         self.body.generators.len() as u32 - 1
+    }
+
+    fn call(&mut self, n: Node<'_>) -> Expr {
+        let func = self.opt_expr(n.field("function"));
+        let args = self.args(n.field("arguments"));
+        self.metadata_arg(func, args);
+        Expr::Call { func, args }
     }
 
     /// A name passed where only its metadata is read (`torch.zeros_like(x)`, `y.view_as(x)`) is
