@@ -1968,6 +1968,26 @@ impl Interp<'_, '_> {
                 self.dict_update(s, args, call)
             }
             "setdefault" if self.dict_objs.contains(&s) => self.dict_setdefault(s, args, call),
+            // (A deque's ends: `appendleft` puts in front.)
+            m @ ("appendleft" | "extendleft") => {
+                let extend = m == "extendleft";
+                let mut add = Vals::new();
+                for v in args.all_values().cloned().collect::<Vec<_>>() {
+                    match extend {
+                        true => add.extend(self.elements(&v)),
+                        false => add.extend(v.iter().copied()),
+                    }
+                }
+                self.seq_insert(s, 0, &add);
+                smallvec![OTHER]
+            }
+            "popleft" => {
+                let first = Args {
+                    positional: vec![(smallvec![self.position(0)], None)],
+                    ..Args::default()
+                };
+                self.seq_take(s, true, &first, call)
+            }
             m @ ("append" | "extend" | "insert" | "add") => {
                 let extend = m == "extend";
                 let mut add = Vals::new();

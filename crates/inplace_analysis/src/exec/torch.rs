@@ -302,6 +302,19 @@ impl Interp<'_, '_> {
             }
             return Some(smallvec![d]);
         }
+        // `deque(maxlen=n)`, `deque(xs)`: a list (a replay buffer; what `maxlen` drops is kept:
+        // a stored graph may still be sampled).
+        if p == "collections.deque" {
+            if args.positional.is_empty() {
+                let seq = self.alloc(Obj::Seq(Vec::new()));
+                self.exact_seqs.insert(seq);
+                return Some(smallvec![seq]);
+            }
+            let mut items = args.clone();
+            items.positional.truncate(1);
+            items.keywords.clear();
+            return Some(self.call_builtin(c, e, "list", &items));
+        }
         // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
         // is a dict's too).
         if p == "collections.OrderedDict" {
