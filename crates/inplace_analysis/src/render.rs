@@ -159,11 +159,33 @@ fn module_imports(prog: &Program<'_>) -> Vec<Import> {
         .collect()
 }
 
-/// Whether any call of the units passes a value that may require grad, by parameter.
+/// Whether any call of the units passes a value that may require grad, by parameter. A
+/// parameter given what another function was given (`forward(x)` passing `x` on) gets grad
+/// where that one does, and may get it when no call of that one is seen.
 fn passed_grad(units: &[&UnitOutput]) -> FxHashMap<Span, bool> {
     let mut all: FxHashMap<Span, bool> = FxHashMap::default();
     for (at, maybe) in units.iter().flat_map(|u| &u.passed_grad) {
         *all.entry(*at).or_default() |= *maybe;
+    }
+    let through: Vec<(Span, Span)> = units
+        .iter()
+        .flat_map(|u| &u.passed_through)
+        .copied()
+        .collect();
+    // (Chains of such calls: a few rounds, each taking one more link.)
+    for _ in 0..4 {
+        let mut changed = false;
+        for (at, from) in &through {
+            let maybe = all.get(from).copied().unwrap_or(true);
+            let e = all.entry(*at).or_default();
+            if maybe && !*e {
+                *e = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
     }
     all
 }

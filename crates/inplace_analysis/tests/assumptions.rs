@@ -68,3 +68,48 @@ fn weights_in_the_history_make_it_certain() {
     assert_eq!(f.severity, Severity::Error);
     assert!(!f.message.contains("requires grad"), "{}", f.message);
 }
+
+/// A method that `forward` hands its argument to (`self.standardize(x)`) may get grad where
+/// `forward` does: with no call of the model in the file, the qualified finding stays; where
+/// every call passes a batch that requires no grad, it goes (checked under torch 2.15: the
+/// script below runs; with `batch.requires_grad_()` it raises at backward).
+const PASSED_ON: &str = r#"
+import torch
+import torch.nn as nn
+
+
+class Normalized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+
+    def standardize(self, x):
+        x = x - x.mean(1, keepdim=True)
+        scale = x.std(1, keepdim=True) + 1e-5
+        x /= scale
+        return self.proj(x)
+
+    def forward(self, batch):
+        return self.standardize(batch)
+"#;
+
+#[test]
+fn an_argument_passed_on_by_forward_follows_forwards_callers() {
+    let at = PASSED_ON.find("x /= scale").expect("the write");
+    let write = |a: &inplace_analysis::Analysis| a.findings.iter().any(|f| f.range.start == at);
+    let library = analyze_text(PASSED_ON);
+    assert!(write(&library), "no caller: {:#?}", library.findings);
+    let data = format!("{PASSED_ON}\nm = Normalized()\nm(torch.randn(2, 5, 3)).sum().backward()\n");
+    let script = analyze_text(&data);
+    assert!(!write(&script), "a data batch: {:#?}", script.findings);
+    let grad = data.replace(
+        "torch.randn(2, 5, 3)",
+        "torch.randn(2, 5, 3, requires_grad=True)",
+    );
+    let trained = analyze_text(&grad);
+    assert!(
+        write(&trained),
+        "a batch that requires grad: {:#?}",
+        trained.findings
+    );
+}

@@ -880,16 +880,21 @@ impl Interp<'_, '_> {
                 }
             }
             if p.kind == ParamKind::Normal {
-                // (Under `no_grad`, what a call passes says nothing of how it trains.)
-                let maybe = !self.grad_enabled || self.may_carry_grad(&vals);
-                let data = self_obj.is_some_and(|o| self.is_module(o))
-                    && crate::ops::is_forward_name(self.name(fd.name));
-                let e = self
-                    .passed_grad
-                    .entry(Span::new(c.item, p.span))
-                    .or_default();
-                e.0 |= maybe;
-                e.1 |= data;
+                let at = Span::new(c.item, p.span);
+                // (What a function analysed on its own passes on of its own argument, `forward(x)`
+                // calling `self.forecast(x)`, requires grad as that argument does where the
+                // function is called: not known here.)
+                if let Some(from) = self.stand_in_of(&vals).filter(|_| self.grad_enabled) {
+                    self.passed_through.push((at, from));
+                } else {
+                    // (Under `no_grad`, what a call passes says nothing of how it trains.)
+                    let maybe = !self.grad_enabled || self.may_carry_grad(&vals);
+                    let data = self_obj.is_some_and(|o| self.is_module(o))
+                        && crate::ops::is_forward_name(self.name(fd.name));
+                    let e = self.passed_grad.entry(at).or_default();
+                    e.0 |= maybe;
+                    e.1 |= data;
+                }
             }
             env.insert(p.name, vals);
         }
@@ -914,6 +919,24 @@ impl Interp<'_, '_> {
 
     /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
     /// or a stand-in for an argument of the running unit (whose callers are not known).
+    /// The parameter of the function analysed on its own whose stand-in every tensor of `vals`
+    /// is or is computed from alone (whether they require grad rests on it), if one is.
+    fn stand_in_of(&self, vals: &Vals) -> Option<Span> {
+        if !self.frames.first().is_some_and(|f| f.standalone) {
+            return None;
+        }
+        let mut from = None;
+        for v in vals {
+            let t = self.tensor(*v)?;
+            let g = t.grad_if.filter(|_| t.grad == Tri::Maybe)?;
+            if from.is_some_and(|f| f != g.at) {
+                return None;
+            }
+            from = Some(g.at);
+        }
+        from
+    }
+
     pub(super) fn may_carry_grad(&self, vals: &Vals) -> bool {
         let mut flat = Vals::new();
         self.flatten(vals, &mut flat, &mut FxHashSet::default());

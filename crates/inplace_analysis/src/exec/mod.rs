@@ -323,6 +323,9 @@ pub(crate) struct UnitOutput {
     /// arguments count only from a unit that runs a `backward()` (a smoke test that calls the
     /// model on a constant says nothing of how it trains).
     pub passed_grad: FxHashMap<Span, bool>,
+    /// Parameters (the first) given what a function analysed on its own was given as its
+    /// parameter (the second): they get grad where it does.
+    pub passed_through: Vec<(Span, Span)>,
     pub steps: u64,
     /// The budget ran out: the rest of the unit was not analysed.
     pub exhausted: bool,
@@ -437,6 +440,8 @@ pub(crate) struct Interp<'p, 't> {
     pub training_calls: FxHashSet<Span>,
     /// See [`UnitOutput::passed_grad`]: with whether the parameter is a `forward`'s data.
     pub passed_grad: FxHashMap<Span, (bool, bool)>,
+    /// See [`UnitOutput::passed_through`].
+    pub passed_through: Vec<(Span, Span)>,
     /// A `backward()` ran in the unit.
     pub ran_backward: bool,
     /// The tensors a `backward()` ran from in this unit: a function that returns one after
@@ -686,6 +691,7 @@ impl<'p, 't> Interp<'p, 't> {
             graphs: FxHashMap::default(),
             training_calls: FxHashSet::default(),
             passed_grad: FxHashMap::default(),
+            passed_through: Vec::new(),
             ran_backward: false,
             backpropagated: FxHashSet::default(),
             step_log: Vec::new(),
@@ -1294,6 +1300,7 @@ impl<'p, 't> Interp<'p, 't> {
                     .map(|(at, (maybe, _))| (at, maybe))
                     .collect()
             },
+            passed_through: std::mem::take(&mut self.passed_through),
             steps: self.steps,
             exhausted: self.exhausted,
             deps: Deps {
