@@ -164,6 +164,24 @@ impl Interp<'_, '_> {
                     self.note_shapes(c, t);
                 }
             }
+            // `self.hidden` of a module keeping its recurrent state.
+            Expr::Attr { value, attr, .. } => {
+                let Expr::Name { name, .. } = *c.expr(value) else {
+                    return;
+                };
+                let owners = self.state.env.get(&name).cloned().unwrap_or_default();
+                let mut vals = Vals::new();
+                for o in owners {
+                    if let Obj::Module(m) = self.obj(o) {
+                        vals.extend(m.attrs.get(&attr).into_iter().flatten().copied());
+                    }
+                }
+                let shape = self.shape_of(&vals);
+                let entry = self.shapes.entry(c.span(target)).or_insert(shape);
+                if *entry != shape {
+                    *entry = Shape::Other;
+                }
+            }
             _ => {}
         }
     }

@@ -462,6 +462,74 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
     None
 }
 
+/// A recurrent state a module keeps as an attribute from one call to the next (`out,
+/// self.hidden = self.lstm(x, self.hidden)` in its `forward`, or a statement calling it) keeps
+/// the previous step's graph, whose saved weights the `step()` changed: detached right after
+/// the statement that makes it (`self.hidden = type(self.hidden)(t.detach() for t in
+/// self.hidden)`), as a language model's `repackage_hidden` does. `stmts`: the statements, from
+/// the innermost, that made the stale save.
+pub(crate) fn detach_attribute_state(
+    ctx: &RenderCtx<'_>,
+    stmts: impl Iterator<Item = StmtRef>,
+) -> Option<Fix> {
+    for s in stmts {
+        let Some(body) = ctx.body(s.item) else {
+            continue;
+        };
+        let Stmt::Assign { targets, value } = *body.stmt(s.stmt) else {
+            continue;
+        };
+        let Expr::Call { args, .. } = *body.expr(value) else {
+            continue;
+        };
+        let text = |e: ExprId| ctx.text(Span::new(s.item, body.expr_span(e)));
+        let a = body.args[args as usize];
+        let passed: Vec<&str> = (body.exprs_of(a.positional))
+            .chain(
+                body.list(a.keywords)
+                    .iter()
+                    .filter_map(|k| body.keywords[*k as usize].value.get()),
+            )
+            .map(text)
+            .collect();
+        let mut attrs = Vec::new();
+        for t in body.exprs_of(targets) {
+            match *body.expr(t) {
+                Expr::Attr { .. } => attrs.push(t),
+                Expr::Seq { items, .. } => attrs.extend(
+                    (body.exprs_of(items)).filter(|i| matches!(body.expr(*i), Expr::Attr { .. })),
+                ),
+                _ => {}
+            }
+        }
+        let carried: Vec<ExprId> = (attrs.into_iter())
+            .filter(|t| passed.contains(&text(*t)))
+            .collect();
+        let [one] = carried.as_slice() else {
+            continue;
+        };
+        let n = text(*one);
+        let detached = detached_as(ctx, n, Span::new(s.item, body.expr_span(*one)))?;
+        let at = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+        let (indent, eol) = line_layout(ctx, at)?;
+        let insert = ctx.lines.line_start(ctx.lines.line_of(at.end) + 1);
+        if insert < at.end {
+            return None;
+        }
+        let stmt = format!("{n} = {detached}");
+        let sep = line_break_before(ctx, insert, eol);
+        return Some(Fix {
+            title: format!("Detach the state kept for the next call: `{stmt}`"),
+            applicability: Applicability::Unsafe,
+            edits: vec![Edit {
+                range: TextRange::new(insert, insert),
+                content: format!("{sep}{indent}{stmt}{eol}"),
+            }],
+        });
+    }
+    None
+}
+
 /// `h_cur = h_next` in loop body `block`, where `h_cur` is passed to a call and `h_next` is
 /// what it returned (`bound`): rewritten `h_cur = h_next.detach()`, so the next step starts
 /// from the value without the graph the step's parameters were saved in.

@@ -100,6 +100,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             move_after(crate::fix::ZeroGrad::Blocks)
                 .or_else(|| crate::fix::detach_carried_state(ctx, s))
                 .or_else(|| {
+                    let callers = save.callers.iter().flat_map(|c| c.iter().rev().copied());
+                    crate::fix::detach_attribute_state(ctx, save.inner.into_iter().chain(callers))
+                })
+                .or_else(|| {
                     let origin = origin_beside(ctx, save, s);
                     crate::fix::detach_loop_input(ctx, s, origin, t.range)
                 })
