@@ -212,6 +212,14 @@ pub(crate) enum Event {
         view: crate::domain::RefusedView,
         plain: bool,
     },
+    /// One of the views a function returning several made of a tensor that requires grad
+    /// (`rows = list(w)`, `a, b = x.chunk(2)`), used by an op autograd records (`read`) after
+    /// write `write` changed the tensor it shows in place: autograd refuses it there.
+    RefusedViewRead {
+        write: WriteId,
+        view: crate::domain::RefusedView,
+        read: crate::ir::Span,
+    },
     /// A write clobbered a save that a backward (or a returned graph) needs.
     Clobber {
         write: WriteId,

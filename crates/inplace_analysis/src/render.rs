@@ -172,8 +172,8 @@ fn passed_grad(units: &[&UnitOutput]) -> FxHashMap<Span, bool> {
         .flat_map(|u| &u.passed_through)
         .copied()
         .collect();
-    // (Chains of such calls: a few rounds, each taking one more link.)
-    for _ in 0..4 {
+    // (Chains of such calls: each round takes one more link, until none changes.)
+    for _ in 0..=through.len() {
         let mut changed = false;
         for (at, from) in &through {
             let maybe = all.get(from).copied().unwrap_or(true);
@@ -368,6 +368,7 @@ fn anchor(prog: &Program<'_>, unit: &UnitOutput, ev: &Event) -> Option<TextRange
         Event::LeafWrite { write, .. }
         | Event::OutArgRefused { write, .. }
         | Event::RefusedViewWrite { write, .. }
+        | Event::RefusedViewRead { write, .. }
         | Event::Clobber { write, .. }
         | Event::DataWrite { write, .. }
         | Event::StaleRead { write, .. } => rules::write_of(unit, *write)?.call_site,

@@ -277,10 +277,12 @@ impl Interp<'_, '_> {
         if let [a, b] = parts.as_slice() {
             if let (Some(x), Some(y)) = (self.one_int(a), self.one_int(b)) {
                 // (Nor of an attribute: a counter a method moves, `if self.epoch > 4:`, is
-                // known only as `__init__` set it.)
+                // known only as `__init__` set it; inside `__init__` itself it is what was
+                // just set, `if self.num_convs > 1:` choosing the layers to build.)
+                let attribute = (exprs.iter()).any(|x| matches!(*c.expr(*x), Expr::Attr { .. }));
                 let position = (a.iter().chain(b))
                     .any(|v| self.positions.contains(v) && !self.every_position.contains(v))
-                    || (exprs.iter()).any(|x| matches!(*c.expr(*x), Expr::Attr { .. }));
+                    || (attribute && !self.in_init());
                 let truth = match op {
                     CmpOp::Eq => Some(x == y),
                     CmpOp::NotEq => Some(x != y),
@@ -384,6 +386,13 @@ impl Interp<'_, '_> {
 
     /// `a == "relu"`, `a != "relu"`, `a in ("relu", "gelu")` between string values known on
     /// every path; `None` when any side is not such a string.
+    /// Whether a class's `__init__` is running (itself, or a method it calls: mmdet's
+    /// `_init_layers`).
+    fn in_init(&mut self) -> bool {
+        (self.inlining.clone().into_iter().rev())
+            .any(|def| (self.resolve_def(def)).is_some_and(|(b, f)| b.func(f).name == known::INIT))
+    }
+
     fn compare_strings(&self, op: CmpOp, a: &Vals, b: &Vals) -> Option<bool> {
         let strs = |vals: &Vals| -> Option<SmallVec<[Name; 2]>> {
             vals.iter().map(|v| self.exact_str(*v)).collect()
@@ -1274,6 +1283,8 @@ impl Interp<'_, '_> {
 
     fn eval_subscript(&mut self, c: Code<'_>, e: ExprId, value: ExprId, sub: u32) -> Vals {
         if let Some((owner, key)) = self.registry_slot(c, value, sub) {
+            // (An entry read out, as of a dict: `m._parameters["w"] += 1` writes it whole.)
+            self.element_reads.insert(c.span(e));
             let mut out = Vals::new();
             for o in self.eval(c, owner) {
                 for x in self.attribute_of(c, e, o, key) {

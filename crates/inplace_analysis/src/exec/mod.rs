@@ -410,6 +410,15 @@ pub(crate) struct Interp<'p, 't> {
     /// save needs it) the same as one shared list.
     caller_stmts: Vec<StmtRef>,
     caller_chain: Option<Arc<[StmtRef]>>,
+    /// The tensors (by storage) that requires grad of which functions returning several views
+    /// made views while grad mode was on; of those, the ones a write has changed since, with
+    /// the last such write, how many objects existed then (the views made before it are
+    /// refused as inputs from then on) and the tensor it wrote through; and the views reported.
+    split_storages: FxHashSet<ObjId>,
+    /// The `maxlen` of each `deque` made with a known one: it keeps its last `maxlen` items.
+    deque_maxlen: FxHashMap<ObjId, usize>,
+    split_written: FxHashMap<ObjId, (crate::events::WriteId, ObjId, ObjId)>,
+    refused_reported: FxHashSet<ObjId>,
     /// How many calls are being inlined when the unit's own code runs (a function unit runs
     /// its function as one).
     unit_depth: usize,
@@ -677,6 +686,10 @@ impl<'p, 't> Interp<'p, 't> {
             unit_stmt: None,
             caller_stmts: Vec::new(),
             caller_chain: None,
+            split_storages: FxHashSet::default(),
+            deque_maxlen: FxHashMap::default(),
+            split_written: FxHashMap::default(),
+            refused_reported: FxHashSet::default(),
             unit_depth: 0,
             stmt_span: None,
             stmt_stale: SmallVec::new(),

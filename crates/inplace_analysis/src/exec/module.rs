@@ -1880,6 +1880,28 @@ impl Interp<'_, '_> {
     /// as `xs[-1]` and `xs[i]` do (a dict given a constant int key is read where `d[i]` reads
     /// it, and not taken apart); otherwise (an unknown key or position) any item may be read,
     /// and the list is kept whole. `get` reads as `pop` does, taking nothing out.
+    /// A deque with a known `maxlen` keeps that many items: the ones past it dropped from the
+    /// front (after an append, `front`) or from the back (after `appendleft`).
+    pub(super) fn trim_deque(&mut self, s: ObjId, front: bool) {
+        let Some(&max) = self.deque_maxlen.get(&s) else {
+            return;
+        };
+        loop {
+            let len = match self.obj(s) {
+                Obj::Seq(items) => items.len(),
+                _ => return,
+            };
+            if len <= max {
+                return;
+            }
+            let at = if front { 0 } else { len - 1 };
+            if let Obj::Seq(items) = self.obj_mut(s) {
+                items.remove(at);
+            }
+            self.slot_removed(s, at);
+        }
+    }
+
     fn seq_take(&mut self, s: ObjId, pop: bool, args: &Args, call: Span) -> Vals {
         let dict = self.dict_objs.contains(&s);
         let len = match self.obj(s) {
@@ -1968,9 +1990,10 @@ impl Interp<'_, '_> {
                 self.dict_update(s, args, call)
             }
             "setdefault" if self.dict_objs.contains(&s) => self.dict_setdefault(s, args, call),
-            // (A deque's ends: `appendleft` puts in front.)
-            m @ ("appendleft" | "extendleft") => {
-                let extend = m == "extendleft";
+            // (A deque's ends: `appendleft` puts in front, one slot; `extendleft` puts its
+            // items in front too, in one slot that may be any of them.)
+            "appendleft" | "extendleft" => {
+                let extend = self.name(meth) == "extendleft";
                 let mut add = Vals::new();
                 for v in args.all_values().cloned().collect::<Vec<_>>() {
                     match extend {
@@ -1978,7 +2001,23 @@ impl Interp<'_, '_> {
                         false => add.extend(v.iter().copied()),
                     }
                 }
+                if let Obj::Seq(items) = self.obj_mut(s) {
+                    items.insert(0, Vals::new());
+                }
+                self.slot_inserted_front(s);
                 self.seq_insert(s, 0, &add);
+                self.trim_deque(s, false);
+                smallvec![OTHER]
+            }
+            // (Orders a deque's items anew: which is where is no longer followed.)
+            "rotate" | "reverse" | "remove"
+                if self.deque_maxlen.contains_key(&s) || self.name(meth) == "rotate" =>
+            {
+                let all = self.elements(&smallvec![s]);
+                if let Obj::Seq(items) = self.obj_mut(s) {
+                    *items = vec![all];
+                }
+                self.exact_seqs.remove(&s);
                 smallvec![OTHER]
             }
             "popleft" => {
@@ -2003,6 +2042,7 @@ impl Interp<'_, '_> {
                     _ => 0,
                 };
                 self.seq_insert(s, slot, &add);
+                self.trim_deque(s, true);
                 smallvec![OTHER]
             }
             m @ ("pop" | "get") if self.dict_keys.contains_key(&s) => {

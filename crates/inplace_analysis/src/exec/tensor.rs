@@ -674,6 +674,7 @@ impl Interp<'_, '_> {
         known: bool,
         rests: [Option<Option<GradIf>>; 2],
     ) -> ObjId {
+        self.check_refused_inputs(inputs, origin);
         let mut grad = Tri::No;
         let mut parents = SmallVec::<[NodeId; 2]>::new();
         let mut leaves = SmallVec::<[u32; 2]>::new();
@@ -1181,9 +1182,60 @@ impl Interp<'_, '_> {
 
     /// Marks view `id` as one autograd refuses to see written (made by `op` at `at`).
     pub(super) fn refuse_view(&mut self, id: ObjId, op: RefusedBy, at: Span) {
-        if let Some(t) = self.tensor_mut(id) {
-            let grad = t.grad == Tri::Yes;
-            t.refused_view = Some(RefusedView { op, at, grad });
+        let Some(t) = self.tensor_mut(id) else {
+            return;
+        };
+        let grad = t.grad == Tri::Yes;
+        t.refused_view = Some(RefusedView { op, at, grad });
+        let storage = t.storage;
+        // (Rows of an iteration only over a parameter, `list(w)`: what else is iterated over
+        // is often only taken to be a tensor.)
+        let rows_of_leaf = op != RefusedBy::Iteration || t.view_of_leaf;
+        if several(op) && grad && rows_of_leaf && self.grad_enabled {
+            self.split_storages.insert(storage);
+        }
+    }
+
+    /// Write `wid` changed tensors `written` (`targets`) in place: the views of them functions
+    /// returning several made before it are refused as inputs from now on.
+    pub(super) fn refuse_views_of(&mut self, written: &[TensorObj], wid: WriteId, targets: &Vals) {
+        if self.split_storages.is_empty() {
+            return;
+        }
+        let made_before = self.heap.len() as ObjId;
+        // (Not a write through one of those views itself: that one is refused at once.)
+        let through_view = |t: &TensorObj| t.refused_view.is_some_and(|r| several(r.op));
+        for t in written.iter().filter(|t| t.counter && !through_view(t)) {
+            if self.split_storages.contains(&t.storage) {
+                let first = targets.first().copied().unwrap_or(UNKNOWN);
+                self.split_written
+                    .insert(t.storage, (wid, made_before, first));
+            }
+        }
+    }
+
+    /// An op autograd records reads `inputs` at `at`: one of them a view a function returning
+    /// several made, before a write changed its tensor, raises there (reported once per view).
+    fn check_refused_inputs(&mut self, inputs: &[Vals], at: Span) {
+        if self.split_written.is_empty() || !self.grad_enabled {
+            return;
+        }
+        for v in inputs.iter().flatten() {
+            let Some(t) = self.tensor(*v) else { continue };
+            let Some(view) = t.refused_view.filter(|r| several(r.op) && r.grad) else {
+                continue;
+            };
+            let Some(&(write, made_before, written)) = self.split_written.get(&t.storage) else {
+                continue;
+            };
+            if *v >= made_before || *v == written || !self.refused_reported.insert(*v) {
+                continue;
+            }
+            self.report(Event::RefusedViewRead {
+                write,
+                view,
+                read: at,
+            });
         }
     }
 
@@ -1665,4 +1717,12 @@ pub(super) fn based_order(op: &str, inputs: &mut [Vals]) {
     if inputs.len() >= 3 && ops::table().op(op).is_some_and(|s| s.base_first) {
         inputs[..3].rotate_left(1);
     }
+}
+
+/// The views of a function returning several (a split, `unbind`, rows of an iteration).
+fn several(op: RefusedBy) -> bool {
+    matches!(
+        op,
+        RefusedBy::Split | RefusedBy::SplitWithSizes | RefusedBy::Unbind | RefusedBy::Iteration
+    )
 }

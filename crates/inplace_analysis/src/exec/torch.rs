@@ -305,15 +305,32 @@ impl Interp<'_, '_> {
         // `deque(maxlen=n)`, `deque(xs)`: a list (a replay buffer; what `maxlen` drops is kept:
         // a stored graph may still be sampled).
         if p == "collections.deque" {
-            if args.positional.is_empty() {
-                let seq = self.alloc(Obj::Seq(Vec::new()));
-                self.exact_seqs.insert(seq);
-                return Some(smallvec![seq]);
+            let seq = match args.positional.is_empty() {
+                true => {
+                    let seq = self.alloc(Obj::Seq(Vec::new()));
+                    self.exact_seqs.insert(seq);
+                    seq
+                }
+                false => {
+                    let mut items = args.clone();
+                    items.positional.truncate(1);
+                    items.keywords.clear();
+                    let made = self.call_builtin(c, e, "list", &items);
+                    let [seq] = made.as_slice() else {
+                        return Some(made);
+                    };
+                    *seq
+                }
+            };
+            // (`deque(xs, maxlen=n)`: its last `n` items; a `maxlen` not known is not followed.)
+            let maxlen = args
+                .named_or_at(self.intern("maxlen"), 1)
+                .and_then(|v| self.one_int(v));
+            if let Some(n) = maxlen.and_then(|n| usize::try_from(n).ok()) {
+                self.deque_maxlen.insert(seq, n);
+                self.trim_deque(seq, true);
             }
-            let mut items = args.clone();
-            items.positional.truncate(1);
-            items.keywords.clear();
-            return Some(self.call_builtin(c, e, "list", &items));
+            return Some(smallvec![seq]);
         }
         // `OrderedDict(pairs)`, `OrderedDict(a=x)`, `OrderedDict()`: as `dict(...)` (its order
         // is a dict's too).
@@ -1211,6 +1228,16 @@ impl Interp<'_, '_> {
                         None => return smallvec![OTHER],
                     },
                 },
+                // A tensor is a `Parameter` when it is one the program made (not a stand-in for
+                // what an unseen caller passes, which may be one). (`isinstance(x, Tensor)` is
+                // left undecided: a stand-in may be anything an unseen caller passes.)
+                Obj::Tensor(t) if names.iter().any(|n| n == "Parameter") => {
+                    match (self.parameters.contains(o), t.grad_if) {
+                        (true, _) => true,
+                        (false, None) => false,
+                        (false, Some(_)) => return smallvec![OTHER],
+                    }
+                }
                 _ => return smallvec![OTHER],
             };
             if answer.is_some_and(|a| a != this) {

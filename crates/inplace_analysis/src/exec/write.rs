@@ -153,6 +153,7 @@ impl Interp<'_, '_> {
         }
         self.record_site(w.range, targets);
         self.rejoin_slots(targets);
+        self.refuse_views_of(&tensors, wid, targets);
         let value_grad = w.value.map(|v| {
             v.iter()
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
@@ -1217,6 +1218,18 @@ impl Interp<'_, '_> {
         let shift = |slot: Slot| match slot {
             Slot::At(k) if k as usize > at => Some(Slot::At(k - 1)),
             Slot::At(k) if k as usize == at => None,
+            other => Some(other),
+        };
+        shift_slots(&mut self.state.stale_slots, o, shift);
+        shift_slots(&mut self.taken_slots, o, shift);
+        shift_slots(&mut self.maybe_slots, o, shift);
+    }
+
+    /// A slot was put in front of list `o` (`deque.appendleft`): the marks of every slot move
+    /// up with them.
+    pub(super) fn slot_inserted_front(&mut self, o: ObjId) {
+        let shift = |slot: Slot| match slot {
+            Slot::At(k) => Some(Slot::At(k + 1)),
             other => Some(other),
         };
         shift_slots(&mut self.state.stale_slots, o, shift);

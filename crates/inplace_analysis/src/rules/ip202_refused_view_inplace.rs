@@ -24,7 +24,12 @@
 //!   `masked_fill_`) is allowed;
 //! - in any grad mode, a tensor made under `torch.inference_mode()` (a block, or a function
 //!   decorated with it: a rollout buffer, precomputed features), or a view of one, written
-//!   outside inference mode.
+//!   outside inference mode;
+//! - a write into a tensor that requires grad while views a function returning several made
+//!   of it are kept (`rows = list(w)`, `a, b = x.chunk(2)`), when one of those views is then
+//!   used by an op autograd records (`torch.norm(row)` after `opt.step()` wrote `w`): autograd
+//!   refuses the view there (`... is a view and its base or another view of its base has been
+//!   modified inplace`); reported at the write, with the use.
 //!
 //! **Why it breaks.** Autograd records an in-place write into a view by rebasing the view's
 //! history onto its base. For one output of a multi-output view function it cannot do that
@@ -73,6 +78,10 @@
 //! fix: the rewrite would leave the list the old tensor, and whether the list is meant to see the
 //! writes is the code's choice (AllenNLP's CopyNet put the result in after the loop).
 //!
+//! A view used after a write into its tensor gets no fix: the views are to be taken again after
+//! the write (or kept as the tensor itself, `[w]` rather than `list(w)`), which depends on where
+//! the code keeps them.
+//!
 //! **Fix safety.** *Unsafe*: rewritten out of place, the tensor viewed no longer sees the write
 //! (it never could while autograd recorded, but code after it may have read it expecting the
 //! change); under `no_grad` the write succeeds unrecorded; through a row taken by index, the
@@ -97,12 +106,17 @@ pub(crate) const RULE: RuleImpl = RuleImpl {
 
 fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     match ev {
-        Event::RefusedViewWrite { write, .. } => Some(write_of(u, *write)?.range),
+        Event::RefusedViewWrite { write, .. } | Event::RefusedViewRead { write, .. } => {
+            Some(write_of(u, *write)?.range)
+        }
         _ => None,
     }
 }
 
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
+    if let Event::RefusedViewRead { write, view, read } = ev {
+        return render_read(ctx, *write, view, *read);
+    }
     let Event::RefusedViewWrite { write, view, plain } = ev else {
         return None;
     };
@@ -220,7 +234,70 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     })
 }
 
+/// A write into a tensor whose views a split kept (`rows = list(w)` before `opt.step()`), found
+/// by a later op that uses one of the views: reported at the write, which made them unusable.
+/// No fix: the views are to be taken again after the write (or the write made out of place),
+/// which depends on where the code keeps them.
+fn render_read(
+    ctx: &RenderCtx<'_>,
+    write: crate::events::WriteId,
+    view: &RefusedView,
+    read: Span,
+) -> Option<Finding> {
+    let w = ctx.write(write);
+    let made = ctx.snippet(view.at);
+    let node = view.op.node().unwrap_or("…");
+    // (Rows taken by iterating, `list(w)`, `for row in w`: where the tensor iterated over was
+    // made is what is known.)
+    let (what, note) = match view.op {
+        RefusedBy::Iteration => (
+            format!(
+                "a tensor (`{made}`, {}) whose rows were taken by iterating over it (`list(t)`, `for row in t`)",
+                ctx.line(view.at)
+            ),
+            "the tensor iterated over into rows is made here".to_string(),
+        ),
+        _ => (
+            format!("the tensor that `{made}` ({}) split into views", ctx.line(view.at)),
+            format!("`{made}` returns several views of the tensor here"),
+        ),
+    };
+    let mut related = Vec::new();
+    if let Some(range) = ctx.range(view.at) {
+        related.push(Related {
+            source: None,
+            range,
+            message: note,
+        });
+    }
+    if let Some(range) = ctx.range(read) {
+        related.push(Related {
+            source: None,
+            range,
+            message: "one of those views is used here, after the write: the runtime raises here"
+                .into(),
+        });
+    }
+    write_related(ctx, w, &mut related);
+    Some(Finding {
+        rule: Rule::RefusedViewInplace,
+        severity: Severity::Error,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into {what}, views autograd cannot rebase; `{}` ({}) uses one of them after the write and raises there: Output 0 of {node} {BASE_MODIFIED} {MULTI_VIEW}",
+            ctx.snippet(w.site),
+            ctx.snippet(read),
+            ctx.line(read),
+        ),
+        related,
+        fix: None,
+        alternatives: Vec::new(),
+    })
+}
+
 // The runtime's texts (torch 2.15), in the pieces its messages share.
+const BASE_MODIFIED: &str =
+    "is a view and its base or another view of its base has been modified inplace.";
 const VIEW_MODIFIED: &str = "is a view and is being modified inplace.";
 const MULTI_VIEW: &str = "This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
 const CUSTOM_FUNCTION_VIEW: &str = "This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.";
