@@ -442,24 +442,30 @@ pub(crate) fn detach_carried_state(ctx: &RenderCtx<'_>, s: StmtRef) -> Option<Fi
         }
         let carried: Vec<&str> = carried.iter().map(|(n, _)| *n).collect();
         let at = ctx.range(Span::new(s.item, body.stmt_span(st)))?;
-        let (indent, eol) = line_layout(ctx, at)?;
-        let line = ctx.lines.line_of(at.end);
-        let insert = ctx.lines.line_start(line + 1);
-        if insert < at.end {
-            return None;
-        }
         let stmt = format!("{} = {}", carried.join(", "), detached.join(", "));
-        let sep = line_break_before(ctx, insert, eol);
-        return Some(Fix {
-            title: format!("Detach the state carried into the next step: `{stmt}`"),
-            applicability: Applicability::Unsafe,
-            edits: vec![Edit {
-                range: TextRange::new(insert, insert),
-                content: format!("{sep}{indent}{stmt}{eol}"),
-            }],
-        });
+        let title = format!("Detach the state carried into the next step: `{stmt}`");
+        return statement_after(ctx, at, &stmt, title);
     }
     None
+}
+
+/// Statement `stmt` inserted on a line of its own after the one-line statement at `at`, at its
+/// indentation (unsafe).
+fn statement_after(ctx: &RenderCtx<'_>, at: TextRange, stmt: &str, title: String) -> Option<Fix> {
+    let (indent, eol) = line_layout(ctx, at)?;
+    let insert = ctx.lines.line_start(ctx.lines.line_of(at.end) + 1);
+    if insert < at.end {
+        return None;
+    }
+    let sep = line_break_before(ctx, insert, eol);
+    Some(Fix {
+        title,
+        applicability: Applicability::Unsafe,
+        edits: vec![Edit {
+            range: TextRange::new(insert, insert),
+            content: format!("{sep}{indent}{stmt}{eol}"),
+        }],
+    })
 }
 
 /// A recurrent state a module keeps as an attribute from one call to the next (`out,
@@ -511,21 +517,9 @@ pub(crate) fn detach_attribute_state(
         let n = text(*one);
         let detached = detached_as(ctx, n, Span::new(s.item, body.expr_span(*one)))?;
         let at = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
-        let (indent, eol) = line_layout(ctx, at)?;
-        let insert = ctx.lines.line_start(ctx.lines.line_of(at.end) + 1);
-        if insert < at.end {
-            return None;
-        }
         let stmt = format!("{n} = {detached}");
-        let sep = line_break_before(ctx, insert, eol);
-        return Some(Fix {
-            title: format!("Detach the state kept for the next call: `{stmt}`"),
-            applicability: Applicability::Unsafe,
-            edits: vec![Edit {
-                range: TextRange::new(insert, insert),
-                content: format!("{sep}{indent}{stmt}{eol}"),
-            }],
-        });
+        let title = format!("Detach the state kept for the next call: `{stmt}`");
+        return statement_after(ctx, at, &stmt, title);
     }
     None
 }
