@@ -167,11 +167,14 @@ fn passed_grad(units: &[&UnitOutput]) -> FxHashMap<Span, bool> {
     for (at, maybe) in units.iter().flat_map(|u| &u.passed_grad) {
         *all.entry(*at).or_default() |= *maybe;
     }
-    let through: Vec<(Span, Span)> = units
+    // (Each pair once: every call records its own.)
+    let mut through: Vec<(Span, Span)> = units
         .iter()
         .flat_map(|u| &u.passed_through)
         .copied()
         .collect();
+    through.sort_unstable();
+    through.dedup();
     // (Chains of such calls: each round takes one more link, until none changes.)
     for _ in 0..=through.len() {
         let mut changed = false;

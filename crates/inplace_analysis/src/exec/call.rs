@@ -917,8 +917,6 @@ impl Interp<'_, '_> {
         }
     }
 
-    /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
-    /// or a stand-in for an argument of the running unit (whose callers are not known).
     /// The parameter of the function analysed on its own whose stand-in every tensor of `vals`
     /// is or is computed from alone (whether they require grad rests on it), if one is.
     fn stand_in_of(&self, vals: &Vals) -> Option<Span> {
@@ -937,6 +935,8 @@ impl Interp<'_, '_> {
         from
     }
 
+    /// Whether `vals` may hold a tensor that requires grad: one that may, anything unknown,
+    /// or a stand-in for an argument of the running unit (whose callers are not known).
     pub(super) fn may_carry_grad(&self, vals: &Vals) -> bool {
         let mut flat = Vals::new();
         self.flatten(vals, &mut flat, &mut FxHashSet::default());
