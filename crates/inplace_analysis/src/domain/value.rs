@@ -23,6 +23,9 @@ pub(crate) const OTHER: ObjId = 1;
 pub(crate) const TRUE: ObjId = 2;
 pub(crate) const FALSE: ObjId = 3;
 pub(crate) const NONE: ObjId = 4;
+/// A float literal zero (`0.0`): a number whose value, 0, is known (`if p > 0:`, a dropout
+/// rate), while `isinstance(p, float)` holds.
+pub(crate) const FLOAT_ZERO: ObjId = 5;
 
 /// Three-valued truth, ordered `No < Maybe < Yes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

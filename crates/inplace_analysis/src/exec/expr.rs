@@ -155,6 +155,10 @@ impl Interp<'_, '_> {
             Expr::Str(n) => smallvec![self.string(n)],
             Expr::StrPattern { pattern, parts } => self.eval_fstring(c, pattern, parts),
             Expr::Int(n) => smallvec![self.int(n)],
+            // A float literal zero (`0.0`, `0.`, `0e0`): the one float whose value the model
+            // keeps (a dropout rate left at its default `p=0.0` makes `inplace=True` a no-op;
+            // `if p > 0:` and `if p:` are false).
+            Expr::Float if self.float_literal_is_zero(c, e) => smallvec![FLOAT_ZERO],
             Expr::Float | Expr::OtherStr | Expr::Ellipsis | Expr::Slice { .. } => smallvec![OTHER],
             Expr::Other(list) => {
                 for x in c.body.exprs_of(list) {
@@ -466,6 +470,12 @@ impl Interp<'_, '_> {
     /// The object of an integer constant (one per value; a plain value whose value is known).
     /// Unlike a loop position it does not pin down an element of a list built by a loop or a
     /// comprehension (`xs[i]` with `i = 1` stands for any element).
+    fn float_literal_is_zero(&self, c: Code<'_>, e: ExprId) -> bool {
+        (self.prog.text_of(c.span(e)).replace('_', ""))
+            .parse::<f64>()
+            .is_ok_and(|x| x == 0.0)
+    }
+
     pub(super) fn int(&mut self, n: i64) -> ObjId {
         if let Some(o) = self.ints.get(&n) {
             return *o;
@@ -494,7 +504,11 @@ impl Interp<'_, '_> {
             .map(|p| {
                 let v = self.eval_opt(c, ExprId(*p));
                 if let Some(n) = self.one_int(&v) {
-                    return Some(n.to_string());
+                    return Some(if v[0] == FLOAT_ZERO {
+                        "0.0".into()
+                    } else {
+                        n.to_string()
+                    });
                 }
                 self.one_exact_str(&v).map(|s| self.name(s).to_string())
             })

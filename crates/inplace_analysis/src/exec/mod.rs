@@ -778,9 +778,18 @@ impl<'p, 't> Interp<'p, 't> {
             exhausted: false,
         };
         if it.heap.len() == 0 {
-            for obj in [Obj::Unknown, Obj::Other, Obj::Other, Obj::Other, Obj::Other] {
+            // UNKNOWN, OTHER, TRUE, FALSE, NONE, FLOAT_ZERO.
+            for obj in [
+                Obj::Unknown,
+                Obj::Other,
+                Obj::Other,
+                Obj::Other,
+                Obj::Other,
+                Obj::Other,
+            ] {
                 it.heap.push(obj);
             }
+            it.int_values.insert(FLOAT_ZERO, 0);
         }
         it
     }

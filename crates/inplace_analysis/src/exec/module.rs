@@ -78,9 +78,9 @@ impl Interp<'_, '_> {
             }
             _ => {
                 attrs = self.layer_attrs(class, args, origin);
-                // (`nn.Dropout(p=0.0)`: a float literal zero is kept as the integer zero, the
+                // (`nn.Dropout(0.0)`, `nn.Dropout(p)` with `p` zero: the rate kept as `p`, the
                 // one number a dropout's `p` is compared with.)
-                if ops::MODULE_DROPOUTS.contains(&class) && self.zero_arg(c, args, known::P, 0) {
+                if ops::MODULE_DROPOUTS.contains(&class) && self.zero_arg(args, known::P, 0) {
                     let zero = self.int(0);
                     attrs.insert(known::P, smallvec![zero]);
                 }

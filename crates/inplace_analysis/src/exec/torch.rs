@@ -1281,6 +1281,7 @@ impl Interp<'_, '_> {
                     has("list")
                 }
                 Obj::Other if matches!(*o, TRUE | FALSE) => has("bool") || has("int"),
+                Obj::Other if *o == FLOAT_ZERO => has("float"),
                 Obj::Other if self.int_values.contains_key(o) => has("int"),
                 Obj::Tensor(_) => false,
                 Obj::Module(m) if m.local.is_none() => false,
@@ -1670,19 +1671,11 @@ impl Interp<'_, '_> {
         out
     }
 
-    /// Whether the argument named `kw` (or at position `at`) is zero: an integer known to be
-    /// `0`, or a float literal of value zero (`0.0`, `0.`; floats carry no value otherwise).
-    pub(super) fn zero_arg(&self, c: Code<'_>, args: &Args, kw: Name, at: usize) -> bool {
-        let Some(vals) = args.named_or_at(kw, at) else {
-            return false;
-        };
-        let float_zero = self.arg_expr(args, at, kw).is_some_and(|e| {
-            matches!(c.expr(e), Expr::Float)
-                && (self.prog.text_of(c.span(e)).replace('_', ""))
-                    .parse::<f64>()
-                    .is_ok_and(|x| x == 0.0)
-        });
-        float_zero || self.one_int(vals) == Some(0)
+    /// Whether the argument named `kw` (or at position `at`) is known to be zero (a float
+    /// literal zero evaluates to the integer zero).
+    pub(super) fn zero_arg(&self, args: &Args, kw: Name, at: usize) -> bool {
+        args.named_or_at(kw, at)
+            .is_some_and(|vals| self.one_int(vals) == Some(0))
     }
 
     /// `torch.relu_(h)`, `F.relu_(h)`: writes its first argument, returns it.
@@ -1710,7 +1703,7 @@ impl Interp<'_, '_> {
         if let Some(trains) = ops::functional_dropout_trains(f) {
             let training = args.named_or_at(known::TRAINING, 2);
             let off = training.map_or(!trains, |t| t.as_slice() == [FALSE]);
-            if off || self.zero_arg(c, args, known::P, 1) {
+            if off || self.zero_arg(args, known::P, 1) {
                 return first;
             }
         }
@@ -1745,7 +1738,7 @@ impl Interp<'_, '_> {
         // CPU, which keeps neither the result nor `q`: measured with torch 2.15.)
         let attention_dropout = f == "scaled_dot_product_attention"
             && args.named_or_at(known::DROPOUT_P, 4).is_some()
-            && !self.zero_arg(c, args, known::DROPOUT_P, 4);
+            && !self.zero_arg(args, known::DROPOUT_P, 4);
         let op = if attention_dropout { "" } else { f };
         let out = self.op_result(op, OpLabel::Functional(fname), &inputs, call, true);
         let label = OpLabel::Functional(fname);
