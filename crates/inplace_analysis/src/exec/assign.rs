@@ -133,10 +133,7 @@ impl Interp<'_, '_> {
         let mut held = vals.iter().filter(|v| **v != NONE).peekable();
         let now = if held.peek().is_some() && held.all(graph) {
             Held::Graph
-        } else if vals.iter().any(|v| match self.obj(*v) {
-            Obj::Dist(d) => d.first.iter().chain(&d.second).any(graph),
-            _ => false,
-        }) {
+        } else if vals.iter().any(|v| self.keeps_graph(*v, 2)) {
             Held::GraphInObject
         } else {
             Held::Plain
@@ -144,6 +141,19 @@ impl Interp<'_, '_> {
         let at = c.span(target);
         let joined = self.graphs.get(&at).map_or(now, |was| was.join(now));
         self.graphs.insert(at, joined);
+    }
+
+    /// Whether `v` is an object that keeps a tensor carrying a graph: a distribution, or a list,
+    /// tuple or dict (`{"disc_0": [h1, h2]}`, nested up to `depth` levels).
+    fn keeps_graph(&self, v: ObjId, depth: u8) -> bool {
+        let graph = |v: &ObjId| self.tensor(*v).is_some_and(|t| t.node.is_some());
+        match self.obj(v) {
+            Obj::Dist(d) => d.first.iter().chain(&d.second).any(graph),
+            Obj::Seq(items) if depth > 0 => {
+                (items.iter().flatten()).any(|x| graph(x) || self.keeps_graph(*x, depth - 1))
+            }
+            _ => false,
+        }
     }
 
     /// What each name of a target now holds (see [`Shape`]), joined with what it held on
