@@ -968,15 +968,19 @@ impl Interp<'_, '_> {
         let through = self.obj_name(c, target);
         // `outs["a"] += 1`, `feats[i] *= s`: an element read out of a list or dict is written
         // as a whole (`outs["a"] = outs["a"] + 1` is out of place).
-        let element = self.element_read(c.span(target));
+        let mut element = self.element_read(c.span(target));
         // `x[:] += v` takes the view `x[:]` first, then writes it; `x[mask] += v` gathers a
         // copy, adds to it and puts it back into `x` itself.
-        let kind = if matches!(c.expr(target), Expr::Subscript { .. }) && element.is_none() {
-            WriteKind::Subscript {
-                whole: self.array_indexed.contains(&c.span(target)),
+        let kind = match *c.expr(target) {
+            Expr::Subscript { value, .. } if element.is_none() => {
+                // (`feats["user"][idx] += h` writes into an element read out of a dict: that
+                // element is what a copy replaces.)
+                element = self.element_read(c.span(value));
+                WriteKind::Subscript {
+                    whole: self.array_indexed.contains(&c.span(target)),
+                }
             }
-        } else {
-            WriteKind::AugAssign
+            _ => WriteKind::AugAssign,
         };
         let mut spec = WriteSpec::new(kind, span, span)
             .through(through, through)

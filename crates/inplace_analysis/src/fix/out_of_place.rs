@@ -14,7 +14,9 @@ pub(crate) fn aug_assign_out_of_place(
     let Stmt::AugAssign { target, op, value } = *body.stmt(s.stmt) else {
         return None;
     };
-    let element = w.element.is_some() && matches!(body.expr(target), Expr::Subscript { .. });
+    // (`outs["a"] += 1` of an element read out of a container, not `outs["a"][i] += 1`.)
+    let element = w.element == Some(Span::new(s.item, body.expr_span(target)))
+        && matches!(body.expr(target), Expr::Subscript { .. });
     if !element && !matches!(body.expr(target), Expr::Name { .. } | Expr::Attr { .. })
         || param_attribute(&body, target, w)
     {
