@@ -1020,7 +1020,13 @@ impl Interp<'_, '_> {
         }
         let iter = self.eval_opt(c, g.iter);
         let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
-        let Some(children) = self.unrollable(&iter).or_else(|| self.known_ints(&iter)) else {
+        let Some(children) = (self.unrollable(&iter))
+            .or_else(|| self.known_ints(&iter))
+            .or_else(|| {
+                self.known_tensors(&iter)
+                    .filter(|_| !self.calls_own_code(c, e))
+            })
+        else {
             *evaluated = Some(iter);
             return None;
         };
@@ -1049,6 +1055,66 @@ impl Interp<'_, '_> {
             && (items.iter())
                 .all(|i| matches!(i.as_slice(), [v] if self.int_values.contains_key(v)));
         ints.then(|| items.iter().map(|i| i[0]).collect())
+    }
+
+    /// The tensors of a list holding a few (and plain values: a loss left at `0`), one by one
+    /// (`[torch.mean(x) for x in losses]` over `[loss_g, loss_d]`: each result keeps its own
+    /// graph, and unpacking the result gives each name its own loss).
+    fn known_tensors(&self, iter: &Vals) -> Option<Vec<ObjId>> {
+        let [one] = iter.as_slice() else { return None };
+        let Obj::Seq(items) = self.obj(*one) else {
+            return None;
+        };
+        let tensor = |v: &ObjId| self.tensor(*v).is_some();
+        let known = self.exact_seqs.contains(one)
+            && (2..=8).contains(&items.len())
+            && items.iter().any(|i| i.iter().any(tensor))
+            && (items.iter()).all(
+                |i| matches!(i.as_slice(), [v] if tensor(v) || matches!(self.obj(*v), Obj::Other)),
+            );
+        known.then(|| items.iter().map(|i| i[0]).collect())
+    }
+
+    /// Whether expression `e` calls a function, class or module of the program (a name or an
+    /// attribute bound to one): run once per element, it would be inlined once per element.
+    fn calls_own_code(&self, c: Code<'_>, e: ExprId) -> bool {
+        let within = c.body.expr_span(e);
+        let own = |v: &ObjId| match self.obj(*v) {
+            Obj::Func(_) | Obj::Bound(..) | Obj::Class(_) | Obj::Unknown => true,
+            Obj::Module(m) => m.local.is_some(),
+            _ => false,
+        };
+        // (Looked up without reading: locals, a closure's, the enclosing code's, the file's
+        // globals; a name none binds is a builtin. An imported module's code is judged as
+        // calling its own.)
+        let imported = self.prog.segments.len() > 1 && self.prog.segment_of(c.item) != 0;
+        let bound = |name: Name| {
+            let found = (self.state.env.get(&name))
+                .or_else(|| (self.frames.last()?.captured.as_ref())?.get(&name))
+                .or_else(|| self.outer_envs.first()?.get(&name))
+                .or_else(|| self.globals.get(&name));
+            imported || found.is_some_and(|vs| vs.iter().any(own))
+        };
+        (c.body.exprs.iter().zip(&c.body.expr_spans))
+            .filter(|(_, sp)| within.contains(**sp))
+            .any(|(x, _)| match *x {
+                Expr::Call { func, .. } => match *c.expr(func) {
+                    Expr::Name { name, .. } => bound(name),
+                    // (`self.criterion(x)`, `self.head(x)`: a method or a layer of the program;
+                    // a tensor's method, `x.mean()`, is not.)
+                    Expr::Attr { value, .. } => match *c.expr(value) {
+                        Expr::Name { name, .. } => {
+                            (self.state.env.get(&name)).is_some_and(|vs| {
+                                vs.iter()
+                                    .any(|v| matches!(self.obj(*v), Obj::Module(_) | Obj::Unknown))
+                            }) || imported
+                        }
+                        _ => true,
+                    },
+                    _ => true,
+                },
+                _ => false,
+            })
     }
 
     /// `{key: f(key) for key in keys}` over known string keys (a dict's, a tuple's): a dict

@@ -816,12 +816,24 @@ impl Interp<'_, '_> {
                         Obj::Seq(slots) if slots.len() > 1 && !self.dict_keys.contains_key(one) => {
                             Some(slots.clone())
                         }
+                        // `list(cnn)` of an `nn.Sequential` or `nn.ModuleList`: its layers, in
+                        // order (rebuilt into another one, they keep their neighbours).
+                        Obj::Module(m)
+                            if matches!(
+                                self.container_of(*one),
+                                Some(Container::Sequential | Container::ModuleList)
+                            ) =>
+                        {
+                            Some(m.children.iter().map(|ch| smallvec![*ch]).collect())
+                        }
                         _ => None,
                     },
                     _ => None,
                 };
                 // (A copy of a list whose slots are its elements is one too.)
-                let exact = slots.is_some() && self.exact_len(&source).is_some();
+                let exact = slots.is_some()
+                    && (self.exact_len(&source).is_some()
+                        || matches!(source.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_))));
                 let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
                 let seq = self.alloc(Obj::Seq(slots));
                 if exact {
