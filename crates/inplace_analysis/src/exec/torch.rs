@@ -725,6 +725,63 @@ impl Interp<'_, '_> {
         Some(smallvec![self.alloc(Obj::GradCtx(ctx))])
     }
 
+    /// `list(x)`, `tuple(x)`, `iter(x)`, `reversed(x)`, `sorted(x)`, `set(x)`, `filter(f, x)`.
+    fn call_listing(&mut self, name: &str, args: &Args, first: Vals) -> Vals {
+        let source = if name == "filter" {
+            args.positional
+                .get(1)
+                .map(|(v, _)| v.clone())
+                .unwrap_or_default()
+        } else {
+            first
+        };
+        // `list(d)` of a dict with its keys all known: its keys, in order.
+        if let ([one], "list" | "tuple" | "iter") = (source.as_slice(), name) {
+            if self.dict_objs.contains(one) {
+                if let Some(keys) = self.dict_key_list(*one) {
+                    return smallvec![keys];
+                }
+            }
+        }
+        // `list(model.parameters())`: one slot per parameter, in order (a loop over
+        // it writes each); `list(model.children())`, `tuple(xs)`: a copy of the list,
+        // slot by slot (`[:-1]` of it drops the last); else one slot that may be any
+        // element.
+        let slots = match (source.as_slice(), name) {
+            ([one], "list" | "tuple") => match self.obj(*one) {
+                Obj::Params { tensors, .. } => {
+                    Some(tensors.iter().map(|t| smallvec![*t]).collect())
+                }
+                // (Not a dict's: `list(d)` gives its keys.)
+                Obj::Seq(slots) if slots.len() > 1 && !self.dict_keys.contains_key(one) => {
+                    Some(slots.clone())
+                }
+                // `list(cnn)` of an `nn.Sequential` or `nn.ModuleList`: its layers, in
+                // order (rebuilt into another one, they keep their neighbours).
+                Obj::Module(m)
+                    if matches!(
+                        self.container_of(*one),
+                        Some(Container::Sequential | Container::ModuleList)
+                    ) =>
+                {
+                    Some(m.children.iter().map(|ch| smallvec![*ch]).collect())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        // (A copy of a list whose slots are its elements is one too.)
+        let exact = slots.is_some()
+            && (self.exact_len(&source).is_some()
+                || matches!(source.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_))));
+        let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
+        let seq = self.alloc(Obj::Seq(slots));
+        if exact {
+            self.exact_seqs.insert(seq);
+        }
+        smallvec![seq]
+    }
+
     fn call_builtin(&mut self, c: Code<'_>, e: ExprId, name: &str, args: &Args) -> Vals {
         let call = c.span(e);
         let first = args.first().cloned().unwrap_or_default();
@@ -787,59 +844,7 @@ impl Interp<'_, '_> {
                 smallvec![NONE]
             }
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
-                let source = if name == "filter" {
-                    args.positional
-                        .get(1)
-                        .map(|(v, _)| v.clone())
-                        .unwrap_or_default()
-                } else {
-                    first
-                };
-                // `list(d)` of a dict with its keys all known: its keys, in order.
-                if let ([one], "list" | "tuple" | "iter") = (source.as_slice(), name) {
-                    if self.dict_objs.contains(one) {
-                        if let Some(keys) = self.dict_key_list(*one) {
-                            return smallvec![keys];
-                        }
-                    }
-                }
-                // `list(model.parameters())`: one slot per parameter, in order (a loop over
-                // it writes each); `list(model.children())`, `tuple(xs)`: a copy of the list,
-                // slot by slot (`[:-1]` of it drops the last); else one slot that may be any
-                // element.
-                let slots = match (source.as_slice(), name) {
-                    ([one], "list" | "tuple") => match self.obj(*one) {
-                        Obj::Params { tensors, .. } => {
-                            Some(tensors.iter().map(|t| smallvec![*t]).collect())
-                        }
-                        // (Not a dict's: `list(d)` gives its keys.)
-                        Obj::Seq(slots) if slots.len() > 1 && !self.dict_keys.contains_key(one) => {
-                            Some(slots.clone())
-                        }
-                        // `list(cnn)` of an `nn.Sequential` or `nn.ModuleList`: its layers, in
-                        // order (rebuilt into another one, they keep their neighbours).
-                        Obj::Module(m)
-                            if matches!(
-                                self.container_of(*one),
-                                Some(Container::Sequential | Container::ModuleList)
-                            ) =>
-                        {
-                            Some(m.children.iter().map(|ch| smallvec![*ch]).collect())
-                        }
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                // (A copy of a list whose slots are its elements is one too.)
-                let exact = slots.is_some()
-                    && (self.exact_len(&source).is_some()
-                        || matches!(source.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_))));
-                let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
-                let seq = self.alloc(Obj::Seq(slots));
-                if exact {
-                    self.exact_seqs.insert(seq);
-                }
-                smallvec![seq]
+                self.call_listing(name, args, first)
             }
             "enumerate" => {
                 let start = (args.positional.get(1))
