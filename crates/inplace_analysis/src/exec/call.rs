@@ -693,7 +693,16 @@ impl Interp<'_, '_> {
         if !rhs.contains(call) {
             return;
         }
-        let returns_tensor = returns.iter().any(|v| self.tensor(*v).is_some());
+        // (A tensor the callee made of constants, `torch.tensor(lam_batch).unsqueeze(1)`,
+        // without history and sharing no argument's memory, is no result computed from them.)
+        let given: FxHashSet<ObjId> = (args.all_values().flatten())
+            .filter_map(|v| self.tensor(*v).map(|t| t.storage))
+            .collect();
+        let returns_tensor = returns.iter().any(|v| {
+            self.tensor(*v).is_some_and(|t| {
+                t.node.is_some() || !t.known || given.contains(&t.storage) || t.grad_if.is_some()
+            })
+        });
         // (What a tuple returned holds is returned, for the views a write meant to make:
         // `return x, coords`.)
         let returns = &self.flat_tensors(returns);
@@ -774,7 +783,17 @@ impl Interp<'_, '_> {
         let Some(body) = self.body_of(s.item) else {
             return true;
         };
-        crate::fix::written_name_in_function(&body, s.stmt, &wr).is_none_or(|(_, _, read)| read)
+        // (Read again only to be written in place again, `x.mul_(lam); x.add_(flipped)`, or
+        // for its shape, it is not computed from.)
+        let Some((name, f, _)) = crate::fix::written_name_in_function(&body, s.stmt, &wr) else {
+            return true;
+        };
+        let writes_or_metadata = |attr: Name| {
+            let m = self.name(attr);
+            (m.ends_with('_') && !m.ends_with("__")) || crate::ops::metadata_attr(m)
+        };
+        let at = body.stmt_span(s.stmt);
+        crate::fix::used_after(&writes_or_metadata, &body, name, at, f.span)
     }
 
     /// Whether the function called at `call` is named as an in-place one (`standardize_`).
@@ -813,9 +832,12 @@ impl Interp<'_, '_> {
     /// The caller's name passed as the argument that is `t` itself (`mix(x, 0.3)`).
     fn caller_arg_name(&mut self, call: Span, args: &Args, t: ObjId) -> Option<Name> {
         let body = self.body_of(call.item)?;
-        (args.positional.iter())
-            .filter(|(v, _)| v.as_slice() == [t])
-            .find_map(|(_, e)| match *body.expr((*e)?) {
+        // (Passed by position or by keyword, `blend(feats=h)`.)
+        let passed = (args.positional.iter()).filter_map(|(v, e)| Some((v, (*e)?)));
+        let keywords = (args.keywords.iter()).map(|(_, v, e, _)| (v, *e));
+        (passed.chain(keywords))
+            .filter(|(v, e)| v.as_slice() == [t] && !e.is_none())
+            .find_map(|(_, e)| match *body.expr(e) {
                 Expr::Name { name, .. } => Some(name),
                 _ => None,
             })

@@ -143,14 +143,16 @@ impl Interp<'_, '_> {
     }
 
     fn exec_return(&mut self, c: Code<'_>, s: StmtId, e: ExprId) {
-        // (The plain names a returned tuple holds, `return h, c`: see `returned_names`.)
-        let names: SmallVec<[(Span, Name); 2]> = match e.get().map(|e| *c.expr(e)) {
-            Some(Expr::Seq { items, .. }) => (c.body.exprs_of(items))
+        // (The plain names a returned tuple holds, `return h, c`, or the one returned, `return
+        // x`: see `returned_names`.)
+        let names: SmallVec<[(Span, Name); 2]> = match e.get().map(|e| (e, *c.expr(e))) {
+            Some((_, Expr::Seq { items, .. })) => (c.body.exprs_of(items))
                 .filter_map(|i| match *c.expr(i) {
                     Expr::Name { name, .. } => Some((c.span(i), name)),
                     _ => None,
                 })
                 .collect(),
+            Some((e, Expr::Name { name, .. })) => smallvec![(c.span(e), name)],
             _ => SmallVec::new(),
         };
         let outer = std::mem::replace(&mut self.returned_names, names);

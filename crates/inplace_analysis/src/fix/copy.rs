@@ -137,6 +137,9 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     if let Some(fix) = copy_detached(ctx, w) {
         return Some(fix);
     }
+    if let Some(fix) = copy_in_caller(ctx, w) {
+        return fix;
+    }
     // `state.h = state.h.clone()` of a record's field raises `AttributeError`.
     if w.into_leaf || w.record_field {
         // `p = p.clone()` of a parameter: not a parameter any more (a module refuses it, an
@@ -173,6 +176,139 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let title = format!("Write into a copy: `{r} = {r}.clone()` first");
     let fix = copy_before_statement(ctx, stmt, r, title)?;
     with_declaration(ctx, &body, at, r, fix)
+}
+
+/// A write through a parameter of a helper that neither gives it back nor reads it again
+/// (`x.mul_(lam).add_(flipped); return lam`, a mixup's features): the write is what the helper
+/// does for its caller, and a copy inside would keep it from the caller. The caller copies what
+/// it passes, before the call (`x = x.clone()` before `lam = self._mix_batch(x)`): `Some` of
+/// that, or `Some(None)` where the argument is no plain name; `None` for any other write.
+pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Option<Fix>> {
+    if w.element.is_some() || w.view_origin.is_some() || w.hook_output.is_some() {
+        return None;
+    }
+    let at = w.stmt?;
+    let body = ctx.body(at.item)?;
+    let body = &body;
+    // (Not a write whose result the helper binds, `probs = logits.sigmoid_()`: it computes
+    // with it.)
+    if matches!(body.stmt(at.stmt), Stmt::Assign { .. })
+        && !matches!(w.kind, crate::events::WriteKind::Subscript { .. })
+    {
+        return None;
+    }
+    let written = written_expr(body, at.stmt, w)?;
+    let Expr::Name { name, .. } = *body.expr(written_root(ctx, body, written)?) else {
+        return None;
+    };
+    let f = (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(body.stmt_span(at.stmt)))
+        .min_by_key(|f| f.span.end - f.span.start)?;
+    let params: Vec<Name> = body.param_names(f).collect();
+    let position = params.iter().position(|p| *p == name)?;
+    let returned = (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| f.span.contains(**sp))
+        .any(|(st, _)| match *st {
+            Stmt::Return(r) => r.get().is_some_and(|r| {
+                super::reads_of(body, body.expr_span(r), name)
+                    .next()
+                    .is_some()
+            }),
+            _ => false,
+        });
+    let writes_or_metadata = |attr: Name| {
+        let m = ctx.name(attr);
+        (m.ends_with('_') && !m.ends_with("__")) || ops::metadata_attr(m)
+    };
+    let at_stmt = body.stmt_span(at.stmt);
+    if returned || f.generator || used_after(&writes_or_metadata, body, name, at_stmt, f.span) {
+        return None;
+    }
+    // The call of the helper: the innermost inlined call, in another scope.
+    let call = *w.call_path.last()?;
+    if ctx.same_scope(call.item, at.item) {
+        return None;
+    }
+    let cb = ctx.body(call.item)?;
+    let Expr::Call { func, args, .. } = *cb.expr(cb.expr_with_span(call.rel)?) else {
+        return Some(None);
+    };
+    // (Called by name, `mix(x)`, `self._mix(x)`: not a hook run by a module's call.)
+    let (Expr::Name { name: called, .. } | Expr::Attr { attr: called, .. }) = *cb.expr(func) else {
+        return None;
+    };
+    if ctx.name(called) != ctx.name(f.name) {
+        return None;
+    }
+    let a = &cb.args[args as usize];
+    // (A method called on its instance, `self._mix(x)`, passes `self` itself.)
+    let method = matches!(cb.expr(func), Expr::Attr { .. })
+        && params.first().is_some_and(|p| ctx.name(*p) == "self");
+    let keyword = (cb.list(a.keywords).iter())
+        .map(|k| cb.keywords[*k as usize])
+        .find(|k| k.name == Some(name))
+        .map(|k| k.value);
+    let arg = keyword.or_else(|| {
+        let k = position.checked_sub(usize::from(method))?;
+        cb.exprs_of(a.positional).nth(k)
+    });
+    // (A value made in the call, `f(lin(x))`: no caller's name sees the change, which a
+    // rewrite inside may then drop.)
+    let Some(Expr::Name { name: passed, .. }) = arg.map(|a| *cb.expr(a)) else {
+        return None;
+    };
+    let stmt = super::simple_statement_at(&cb, call.rel)?;
+    let range = ctx.range(Span::new(call.item, cb.stmt_span(stmt)))?;
+    let r = ctx.name(passed);
+    let title = format!("Pass the helper a copy to write: `{r} = {r}.clone()` before the call");
+    Some(copy_before_statement(ctx, range, r, title))
+}
+
+/// Whether `name` is read after `at` within `within` other than to be written in place again
+/// (`feats.add_(flipped)`, `feats[0] = 0`, `feats += 1`) or for its metadata.
+/// `writes_or_metadata`: whether an attribute names an in-place method or metadata.
+pub(crate) fn used_after(
+    writes_or_metadata: &dyn Fn(Name) -> bool,
+    body: &Body,
+    name: Name,
+    at: Rel,
+    within: Rel,
+) -> bool {
+    let after = |sp: Rel| sp.start >= at.end && within.contains(sp);
+    let mut writes: Vec<ExprId> = Vec::new();
+    for (e, sp) in body.exprs.iter().zip(&body.expr_spans) {
+        if !after(*sp) {
+            continue;
+        }
+        if let Expr::Attr { value, attr, .. } = *e {
+            if writes_or_metadata(attr) {
+                writes.push(value);
+            }
+        }
+    }
+    for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
+        if !after(*sp) {
+            continue;
+        }
+        match *st {
+            Stmt::AugAssign { target, .. } => writes.push(target),
+            Stmt::Assign { targets, .. } => writes.extend(body.exprs_of(targets)),
+            _ => {}
+        }
+    }
+    let written = |e: ExprId| {
+        writes.iter().any(|w| {
+            *w == e || matches!(*body.expr(*w), Expr::Subscript { value, .. } if value == e)
+        })
+    };
+    let other_arms = super::other_branches(body, at);
+    (0..body.exprs.len()).map(|i| ExprId(i as u32)).any(|e| {
+        let sp = body.expr_span(e);
+        matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name)
+            && after(sp)
+            && !written(e)
+            && !other_arms.iter().any(|arm| arm.contains(sp))
+    })
 }
 
 /// Where [`clone_before`] would copy too early: the view the write goes through is taken

@@ -22,8 +22,8 @@ pub(crate) use copy::{
     call_passing, clone_activation_view, clone_argument, clone_before,
     clone_between_save_and_write, clone_kept_grad, clone_leaf_before_computed_write, clone_operand,
     clone_passed_to_helper, clone_reads_in_value, clone_renormalised_weight, clone_saved_read,
-    clone_target_in_operand, clone_view_base, copy_detached, copy_snapshot, insert_clone,
-    own_memory, written_expr,
+    clone_target_in_operand, clone_view_base, copy_detached, copy_in_caller, copy_snapshot,
+    insert_clone, own_memory, used_after, written_expr,
 };
 pub(crate) use loop_input::detach_loop_input;
 pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};
@@ -566,13 +566,69 @@ pub(crate) fn written_name_in_function<'b>(
     Some((name, func, read_after(body, name, at, func.span)))
 }
 
-/// Whether `name` is read (or bound) after `at` within `within`.
+/// Whether `name` is read (or bound) after `at` within `within`, for more than its metadata
+/// (`x.shape`, `x.device`, `len(x)` read none of its values).
 fn read_after(body: &Body, name: Name, at: Rel, within: Rel) -> bool {
-    (body.exprs.iter().zip(&body.expr_spans)).any(|(e, sp)| {
-        matches!(*e, Expr::Name { name: n, .. } if n == name)
-            && sp.start >= at.end
-            && within.contains(*sp)
+    use crate::ir::known;
+    let after = |sp: &Rel| sp.start >= at.end && within.contains(*sp);
+    let is_name = |e: ExprId| matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name);
+    let mut metadata: Vec<ExprId> = Vec::new();
+    for (e, _) in (body.exprs.iter().zip(&body.expr_spans)).filter(|(_, sp)| after(sp)) {
+        match *e {
+            Expr::Attr { value, attr, .. }
+                if is_name(value)
+                    && [
+                        known::SHAPE,
+                        known::SIZE,
+                        known::NDIM,
+                        known::DEVICE,
+                        known::DTYPE,
+                    ]
+                    .contains(&attr) =>
+            {
+                metadata.push(value);
+            }
+            Expr::Call { func, args, .. } if matches!(*body.expr(func), Expr::Name { name: f, .. } if f == known::BUILTIN_LEN) =>
+            {
+                metadata.extend(
+                    body.exprs_of(body.args[args as usize].positional)
+                        .filter(|a| is_name(*a)),
+                );
+            }
+            _ => {}
+        }
+    }
+    let other_arms = other_branches(body, at);
+    (0..body.exprs.len()).map(|i| ExprId(i as u32)).any(|e| {
+        let sp = body.expr_span(e);
+        is_name(e)
+            && after(&sp)
+            && !metadata.contains(&e)
+            && !other_arms.iter().any(|arm| arm.contains(sp))
     })
+}
+
+/// The spans of the branches of each `if` around `at` that `at` is not in (`else:` of the
+/// `if` whose body holds it): code that does not run after it on the same path.
+pub(crate) fn other_branches(body: &Body, at: Rel) -> Vec<Rel> {
+    let block_span = |b: crate::ir::Block| {
+        let mut spans = body.stmts_of(b).map(|s| body.stmt_span(s));
+        let first = spans.next()?;
+        Some(Rel::new(first.start, spans.last().unwrap_or(first).end))
+    };
+    let mut out = Vec::new();
+    for (k, st) in body.stmts.iter().enumerate() {
+        if !matches!(st, Stmt::If { .. }) || !body.stmt_spans[k].contains(at) {
+            continue;
+        }
+        let arms: Vec<Rel> = (body.inner_blocks(StmtId(k as u32)).into_iter())
+            .filter_map(block_span)
+            .collect();
+        if arms.iter().any(|a| a.contains(at)) {
+            out.extend(arms.into_iter().filter(|a| !a.contains(at)));
+        }
+    }
+    out
 }
 
 /// Whether the write's statement writes, through a plain name, the element an enclosing `for`

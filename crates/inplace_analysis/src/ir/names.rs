@@ -93,6 +93,10 @@ known! {
     DICT_ITEMS = "<dict items>",
     DROPOUT_P = "dropout_p",
     ASSIGN = "assign",
+    SHAPE = "shape",
+    SIZE = "size",
+    NDIM = "ndim",
+    BUILTIN_LEN = "len",
 }
 
 /// The interner of one file or document.

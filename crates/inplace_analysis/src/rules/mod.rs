@@ -250,7 +250,8 @@ pub(crate) fn rewrite_applicability(w: &Write) -> crate::Applicability {
 /// grad (`enable_input_require_grads`), or a view of one, of a value that requires grad
 /// (`result += x @ B`, `e[mask] = proj(feats)`): the write is part of the computation, which
 /// `no_grad` would cut from the value's gradient (the adapter or projection would learn
-/// nothing). It is rewritten out of place or into a copy instead: `Some(None)` when neither
+/// nothing). So is a write through a local alias of a parameter with such a value. It is
+/// rewritten out of place or into a copy instead: `Some(None)` when neither
 /// applies; `None` for any other write (where `no_grad` may be the fix).
 pub(crate) fn computed_write_into_leaf(
     ctx: &RenderCtx<'_>,
@@ -259,7 +260,11 @@ pub(crate) fn computed_write_into_leaf(
     // (A copy of such a leaf is what the computation wants; no optimizer or module holds it.
     // The name written is copied, a view included: the leaf itself stays one, and gets its
     // gradient through the copy.)
-    if !(w.value_grad && w.own_leaf && !w.under_no_grad) {
+    // So is a local alias of a parameter written with a value that has a graph (`weight =
+    // self.weight; weight -= weight.mean(...)` in a `forward`): a computation on the weight,
+    // not an update of it (`no_grad` would standardize the parameter itself on every call).
+    let alias = w.through_bound.is_some_and(|b| b.alias_of.is_some());
+    if !(w.value_grad && (w.own_leaf || alias) && !w.under_no_grad) {
         return None;
     }
     let copyable = Write {
@@ -298,6 +303,10 @@ pub(crate) fn out_of_place(
     // element would leave its container unchanged.
     if ip402_clobbered_alias::loop_element(ctx, w) {
         return None;
+    }
+    // A helper's change of what its caller passed, its product: copied by the caller.
+    if let Some(fix) = crate::fix::copy_in_caller(ctx, w) {
+        return fix;
     }
     let rewrite = if w.under_no_grad {
         None
