@@ -151,8 +151,15 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     // copied.)
     let view = w.view_origin.and_then(|v| view_statement(ctx, v));
     let (at, root) = match (w.element, view) {
-        // `outs[i].add_(1)`: the element is replaced by a copy, not the list.
-        (Some(element), _) if element.item == s.item => (s, element),
+        // `outs[i].add_(1)`: the element is replaced by a copy, not the list (of a list or a
+        // dict the function built: a tuple's element cannot be replaced).
+        (Some(element), _) if element.item == s.item => {
+            let body = ctx.body(s.item)?;
+            if !replaceable_element(ctx, &body, element.rel, body.stmt_span(s.stmt)) {
+                return None;
+            }
+            (s, element)
+        }
         (_, Some(found)) => found,
         _ => {
             let body = ctx.body(s.item)?;
@@ -201,11 +208,59 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
     let Expr::Name { name, .. } = *body.expr(written_root(ctx, body, written)?) else {
         return None;
     };
-    let f = (body.funcs.iter())
-        .filter(|f| !f.lambda && f.span.contains(body.stmt_span(at.stmt)))
-        .min_by_key(|f| f.span.end - f.span.start)?;
-    let params: Vec<Name> = body.param_names(f).collect();
-    let position = params.iter().position(|p| *p == name)?;
+    let at_stmt = body.stmt_span(at.stmt);
+    let f = enclosing_function(body, at_stmt)?;
+    if !product_of(ctx, body, f, name, at_stmt) {
+        return None;
+    }
+    // Up the calls that led here, innermost first: the first caller that keeps what it passed
+    // (not a helper handing its own parameter on for the same purpose) copies it.
+    let mut callee = (f.name, body.param_names(f).collect::<Vec<_>>());
+    let (mut name, mut item) = (name, at.item);
+    for call in w.call_path.iter().rev() {
+        // (The helper defined in its caller's scope: a copy there would be the same code.)
+        if ctx.same_scope(call.item, item) {
+            return None;
+        }
+        let cb = ctx.body(call.item)?;
+        let passed = passed_name(ctx, &cb, *call, (callee.0, &callee.1), name)?;
+        let stmt = super::simple_statement_at(&cb, call.rel)?;
+        let at = cb.stmt_span(stmt);
+        let caller = enclosing_function(&cb, at).copied();
+        let within = caller.map_or(Rel::new(0, u32::MAX), |fc| fc.span);
+        // (A loop's element, `for f in feats: scale_(f)`, or a tensor a container or another
+        // name keeps: a copy would keep the change from them.)
+        if loop_target_around(&cb, passed, at) || kept_elsewhere(ctx, &cb, passed, at, within) {
+            return Some(None);
+        }
+        if let Some(fc) = caller.filter(|fc| cb.param_names(fc).any(|p| p == passed)) {
+            if product_of(ctx, &cb, &fc, passed, at) {
+                callee = (fc.name, cb.param_names(&fc).collect());
+                (name, item) = (passed, call.item);
+                continue;
+            }
+        }
+        let range = ctx.range(Span::new(call.item, at))?;
+        let r = ctx.name(passed);
+        let title = format!("Pass the helper a copy to write: `{r} = {r}.clone()` before the call");
+        return Some(copy_before_statement(ctx, range, r, title));
+    }
+    None
+}
+
+/// The innermost function (not a lambda) around `at`.
+fn enclosing_function(body: &Body, at: Rel) -> Option<&FuncDef> {
+    (body.funcs.iter())
+        .filter(|f| !f.lambda && f.span.contains(at))
+        .min_by_key(|f| f.span.end - f.span.start)
+}
+
+/// Whether parameter `name` of `f` is what `f` changes for its caller: a parameter, neither
+/// given back nor read after `at` other than to be written again (`f` no generator).
+fn product_of(ctx: &RenderCtx<'_>, body: &Body, f: &FuncDef, name: Name, at: Rel) -> bool {
+    if f.generator || !body.param_names(f).any(|p| p == name) {
+        return false;
+    }
     let returned = (body.stmts.iter().zip(&body.stmt_spans))
         .filter(|(_, sp)| f.span.contains(**sp))
         .any(|(st, _)| match *st {
@@ -220,26 +275,31 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
         let m = ctx.name(attr);
         (m.ends_with('_') && !m.ends_with("__")) || ops::metadata_attr(m)
     };
-    let at_stmt = body.stmt_span(at.stmt);
-    if returned || f.generator || used_after(&writes_or_metadata, body, name, at_stmt, f.span) {
-        return None;
-    }
-    // The call of the helper: the innermost inlined call, in another scope.
-    let call = *w.call_path.last()?;
-    if ctx.same_scope(call.item, at.item) {
-        return None;
-    }
-    let cb = ctx.body(call.item)?;
+    !returned && !used_after(&writes_or_metadata, body, name, at, f.span)
+}
+
+/// The plain name call `call` (in `cb`) passes for parameter `name` of function `fname` (of
+/// parameters `params`), by keyword or by
+/// position; `None` where it is called otherwise than by `f`'s name (a hook a module's call
+/// runs) or passes something else (a value made in the call, `f(lin(x))`, that no caller's
+/// name sees).
+fn passed_name(
+    ctx: &RenderCtx<'_>,
+    cb: &Body,
+    call: Span,
+    (fname, params): (Name, &[Name]),
+    name: Name,
+) -> Option<Name> {
     let Expr::Call { func, args, .. } = *cb.expr(cb.expr_with_span(call.rel)?) else {
-        return Some(None);
+        return None;
     };
-    // (Called by name, `mix(x)`, `self._mix(x)`: not a hook run by a module's call.)
     let (Expr::Name { name: called, .. } | Expr::Attr { attr: called, .. }) = *cb.expr(func) else {
         return None;
     };
-    if ctx.name(called) != ctx.name(f.name) {
+    if ctx.name(called) != ctx.name(fname) {
         return None;
     }
+    let position = params.iter().position(|p| *p == name)?;
     let a = &cb.args[args as usize];
     // (A method called on its instance, `self._mix(x)`, passes `self` itself.)
     let method = matches!(cb.expr(func), Expr::Attr { .. })
@@ -251,17 +311,91 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
     let arg = keyword.or_else(|| {
         let k = position.checked_sub(usize::from(method))?;
         cb.exprs_of(a.positional).nth(k)
-    });
-    // (A value made in the call, `f(lin(x))`: no caller's name sees the change, which a
-    // rewrite inside may then drop.)
-    let Some(Expr::Name { name: passed, .. }) = arg.map(|a| *cb.expr(a)) else {
-        return None;
+    })?;
+    match *cb.expr(arg) {
+        Expr::Name { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// Whether `name` is the target of a `for` loop around `at` (`for f in feats:`).
+fn loop_target_around(body: &Body, name: Name, at: Rel) -> bool {
+    (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| match *st {
+        Stmt::For { target, .. } if sp.contains(at) => {
+            super::reads_of(body, body.expr_span(target), name)
+                .next()
+                .is_some()
+                || matches!(*body.expr(target), Expr::Name { name: n, .. } if n == name)
+        }
+        _ => false,
+    })
+}
+
+/// Whether before `at` (within `within`) the tensor `name` holds was put into a container or
+/// an attribute, or bound to another name (`cache = {"h": h}`, `outs.append(h)`, `self.h = h`,
+/// `y = h`): those would not see a copy's change.
+fn kept_elsewhere(ctx: &RenderCtx<'_>, body: &Body, name: Name, at: Rel, within: Rel) -> bool {
+    let before = |sp: Rel| sp.end <= at.start && within.contains(sp);
+    let is_name = |e: ExprId| matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name);
+    let kept_in_display = (body.exprs.iter().zip(&body.expr_spans))
+        .filter(|(_, sp)| before(**sp))
+        .any(|(e, _)| match *e {
+            Expr::Seq { items, .. } => body.exprs_of(items).any(is_name),
+            Expr::Dict { values, .. } => body.exprs_of(values).any(is_name),
+            Expr::Call { func, args, .. } => {
+                matches!(*body.expr(func), Expr::Attr { attr, .. }
+                    if matches!(ctx.name(attr), "append" | "insert" | "extend" | "setdefault" | "update" | "add"))
+                    && body.exprs_of(body.args[args as usize].positional).any(is_name)
+            }
+            _ => false,
+        });
+    let stored = (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| before(**sp))
+        .any(|(st, _)| match *st {
+            Stmt::Assign { targets, value } => {
+                is_name(value) && body.exprs_of(targets).any(|t| !is_name(t))
+            }
+            _ => false,
+        });
+    kept_in_display || stored
+}
+
+/// Whether element `element` (`outs[i]`, `feats["a"]`) may be replaced by an assignment: not
+/// when the code last bound its container, before `before`, to a tuple (a display or
+/// `tuple(...)`), whose elements cannot be replaced.
+fn replaceable_element(ctx: &RenderCtx<'_>, body: &Body, element: Rel, before: Rel) -> bool {
+    let Some(Expr::Subscript { value, .. }) = body.expr_with_span(element).map(|e| *body.expr(e))
+    else {
+        return true;
     };
-    let stmt = super::simple_statement_at(&cb, call.rel)?;
-    let range = ctx.range(Span::new(call.item, cb.stmt_span(stmt)))?;
-    let r = ctx.name(passed);
-    let title = format!("Pass the helper a copy to write: `{r} = {r}.clone()` before the call");
-    Some(copy_before_statement(ctx, range, r, title))
+    let Expr::Name { name, .. } = *body.expr(value) else {
+        return true;
+    };
+    let bound = (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| sp.end <= before.start)
+        .filter_map(|(st, sp)| match *st {
+            Stmt::Assign { targets, value } => {
+                let mut ts = body.exprs_of(targets);
+                match (ts.next().map(|t| *body.expr(t)), ts.next()) {
+                    (Some(Expr::Name { name: n, .. }), None) if n == name => {
+                        Some((sp.start, value))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .max_by_key(|(start, _)| *start);
+    !bound.is_some_and(|(_, v)| match *body.expr(v) {
+        Expr::Seq {
+            kind: SeqKind::Tuple,
+            ..
+        } => true,
+        Expr::Call { func, .. } => {
+            matches!(*body.expr(func), Expr::Name { name: f, .. } if ctx.name(f) == "tuple")
+        }
+        _ => false,
+    })
 }
 
 /// Whether `name` is read after `at` within `within` other than to be written in place again

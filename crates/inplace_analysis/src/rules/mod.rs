@@ -263,8 +263,19 @@ pub(crate) fn computed_write_into_leaf(
     // So is a local alias of a parameter written with a value that has a graph (`weight =
     // self.weight; weight -= weight.mean(...)` in a `forward`): a computation on the weight,
     // not an update of it (`no_grad` would standardize the parameter itself on every call).
-    let alias = w.through_bound.is_some_and(|b| b.alias_of.is_some());
-    if !(w.value_grad && (w.own_leaf || alias) && !w.under_no_grad) {
+    // (Only a name for the whole parameter, computed with after the write: written in a
+    // `merge()` that uses it no more, it is an update of the parameter.)
+    let alias = || {
+        w.through_bound.is_some_and(|b| b.alias_of.is_some())
+            && w.view_origin.is_none()
+            && w.stmt.is_some_and(|s| {
+                ctx.body(s.item).is_some_and(|body| {
+                    crate::fix::written_name_in_function(&body, s.stmt, w)
+                        .is_some_and(|(_, _, read_after)| read_after)
+                })
+            })
+    };
+    if !(w.value_grad && !w.under_no_grad && (w.own_leaf || alias())) {
         return None;
     }
     let copyable = Write {
