@@ -648,6 +648,70 @@ impl Interp<'_, '_> {
     /// `d[key] = v` / `xs[index] = v` into list or dict `s` (`objects`: the modules or tensors a
     /// one-part index evaluates to, kept as a dict's keys); `written`: where (a dict's new key
     /// was written there).
+    /// Where `s` is part of an optimizer's `param_groups` a store re-syncs: a group whose
+    /// `"params"` are stored (`group["params"] = [...]`), or the list of a group's params
+    /// (`group["params"][i] = new_param`): the optimizer, and the list it holds after the store
+    /// (`None` for the one a store into the group makes: found after it).
+    fn optimizer_group_part(
+        &mut self,
+        s: ObjId,
+        key: Option<Name>,
+    ) -> Option<(ObjId, Option<ObjId>)> {
+        if self.loose_attrs.is_empty() {
+            return None;
+        }
+        let groups = self.intern("param_groups");
+        let params = self.intern("params");
+        let whole = key == Some(params);
+        for ((o, attr), gs) in self.loose_attrs.iter() {
+            if *attr != groups || !matches!(self.obj(*o), Obj::Optimizer { .. }) {
+                continue;
+            }
+            let Obj::Seq(items) = self.obj(*gs) else {
+                continue;
+            };
+            for g in items.iter().flatten() {
+                if whole && *g == s {
+                    return Some((*o, None));
+                }
+                let slot = self.key_slot(*g, params).flatten();
+                if let (Some(k), Obj::Seq(entries)) = (slot, self.obj(*g)) {
+                    if entries.get(k).is_some_and(|l| l.contains(&s)) {
+                        return Some((*o, Some(s)));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The optimizer `opt` holds the parameters of its re-synced group now (`list`, or the
+    /// group's `"params"` read again), and the ones it lost to a rebinding are no longer its
+    /// concern (the rebinding was followed by this re-sync: no IP403).
+    fn resync_optimizer(&mut self, opt: ObjId, list: Option<ObjId>) {
+        let list = list.or_else(|| {
+            let groups = self.intern("param_groups");
+            let params = self.intern("params");
+            let gs = *self.loose_attrs.get(&(opt, groups))?;
+            let Obj::Seq(items) = self.obj(gs) else {
+                return None;
+            };
+            let g = *items.first()?.first()?;
+            let k = self.key_slot(g, params).flatten()?;
+            match self.obj(g) {
+                Obj::Seq(entries) => entries.get(k)?.first().copied(),
+                _ => None,
+            }
+        });
+        if let Some(list) = list {
+            let params = self.elements(&smallvec![list]);
+            if let Obj::Optimizer { params: held, .. } = self.obj_mut(opt) {
+                *held = params;
+            }
+        }
+        self.give_back(opt);
+    }
+
     pub(super) fn store_entry(
         &mut self,
         s: ObjId,
@@ -657,6 +721,7 @@ impl Interp<'_, '_> {
         vals: &Vals,
         written: Span,
     ) {
+        let groups_of = self.optimizer_group_part(s, key);
         if key.is_none() && !objects.is_empty() && self.dict_objs.contains(&s) {
             // (Past the bound the keys are not all known: none are given then.)
             let keys = self.object_keys.entry(s).or_default();
@@ -706,6 +771,9 @@ impl Interp<'_, '_> {
                 keys.push(Some((k, written)));
             }
             (None, _) => self.seq_insert(s, len.min(MAX_SLOTS - 1), vals),
+        }
+        if let Some((opt, list)) = groups_of {
+            self.resync_optimizer(opt, list);
         }
     }
 

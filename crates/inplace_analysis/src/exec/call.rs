@@ -1649,7 +1649,34 @@ impl Interp<'_, '_> {
             return;
         }
         for o in self.state.env.get(&name).cloned().unwrap_or_default() {
-            self.state.orphaned.remove(&o);
+            self.give_back(o);
+        }
+    }
+
+    /// Optimizer `opt` was given the parameters of what replaced those it held: the
+    /// replacements waiting for its next use are dropped, on every path.
+    pub(super) fn give_back(&mut self, opt: ObjId) {
+        let mut back: Vec<Event> = self
+            .state
+            .orphaned
+            .remove(&opt)
+            .unwrap_or_default()
+            .into_vec();
+        // (Reported where `opt` was read on the way to this, `resync(opt, ...)` or
+        // `opt.param_groups`: taken back.)
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.read_reported)
+            .into_iter()
+            .partition(|(o, _)| *o == opt);
+        self.read_reported = kept;
+        for (_, e) in taken {
+            self.events.retain(|x| *x != e);
+            self.seen_events.remove(&e);
+            back.push(e);
+        }
+        for e in back {
+            if !self.given_back.contains(&e) {
+                self.given_back.push(e);
+            }
         }
     }
 

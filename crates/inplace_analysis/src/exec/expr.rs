@@ -992,12 +992,12 @@ impl Interp<'_, '_> {
             return None;
         };
         let g = c.body.generators[*g as usize];
-        if g.ifs.len > 0 || g.target.is_none() || self.unrolling_comprehension {
+        if g.target.is_none() || self.unrolling_comprehension {
             return None;
         }
-        let counted = self
-            .range_bounds(c, g.iter)
-            .filter(|(l, h)| l < h && h.saturating_sub(*l) <= 16);
+        let filtered = g.ifs.len > 0;
+        let counted = (self.range_bounds(c, g.iter))
+            .filter(|(l, h)| !filtered && l < h && h.saturating_sub(*l) <= 16);
         // (The element's callee is judged with the variable bound to the first position.)
         // (Or an element that reads by the position, `[self.branches[i](x[i]) for i in
         // range(n)]`: one slot per branch, each its own tensor, as a loop appending them makes.)
@@ -1020,7 +1020,7 @@ impl Interp<'_, '_> {
         }
         let iter = self.eval_opt(c, g.iter);
         let iter = self.iterated(iter, g.iter.get().map(|e| c.span(e)));
-        let Some(children) = (self.unrollable(&iter))
+        let Some(mut children) = (self.unrollable(&iter))
             .or_else(|| self.known_ints(&iter))
             .or_else(|| {
                 self.known_tensors(&iter)
@@ -1030,6 +1030,30 @@ impl Interp<'_, '_> {
             *evaluated = Some(iter);
             return None;
         };
+        // `[i for i, m in enumerate(self.features) if isinstance(m, nn.Conv2d)]`: the children
+        // whose conditions are decided true, one slot each (any undecided: not unrolled).
+        if filtered {
+            let conds: SmallVec<[ExprId; 2]> = c.body.exprs_of(g.ifs).collect();
+            let mut kept = Vec::with_capacity(children.len());
+            for child in children {
+                self.bind_target(c, g.target, smallvec![child], None);
+                let mut keep = true;
+                for cond in &conds {
+                    match self.eval(c, *cond).as_slice() {
+                        [TRUE] => {}
+                        [FALSE] => keep = false,
+                        _ => {
+                            *evaluated = Some(iter);
+                            return None;
+                        }
+                    }
+                }
+                if keep {
+                    kept.push(child);
+                }
+            }
+            children = kept;
+        }
         self.unrolling_comprehension = true;
         let mut slots = Vec::with_capacity(children.len());
         for child in children {
@@ -1266,7 +1290,8 @@ impl Interp<'_, '_> {
                             // optimizer (a step), not a mere read of it (`for obj in args:`).
                             if self.frames.iter().any(|f| f.local_rebinds.contains(&ev)) {
                                 self.state.orphan(*o, ev);
-                            } else {
+                            } else if !self.given_back.contains(&ev) {
+                                self.read_reported.push((*o, ev.clone()));
                                 self.report(ev);
                             }
                         }

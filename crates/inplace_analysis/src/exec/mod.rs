@@ -544,6 +544,13 @@ pub(crate) struct Interp<'p, 't> {
     pub slot_clock: usize,
     /// Evaluating what only metadata is read of (`x.shape`, `x is None`).
     pub metadata_read: bool,
+    /// Rebindings an optimizer missed, reported where it was read (not used: passed to a
+    /// helper, its `param_groups` read), with the optimizer: taken back if it is then re-synced.
+    pub read_reported: Vec<(ObjId, Event)>,
+    /// Rebindings an optimizer missed and was then given the new parameters for (its
+    /// `param_groups` re-synced, `add_param_group`) on some path: not reported where a path
+    /// that skipped the loop doing it joins.
+    pub given_back: Vec<Event>,
     /// Dicts (made by a literal or `dict(...)`; their slots are their values).
     pub dict_objs: FxHashSet<ObjId>,
     /// Dicts a module's `state_dict()` made (its parameters' memory), by that call.
@@ -731,6 +738,8 @@ impl<'p, 't> Interp<'p, 't> {
             loop_rows: Vec::new(),
             slot_clock: 0,
             metadata_read: false,
+            read_reported: Vec::new(),
+            given_back: Vec::new(),
             exact_seqs: FxHashSet::default(),
             default_factories: FxHashMap::default(),
             dict_objs: FxHashSet::default(),

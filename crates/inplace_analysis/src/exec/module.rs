@@ -1517,7 +1517,7 @@ impl Interp<'_, '_> {
                 }
                 smallvec![OTHER]
             }
-            "eval" | "train" => self.set_training(m, name == "eval", args),
+            "eval" | "train" => self.set_training(m, name == "eval", args, call),
             _ if ops::MODULE_RETURNS_SELF.contains(&name.as_str()) => smallvec![m],
             "register_forward_hook" | "register_forward_pre_hook" => {
                 self.register_forward_hook(m, &name, args)
@@ -1670,8 +1670,11 @@ impl Interp<'_, '_> {
         smallvec![OTHER]
     }
 
-    /// `model.eval()`, `model.train(False)`: `training` of the whole tree.
-    fn set_training(&mut self, m: ObjId, eval: bool, args: &Args) -> Vals {
+    /// `model.eval()`, `model.train(False)`: `training` of the whole tree, as torch's
+    /// `Module.train` sets it: `eval()` is `self.train(False)`, and each child's `train` runs,
+    /// a class's own where it defines one (a LoRA layer merging its weights into the frozen
+    /// ones when switched to eval), whose `super().train(mode)` goes on into its children.
+    fn set_training(&mut self, m: ObjId, eval: bool, args: &Args, call: Span) -> Vals {
         let given = args
             .first()
             .or_else(|| args.keyword(known::MODE).map(|(v, ..)| v));
@@ -1681,14 +1684,53 @@ impl Interp<'_, '_> {
             Some([FALSE]) => FALSE,
             Some(_) => OTHER,
         };
-        let mut tree = Vec::new();
-        self.submodules(m, TreeWalk::PreOrder, &mut tree);
-        for (_, sub) in tree {
-            if let Obj::Module(module) = self.obj_mut(sub) {
-                module.attrs.insert(known::TRAINING, smallvec![mode]);
+        let mode_args = Args {
+            positional: vec![(smallvec![mode], None)],
+            ..Args::default()
+        };
+        if let Some(own) = self.own_train(m).filter(|_| eval) {
+            self.inline(own, Some(m), &mode_args, call);
+            return smallvec![m];
+        }
+        let mut seen = FxHashSet::default();
+        self.train_tree(m, mode, &mode_args, call, &mut seen);
+        smallvec![m]
+    }
+
+    /// `training` of `m` set to `mode`, and each child's `train(mode)` run: its class's own,
+    /// or this again.
+    fn train_tree(
+        &mut self,
+        m: ObjId,
+        mode: ObjId,
+        mode_args: &Args,
+        call: Span,
+        seen: &mut FxHashSet<ObjId>,
+    ) {
+        if !seen.insert(m) {
+            return;
+        }
+        if let Obj::Module(module) = self.obj_mut(m) {
+            module.attrs.insert(known::TRAINING, smallvec![mode]);
+        }
+        for (_, child) in self.direct_submodules(m) {
+            match self.own_train(child) {
+                Some(own) if seen.insert(child) => {
+                    self.inline(own, Some(child), mode_args, call);
+                }
+                Some(_) => {}
+                None => self.train_tree(child, mode, mode_args, call, seen),
             }
         }
-        smallvec![m]
+    }
+
+    /// The `train` method a module's class of the program defines.
+    fn own_train(&self, m: ObjId) -> Option<DefLoc> {
+        let Obj::Module(module) = self.obj(m) else {
+            return None;
+        };
+        let class = module.local.clone()?;
+        self.find_method(&class, known::TRAIN)
     }
 
     /// A dict of `.detach()` of each parameter: the same memory, which later steps write (a

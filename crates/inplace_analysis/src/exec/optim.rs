@@ -135,7 +135,9 @@ impl Interp<'_, '_> {
             // layer gives the optimizer the new parameters: the way to do it.)
             if self.name(meth) != "add_param_group" {
                 for e in evs {
-                    self.report(e);
+                    if !self.given_back.contains(&e) {
+                        self.report(e);
+                    }
                 }
             }
         }

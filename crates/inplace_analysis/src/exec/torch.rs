@@ -1081,9 +1081,28 @@ impl Interp<'_, '_> {
     pub(super) fn enumerate(&mut self, xs: &Vals, start: i64) -> Vals {
         // (Over `model.parameters()`: a pair per parameter, in order, so a loop writing
         // `p` writes each in turn, as over the parameters themselves.)
+        // (So over the layers of an `nn.Sequential` or `nn.ModuleList`, and over a list whose
+        // elements are known one by one: `[i for i, m in enumerate(self.features) if
+        // isinstance(m, nn.Conv2d)]` gives the positions of the convolutions.)
         if let [one] = xs.as_slice() {
-            if let Obj::Params { tensors, .. } = self.obj(*one) {
-                let tensors = tensors.clone();
+            let items: Option<Vals> = match self.obj(*one) {
+                Obj::Params { tensors, .. } => Some(tensors.clone()),
+                Obj::Module(m)
+                    if matches!(
+                        self.container_of(*one),
+                        Some(Container::Sequential | Container::ModuleList)
+                    ) =>
+                {
+                    Some(m.children.iter().copied().collect())
+                }
+                Obj::Seq(items)
+                    if self.exact_seqs.contains(one) && items.iter().all(|i| i.len() == 1) =>
+                {
+                    Some(items.iter().map(|i| i[0]).collect())
+                }
+                _ => None,
+            };
+            if let Some(tensors) = items {
                 if (1..=MAX_SLOTS).contains(&tensors.len()) {
                     let pairs = (tensors.into_iter().zip(start..))
                         .map(|(t, k)| {

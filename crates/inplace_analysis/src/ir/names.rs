@@ -97,6 +97,7 @@ known! {
     SIZE = "size",
     NDIM = "ndim",
     BUILTIN_LEN = "len",
+    TRAIN = "train",
 }
 
 /// The interner of one file or document.
