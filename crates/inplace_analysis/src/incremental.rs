@@ -207,6 +207,8 @@ impl DepsCheck {
         deps.items
             .iter()
             .all(|(item, v)| prog.version(*item) == Some(*v))
+            && (deps.masking_attrs.iter())
+                .all(|(target, found)| crate::exec::attr_is_masking(prog.text, target) == *found)
             && deps.classes.iter().all(|(class, h)| {
                 *self
                     .classes

@@ -182,3 +182,26 @@ fn a_module_edit_reaches_methods_through_their_instances() {
         );
     }
 }
+
+/// A base class's method masks through `.data` with an attribute a subclass's `__init__`
+/// overrides: whether that is a masking value is read from every assignment in the text, so
+/// deleting the subclass's line changes the base method's finding (IP401 -> IP410) though
+/// neither the base class nor the instance it runs on changed.
+#[test]
+fn an_attribute_assignment_elsewhere_reaches_the_method_that_masks_with_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/ip401/attention_mask_value_overridden_by_subclass.py");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut state = FileState::new();
+    let _ = state.analyze(&text);
+    for edited in [
+        text.replacen("        self._mask_value = 0.0\n", "", 1),
+        text.clone(),
+    ] {
+        assert_eq!(
+            render(&state.analyze(&edited)),
+            render(&analyze_text(&edited)),
+            "{edited}"
+        );
+    }
+}

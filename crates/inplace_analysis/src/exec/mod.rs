@@ -22,6 +22,7 @@ mod function;
 mod imports;
 mod module;
 pub(crate) use module::Container;
+pub(crate) use write::attr_is_masking;
 mod class_body;
 mod dataset;
 mod distributions;
@@ -346,6 +347,10 @@ pub(crate) struct Deps {
     pub module_globals: FxHashSet<(Name, Name)>,
     /// The class whose prebuilt instance a method ran on.
     pub instance: Option<ClassLoc>,
+    /// Attributes whose assignments anywhere in the text were read (`self._mask_value` judged
+    /// a masking value by every `._mask_value = ...` of the file), with what was found: a
+    /// subclass's `__init__` setting it otherwise changes the answer.
+    pub masking_attrs: Vec<(String, bool)>,
     /// The budget the unit had.
     pub budget: u64,
 }
@@ -547,6 +552,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Rebindings an optimizer missed, reported where it was read (not used: passed to a
     /// helper, its `param_groups` read), with the optimizer: taken back if it is then re-synced.
     pub read_reported: Vec<(ObjId, Event)>,
+    /// The parameters that replaced those each waiting rebinding took from an optimizer.
+    pub rebind_news: Vec<(Event, Vals)>,
     /// Rebindings an optimizer missed and was then given the new parameters for (its
     /// `param_groups` re-synced, `add_param_group`) on some path: not reported where a path
     /// that skipped the loop doing it joins.
@@ -739,6 +746,7 @@ impl<'p, 't> Interp<'p, 't> {
             slot_clock: 0,
             metadata_read: false,
             read_reported: Vec::new(),
+            rebind_news: Vec::new(),
             given_back: Vec::new(),
             exact_seqs: FxHashSet::default(),
             default_factories: FxHashMap::default(),

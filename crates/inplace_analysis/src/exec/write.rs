@@ -860,39 +860,23 @@ impl Interp<'_, '_> {
         if let Some(known) = self.masking_consts.get(&span) {
             return *known;
         }
-        let found = self.masking_constant(c, e);
+        let found = match *c.expr(e) {
+            // (Read from the whole text: kept as a dependency of the unit.)
+            Expr::Attr { value, attr, .. } if matches!(*c.expr(value), Expr::Name { name, .. } if name == known::SELF) =>
+            {
+                let target = format!(".{}", self.name(attr));
+                let found = attr_is_masking(self.prog.text, &target);
+                self.deps.masking_attrs.push((target, found));
+                found
+            }
+            _ => self.masking_constant(c, e),
+        };
         self.masking_consts.insert(span, found);
         found
     }
 
     fn masking_constant(&self, c: Code<'_>, e: ExprId) -> bool {
         let values: Vec<&str> = match *c.expr(e) {
-            Expr::Attr { value, attr, .. } => match *c.expr(value) {
-                Expr::Name { name, .. } if name == known::SELF => {
-                    let target = format!(".{}", self.name(attr));
-                    let text = self.prog.text;
-                    let mut values = Vec::new();
-                    for v in text
-                        .lines()
-                        .flat_map(|line| assigned_after(line, &target, false))
-                    {
-                        // (`self.score_mask_value = score_mask_value`: the parameter's default
-                        // and every value a keyword argument of that name passes.)
-                        let id = v.split('#').next().unwrap_or("").trim();
-                        if !id.is_empty() && id.chars().all(crate::syntax::ident_char) {
-                            let given = keyword_values(text, id);
-                            if given.is_empty() {
-                                return false;
-                            }
-                            values.extend(given);
-                        } else {
-                            values.push(v);
-                        }
-                    }
-                    values
-                }
-                _ => return false,
-            },
             Expr::Name { name, .. } => {
                 if c.body.params.iter().any(|p| p.name == name) {
                     return false;
@@ -1504,4 +1488,28 @@ fn assigned_after<'l>(line: &'l str, target: &str, at_start: bool) -> Vec<&'l st
         }
     }
     out
+}
+
+/// Whether every assignment of attribute `target` (`.name`) in `text` assigns a masking value
+/// (see `Interp::masking_value`).
+pub(crate) fn attr_is_masking(text: &str, target: &str) -> bool {
+    let mut values = Vec::new();
+    for v in text
+        .lines()
+        .flat_map(|line| assigned_after(line, target, false))
+    {
+        // (`self.score_mask_value = score_mask_value`: the parameter's default and every
+        // value a keyword argument of that name passes.)
+        let id = v.split('#').next().unwrap_or("").trim();
+        if !id.is_empty() && id.chars().all(crate::syntax::ident_char) {
+            let given = keyword_values(text, id);
+            if given.is_empty() {
+                return false;
+            }
+            values.extend(given);
+        } else {
+            values.push(v);
+        }
+    }
+    !values.is_empty() && values.iter().all(|v| masking_text(v))
 }
