@@ -652,11 +652,7 @@ impl Interp<'_, '_> {
     /// `"params"` are stored (`group["params"] = [...]`), or the list of a group's params
     /// (`group["params"][i] = new_param`): the optimizer, and the list it holds after the store
     /// (`None` for the one a store into the group makes: found after it).
-    fn optimizer_group_part(
-        &mut self,
-        s: ObjId,
-        key: Option<Name>,
-    ) -> Option<(ObjId, Option<ObjId>)> {
+    fn optimizer_group_part(&mut self, s: ObjId, key: Option<Name>) -> Option<(ObjId, GroupPart)> {
         if self.loose_attrs.is_empty() {
             return None;
         }
@@ -672,12 +668,12 @@ impl Interp<'_, '_> {
             };
             for g in items.iter().flatten() {
                 if whole && *g == s {
-                    return Some((*o, None));
+                    return Some((*o, GroupPart::Group(s)));
                 }
                 let slot = self.key_slot(*g, params).flatten();
                 if let (Some(k), Obj::Seq(entries)) = (slot, self.obj(*g)) {
                     if entries.get(k).is_some_and(|l| l.contains(&s)) {
-                        return Some((*o, Some(s)));
+                        return Some((*o, GroupPart::Params(s)));
                     }
                 }
             }
@@ -685,31 +681,37 @@ impl Interp<'_, '_> {
         None
     }
 
-    /// The optimizer `opt` holds the parameters of its re-synced group now (`list`, or the
-    /// group's `"params"` read again), and the ones it lost to a rebinding are no longer its
-    /// concern (the rebinding was followed by this re-sync: no IP403).
-    fn resync_optimizer(&mut self, opt: ObjId, list: Option<ObjId>) {
-        let list = list.or_else(|| {
-            let groups = self.intern("param_groups");
-            let params = self.intern("params");
-            let gs = *self.loose_attrs.get(&(opt, groups))?;
-            let Obj::Seq(items) = self.obj(gs) else {
-                return None;
-            };
-            let g = *items.first()?.first()?;
-            let k = self.key_slot(g, params).flatten()?;
-            match self.obj(g) {
-                Obj::Seq(entries) => entries.get(k)?.first().copied(),
-                _ => None,
+    /// The optimizer `opt` holds the parameters of its re-synced group now (the list stored
+    /// into, or the group's `"params"` read again), and the ones it lost to a rebinding that
+    /// these replace are no longer its concern (no IP403).
+    fn resync_optimizer(&mut self, opt: ObjId, part: GroupPart) {
+        let list = match part {
+            GroupPart::Params(list) => Some(list),
+            GroupPart::Group(g) => {
+                let params = self.intern("params");
+                let k = self.key_slot(g, params).flatten();
+                match (k, self.obj(g)) {
+                    (Some(k), Obj::Seq(entries)) => entries.get(k).and_then(|l| l.first().copied()),
+                    _ => None,
+                }
             }
-        });
-        if let Some(list) = list {
-            let params = self.elements(&smallvec![list]);
-            if let Obj::Optimizer { params: held, .. } = self.obj_mut(opt) {
-                *held = params;
+        };
+        let Some(list) = list else { return };
+        let given = self.elements(&smallvec![list]);
+        // (The group's parameters join the others the optimizer holds.)
+        for p in &given {
+            if self.tensor(*p).is_some() {
+                self.state.held.insert(*p, opt);
             }
         }
-        self.give_back(opt);
+        if let Obj::Optimizer { params: held, .. } = self.obj_mut(opt) {
+            for p in &given {
+                if !held.contains(p) {
+                    held.push(*p);
+                }
+            }
+        }
+        self.give_back(opt, Some(&given));
     }
 
     pub(super) fn store_entry(
@@ -772,8 +774,8 @@ impl Interp<'_, '_> {
             }
             (None, _) => self.seq_insert(s, len.min(MAX_SLOTS - 1), vals),
         }
-        if let Some((opt, list)) = groups_of {
-            self.resync_optimizer(opt, list);
+        if let Some((opt, part)) = groups_of {
+            self.resync_optimizer(opt, part);
         }
     }
 
@@ -1188,4 +1190,12 @@ fn unconditional(c: Code<'_>, s: StmtId) -> bool {
                     | Stmt::Match { .. }
             )
     })
+}
+
+/// What a store into an optimizer's `param_groups` stores into: a group (`group["params"] =
+/// [...]`), or the list of a group's params (`group["params"][i] = p`).
+#[derive(Clone, Copy)]
+enum GroupPart {
+    Group(ObjId),
+    Params(ObjId),
 }

@@ -1649,29 +1649,37 @@ impl Interp<'_, '_> {
             return;
         }
         for o in self.state.env.get(&name).cloned().unwrap_or_default() {
-            self.give_back(o);
+            self.give_back(o, None);
         }
     }
 
-    /// Optimizer `opt` was given the parameters of what replaced those it held: the
-    /// replacements waiting for its next use are dropped, on every path.
-    pub(super) fn give_back(&mut self, opt: ObjId) {
-        let mut back: Vec<Event> = self
-            .state
-            .orphaned
-            .remove(&opt)
-            .unwrap_or_default()
-            .into_vec();
+    /// Optimizer `opt` was given parameters (`given`; `None`: a group added, whatever it
+    /// holds): the replacements waiting for its next use whose new parameters it now holds are
+    /// dropped, on every path, and so are those a read of it reported on the way here.
+    pub(super) fn give_back(&mut self, opt: ObjId, given: Option<&Vals>) {
+        let covered = |it: &Self, e: &Event| {
+            given.is_none_or(|g| {
+                (it.rebind_news.iter())
+                    .any(|(x, new)| x == e && !new.is_empty() && new.iter().all(|p| g.contains(p)))
+            })
+        };
+        let waiting = self.state.orphaned.remove(&opt).unwrap_or_default();
+        let (mut back, kept): (Vec<Event>, Vec<Event>) =
+            waiting.into_iter().partition(|e| covered(self, e));
+        for e in kept {
+            self.state.orphan(opt, e);
+        }
         // (Reported where `opt` was read on the way to this, `resync(opt, ...)` or
-        // `opt.param_groups`: taken back.)
-        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.read_reported)
-            .into_iter()
-            .partition(|(o, _)| *o == opt);
-        self.read_reported = kept;
-        for (_, e) in taken {
-            self.events.retain(|x| *x != e);
-            self.seen_events.remove(&e);
-            back.push(e);
+        // `opt.param_groups`, with no use of it since: taken back.)
+        let reported = std::mem::take(&mut self.read_reported);
+        for (o, e) in reported {
+            if o == opt && covered(self, &e) {
+                self.events.retain(|x| *x != e);
+                self.seen_events.remove(&e);
+                back.push(e);
+            } else {
+                self.read_reported.push((o, e));
+            }
         }
         for e in back {
             if !self.given_back.contains(&e) {

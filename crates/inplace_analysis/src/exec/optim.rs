@@ -77,6 +77,15 @@ impl Interp<'_, '_> {
             return;
         }
         let e = self.rebind_event(c, s, target, name, self.optimizer_origin(opt), false);
+        self.orphan_rebind(opt, e, params);
+    }
+
+    /// Rebinding `e` waits for optimizer `opt`'s next use; `new`: the parameters that replaced
+    /// those it held, which a re-sync of its groups gives it back (see `give_back`).
+    fn orphan_rebind(&mut self, opt: ObjId, e: Event, new: Vals) {
+        if !self.rebind_news.iter().any(|(x, _)| *x == e) {
+            self.rebind_news.push((e.clone(), new));
+        }
         self.state.orphan(opt, e);
     }
 
@@ -130,6 +139,8 @@ impl Interp<'_, '_> {
         args: &Args,
     ) -> Vals {
         let call = c.span(e);
+        // (Used: what a read of it reported before stays reported, whatever re-syncs it next.)
+        self.read_reported.retain(|(o, _)| *o != opt);
         if let Some(evs) = self.state.orphaned.remove(&opt) {
             // (`opt.add_param_group({"params": model.fc.parameters()})` after replacing a
             // layer gives the optimizer the new parameters: the way to do it.)
@@ -314,7 +325,7 @@ impl Interp<'_, '_> {
                         }
                     }
                     // Reported once the optimizer is used again (a new one may replace it).
-                    self.state.orphan(opt, e.clone());
+                    self.orphan_rebind(opt, e.clone(), new_params);
                     return Some(e);
                 }
                 // A local alias rebound (`x = latents; x = x * 3`): the tensor keeps the name
@@ -329,7 +340,7 @@ impl Interp<'_, '_> {
                         && (new.iter()).all(|n| self.state.held.get(n) == Some(&opt)) => {}
                 (Obj::Tensor(_), Some(opt)) => {
                     let e = event(self.optimizer_origin(opt), reads_grad);
-                    self.state.orphan(opt, e.clone());
+                    self.orphan_rebind(opt, e.clone(), new.clone());
                     return Some(e);
                 }
                 // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the

@@ -332,8 +332,8 @@ fn loop_target_around(body: &Body, name: Name, at: Rel) -> bool {
 }
 
 /// Whether before `at` (within `within`) the tensor `name` holds was put into a container or
-/// an attribute, or bound to another name (`cache = {"h": h}`, `outs.append(h)`, `self.h = h`,
-/// `y = h`): those would not see a copy's change.
+/// an attribute, bound to another name, or viewed (`cache = {"h": h}`, `outs.append(h)`,
+/// `self.h = h`, `y = h`, `h.view(-1)`, `h[0]`): those would not see a copy's change.
 fn kept_elsewhere(ctx: &RenderCtx<'_>, body: &Body, name: Name, at: Rel, within: Rel) -> bool {
     let before = |sp: Rel| sp.end <= at.start && within.contains(sp);
     let is_name = |e: ExprId| matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name);
@@ -347,6 +347,12 @@ fn kept_elsewhere(ctx: &RenderCtx<'_>, body: &Body, name: Name, at: Rel, within:
                     if matches!(ctx.name(attr), "append" | "insert" | "extend" | "setdefault" | "update" | "add"))
                     && body.exprs_of(body.args[args as usize].positional).any(is_name)
             }
+            // (A view of it, `flat = h.view(-1)`, `h[0]`, `h.t()`, `h.detach()`: the same
+            // memory, which the copy would no longer be.)
+            Expr::Attr { value, attr, .. } => {
+                is_name(value) && same_memory(ctx.name(attr), false)
+            }
+            Expr::Subscript { value, .. } => is_name(value),
             _ => false,
         });
     let stored = (body.stmts.iter().zip(&body.stmt_spans))
