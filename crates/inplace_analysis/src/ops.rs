@@ -719,6 +719,12 @@ pub fn metadata_attr(attr: &str) -> bool {
     METADATA.contains(&attr) || attr.starts_with("new_")
 }
 
+/// Whether attribute `attr` of a tensor names an in-place method (`mul_`, not `__iadd__`) or
+/// reads only its metadata: a later use of the tensor that computes nothing from its values.
+pub fn inplace_or_metadata(attr: &str) -> bool {
+    (attr.ends_with('_') && !attr.ends_with("__")) || metadata_attr(attr)
+}
+
 /// Whether a call of `func` (its last name) reads only the metadata of its first positional
 /// argument: `torch.zeros_like(x)`, `y.view_as(x)`, `len(x)`.
 pub fn metadata_arg(func: &str) -> bool {

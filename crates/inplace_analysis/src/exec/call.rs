@@ -788,10 +788,7 @@ impl Interp<'_, '_> {
         let Some((name, f, _)) = crate::fix::written_name_in_function(&body, s.stmt, &wr) else {
             return true;
         };
-        let writes_or_metadata = |attr: Name| {
-            let m = self.name(attr);
-            (m.ends_with('_') && !m.ends_with("__")) || crate::ops::metadata_attr(m)
-        };
+        let writes_or_metadata = |attr: Name| crate::ops::inplace_or_metadata(self.name(attr));
         let at = body.stmt_span(s.stmt);
         crate::fix::used_after(&writes_or_metadata, &body, name, at, f.span)
     }

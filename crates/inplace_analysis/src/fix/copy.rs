@@ -271,10 +271,7 @@ fn product_of(ctx: &RenderCtx<'_>, body: &Body, f: &FuncDef, name: Name, at: Rel
             }),
             _ => false,
         });
-    let writes_or_metadata = |attr: Name| {
-        let m = ctx.name(attr);
-        (m.ends_with('_') && !m.ends_with("__")) || ops::metadata_attr(m)
-    };
+    let writes_or_metadata = |attr: Name| ops::inplace_or_metadata(ctx.name(attr));
     !returned && !used_after(&writes_or_metadata, body, name, at, f.span)
 }
 
