@@ -725,6 +725,17 @@ impl Interp<'_, '_> {
         Some(smallvec![self.alloc(Obj::GradCtx(ctx))])
     }
 
+    /// The layers of an `nn.Sequential` or `nn.ModuleList` `m`, in the order it runs or
+    /// lists them.
+    fn layers_in_order(&self, m: ObjId) -> Option<Vec<ObjId>> {
+        match (self.container_of(m), self.obj(m)) {
+            (Some(Container::Sequential | Container::ModuleList), Obj::Module(module)) => {
+                Some(module.children.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// `list(x)`, `tuple(x)`, `iter(x)`, `reversed(x)`, `sorted(x)`, `set(x)`, `filter(f, x)`.
     fn call_listing(&mut self, name: &str, args: &Args, first: Vals) -> Vals {
         let source = if name == "filter" {
@@ -758,14 +769,8 @@ impl Interp<'_, '_> {
                 }
                 // `list(cnn)` of an `nn.Sequential` or `nn.ModuleList`: its layers, in
                 // order (rebuilt into another one, they keep their neighbours).
-                Obj::Module(m)
-                    if matches!(
-                        self.container_of(*one),
-                        Some(Container::Sequential | Container::ModuleList)
-                    ) =>
-                {
-                    Some(m.children.iter().map(|ch| smallvec![*ch]).collect())
-                }
+                Obj::Module(_) => (self.layers_in_order(*one))
+                    .map(|layers| layers.into_iter().map(|l| smallvec![l]).collect()),
                 _ => None,
             },
             _ => None,
@@ -1087,14 +1092,7 @@ impl Interp<'_, '_> {
         if let [one] = xs.as_slice() {
             let items: Option<Vals> = match self.obj(*one) {
                 Obj::Params { tensors, .. } => Some(tensors.clone()),
-                Obj::Module(m)
-                    if matches!(
-                        self.container_of(*one),
-                        Some(Container::Sequential | Container::ModuleList)
-                    ) =>
-                {
-                    Some(m.children.iter().copied().collect())
-                }
+                Obj::Module(_) => self.layers_in_order(*one).map(Vals::from_vec),
                 Obj::Seq(items)
                     if self.exact_seqs.contains(one) && items.iter().all(|i| i.len() == 1) =>
                 {
