@@ -200,6 +200,8 @@ fn module_shape(prog: &Program<'_>) -> u64 {
 #[derive(Default)]
 struct DepsCheck {
     classes: FxHashMap<ItemId, u64>,
+    /// Masking attributes judged again on this version's text, once each.
+    masking: FxHashMap<String, bool>,
 }
 
 impl DepsCheck {
@@ -207,8 +209,11 @@ impl DepsCheck {
         deps.items
             .iter()
             .all(|(item, v)| prog.version(*item) == Some(*v))
-            && (deps.masking_attrs.iter())
-                .all(|(target, found)| crate::exec::attr_is_masking(prog.text, target) == *found)
+            && (deps.masking_attrs.iter()).all(|(target, found)| {
+                *(self.masking.entry(target.clone()))
+                    .or_insert_with(|| crate::exec::attr_is_masking(prog.text, target))
+                    == *found
+            })
             && deps.classes.iter().all(|(class, h)| {
                 *self
                     .classes

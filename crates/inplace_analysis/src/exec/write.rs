@@ -866,7 +866,9 @@ impl Interp<'_, '_> {
             {
                 let target = format!(".{}", self.name(attr));
                 let found = attr_is_masking(self.prog.text, &target);
-                self.deps.masking_attrs.push((target, found));
+                if !self.deps.masking_attrs.iter().any(|(t, _)| *t == target) {
+                    self.deps.masking_attrs.push((target, found));
+                }
                 found
             }
             _ => self.masking_constant(c, e),
