@@ -95,6 +95,9 @@ pub(crate) struct Write {
     /// The written tensor was read out of a list or dict (`outs[i].add_(1)`): the element is
     /// what a copy replaces, not the container.
     pub element: Option<Span>,
+    /// That element may be a tuple's (`feats = backbone(x)` returning `h, y`): no assignment
+    /// can replace it.
+    pub tuple_element: bool,
     /// A `.grad` tensor written (by a backward or `zero_grad(set_to_none=False)`): where it was
     /// last read as `p.grad`, which a copy there keeps apart (`[p.grad.clone() for p in ...]`).
     pub grad_read: Option<Span>,

@@ -858,7 +858,9 @@ impl Interp<'_, '_> {
                 smallvec![s]
             } else if p.kind == ParamKind::VarArgs {
                 let rest: Vec<Vals> = positional.by_ref().map(|(v, _)| v.clone()).collect();
-                smallvec![self.alloc(Obj::Seq(rest))]
+                let args = self.alloc(Obj::Seq(rest));
+                self.tuples.insert(args);
+                smallvec![args]
             } else if p.kind == ParamKind::KwArgs {
                 // The keywords no other parameter takes.
                 let named: SmallVec<[Name; 8]> = c

@@ -750,6 +750,9 @@ impl Interp<'_, '_> {
         if let Some(at) = star {
             self.starred_slots.insert(seq, at);
         }
+        if kind == crate::ir::SeqKind::Tuple {
+            self.tuples.insert(seq);
+        }
         // (A set display may hold fewer: `{a, a}`.)
         if exact && kind != crate::ir::SeqKind::Set {
             self.exact_seqs.insert(seq);
@@ -1470,6 +1473,9 @@ impl Interp<'_, '_> {
                 Obj::Seq(items) => {
                     let items = items.clone();
                     self.element_reads.insert(c.span(e));
+                    if self.tuples.contains(&b) {
+                        self.tuple_element_reads.insert(c.span(e));
+                    }
                     let index = list_index;
                     match (index_at(index, items.len()), index) {
                         (Some(k), _) => self.read_slot(b, Slot::At(k as u32), c.span(e)),

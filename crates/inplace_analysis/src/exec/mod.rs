@@ -522,6 +522,12 @@ pub(crate) struct Interp<'p, 't> {
     /// Subscripts that read an element out of a list or dict (for fixes: the element is the
     /// place a copy replaces).
     pub element_reads: FxHashSet<Span>,
+    /// Of those, the subscripts that may read an element out of a tuple (a display, `tuple()`,
+    /// `*args`, or what a function returned as `return a, b`): an element that no assignment
+    /// can replace.
+    pub tuple_element_reads: FxHashSet<Span>,
+    /// Tuples (a display, `tuple(...)`, a function's `*args`): their slots cannot be assigned.
+    pub tuples: FxHashSet<ObjId>,
     /// Container slots read since they were last stored: the code works on their tensors
     /// through them (IP402 does not take them for kept copies). With the [`Interp::slot_clock`]
     /// of when each was last read (a slot a callee read works through it, see
@@ -737,6 +743,8 @@ impl<'p, 't> Interp<'p, 't> {
             positions: FxHashSet::default(),
             every_position: FxHashSet::default(),
             element_reads: FxHashSet::default(),
+            tuple_element_reads: FxHashSet::default(),
+            tuples: FxHashSet::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
             call_stored: Vec::new(),

@@ -784,6 +784,9 @@ impl Interp<'_, '_> {
         if exact {
             self.exact_seqs.insert(seq);
         }
+        if name == "tuple" {
+            self.tuples.insert(seq);
+        }
         smallvec![seq]
     }
 

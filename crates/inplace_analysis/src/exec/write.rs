@@ -273,6 +273,9 @@ impl Interp<'_, '_> {
             through_bound,
             under_no_grad: !self.grad_enabled && !self.implicit_no_grad,
             element: w.element,
+            tuple_element: w
+                .element
+                .is_some_and(|e| self.tuple_element_reads.contains(&e)),
             grad_read: w.grad_read,
             into_leaf: !tensors.is_empty()
                 && (targets.iter())

@@ -152,14 +152,11 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let view = w.view_origin.and_then(|v| view_statement(ctx, v));
     let (at, root) = match (w.element, view) {
         // `outs[i].add_(1)`: the element is replaced by a copy, not the list (of a list or a
-        // dict the function built: a tuple's element cannot be replaced).
-        (Some(element), _) if element.item == s.item => {
-            let body = ctx.body(s.item)?;
-            if !replaceable_element(ctx, &body, element.rel, body.stmt_span(s.stmt)) {
-                return None;
-            }
-            (s, element)
+        // dict: a tuple's element, one a call returned included, cannot be replaced).
+        (Some(element), _) if element.item == s.item && w.tuple_element => {
+            return copy_tuple_element(ctx, w, element);
         }
+        (Some(element), _) if element.item == s.item => (s, element),
         (_, Some(found)) => found,
         _ => {
             let body = ctx.body(s.item)?;
@@ -183,6 +180,42 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let title = format!("Write into a copy: `{r} = {r}.clone()` first");
     let fix = copy_before_statement(ctx, stmt, r, title)?;
     with_declaration(ctx, &body, at, r, fix)
+}
+
+/// `feats = (feats[0].clone(), *feats[1:])` before a write into element `k` of a tuple a
+/// name holds (`feats[0].mul_(2)` where `feats = backbone(x)` returned `h, y`): a tuple's
+/// element cannot be replaced, the tuple can, with a copy in that position. Only a plain name
+/// at a constant position; `None` under `no_grad` (the copy would go before the block).
+fn copy_tuple_element(ctx: &RenderCtx<'_>, w: &crate::events::Write, element: Span) -> Option<Fix> {
+    let s = w.stmt?;
+    let body = ctx.body(s.item)?;
+    let Expr::Subscript { value, sub, .. } = *body.expr(body.expr_with_span(element.rel)?) else {
+        return None;
+    };
+    let (Expr::Name { .. }, crate::ir::Index::At(k @ 0..=64)) =
+        (*body.expr(value), body.subscripts[sub as usize].index)
+    else {
+        return None;
+    };
+    if w.under_no_grad {
+        return None;
+    }
+    let t = ctx.text(Span::new(s.item, body.expr_span(value)));
+    let before = if k == 0 {
+        String::new()
+    } else {
+        format!("*{t}[:{k}], ")
+    };
+    let tuple = format!("({before}{t}[{k}].clone(), *{t}[{}:])", k + 1);
+    let stmt = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
+    let (indent, eol) = indentation(ctx, stmt.start)?;
+    let line = stmt.start - indent.len();
+    Some(one(
+        format!("Write into a copy: `{t} = {tuple}` first"),
+        Applicability::Unsafe,
+        TextRange::new(line, line),
+        format!("{indent}{t} = {tuple}{eol}"),
+    ))
 }
 
 /// A write through a parameter of a helper that neither gives it back nor reads it again
@@ -361,44 +394,6 @@ fn kept_elsewhere(ctx: &RenderCtx<'_>, body: &Body, name: Name, at: Rel, within:
             _ => false,
         });
     kept_in_display || stored
-}
-
-/// Whether element `element` (`outs[i]`, `feats["a"]`) may be replaced by an assignment: not
-/// when the code last bound its container, before `before`, to a tuple (a display or
-/// `tuple(...)`), whose elements cannot be replaced.
-fn replaceable_element(ctx: &RenderCtx<'_>, body: &Body, element: Rel, before: Rel) -> bool {
-    let Some(Expr::Subscript { value, .. }) = body.expr_with_span(element).map(|e| *body.expr(e))
-    else {
-        return true;
-    };
-    let Expr::Name { name, .. } = *body.expr(value) else {
-        return true;
-    };
-    let bound = (body.stmts.iter().zip(&body.stmt_spans))
-        .filter(|(_, sp)| sp.end <= before.start)
-        .filter_map(|(st, sp)| match *st {
-            Stmt::Assign { targets, value } => {
-                let mut ts = body.exprs_of(targets);
-                match (ts.next().map(|t| *body.expr(t)), ts.next()) {
-                    (Some(Expr::Name { name: n, .. }), None) if n == name => {
-                        Some((sp.start, value))
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        })
-        .max_by_key(|(start, _)| *start);
-    !bound.is_some_and(|(_, v)| match *body.expr(v) {
-        Expr::Seq {
-            kind: SeqKind::Tuple,
-            ..
-        } => true,
-        Expr::Call { func, .. } => {
-            matches!(*body.expr(func), Expr::Name { name: f, .. } if ctx.name(f) == "tuple")
-        }
-        _ => false,
-    })
 }
 
 /// Whether `name` is read after `at` within `within` other than to be written in place again
