@@ -406,7 +406,8 @@ pub(crate) fn used_after(
     at: Rel,
     within: Rel,
 ) -> bool {
-    let after = |sp: Rel| sp.start >= at.end && within.contains(sp);
+    let runs_after = super::RunsAfter::new(body, at, within);
+    let after = |sp: Rel| runs_after.contains(sp);
     let mut writes: Vec<ExprId> = Vec::new();
     for (e, sp) in body.exprs.iter().zip(&body.expr_spans) {
         if !after(*sp) {
@@ -433,13 +434,10 @@ pub(crate) fn used_after(
             *w == e || matches!(*body.expr(*w), Expr::Subscript { value, .. } if value == e)
         })
     };
-    let other_arms = super::other_branches(body, at);
     (0..body.exprs.len()).map(|i| ExprId(i as u32)).any(|e| {
-        let sp = body.expr_span(e);
         matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name)
-            && after(sp)
+            && after(body.expr_span(e))
             && !written(e)
-            && !other_arms.iter().any(|arm| arm.contains(sp))
     })
 }
 

@@ -570,7 +570,8 @@ pub(crate) fn written_name_in_function<'b>(
 /// (`x.shape`, `x.device`, `len(x)` read none of its values).
 fn read_after(body: &Body, name: Name, at: Rel, within: Rel) -> bool {
     use crate::ir::known;
-    let after = |sp: &Rel| sp.start >= at.end && within.contains(*sp);
+    let runs_after = RunsAfter::new(body, at, within);
+    let after = |sp: &Rel| runs_after.contains(*sp);
     let is_name = |e: ExprId| matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name);
     let mut metadata: Vec<ExprId> = Vec::new();
     for (e, _) in (body.exprs.iter().zip(&body.expr_spans)).filter(|(_, sp)| after(sp)) {
@@ -598,37 +599,71 @@ fn read_after(body: &Body, name: Name, at: Rel, within: Rel) -> bool {
             _ => {}
         }
     }
-    let other_arms = other_branches(body, at);
-    (0..body.exprs.len()).map(|i| ExprId(i as u32)).any(|e| {
-        let sp = body.expr_span(e);
-        is_name(e)
-            && after(&sp)
-            && !metadata.contains(&e)
-            && !other_arms.iter().any(|arm| arm.contains(sp))
-    })
+    (0..body.exprs.len())
+        .map(|i| ExprId(i as u32))
+        .any(|e| is_name(e) && after(&body.expr_span(e)) && !metadata.contains(&e))
 }
 
-/// The spans of the branches of each `if` around `at` that `at` is not in (`else:` of the
-/// `if` whose body holds it): code that does not run after it on the same path.
-pub(crate) fn other_branches(body: &Body, at: Rel) -> Vec<Rel> {
-    let block_span = |b: crate::ir::Block| {
-        let mut spans = body.stmts_of(b).map(|s| body.stmt_span(s));
-        let first = spans.next()?;
-        Some(Rel::new(first.start, spans.last().unwrap_or(first).end))
-    };
-    let mut out = Vec::new();
-    for (k, st) in body.stmts.iter().enumerate() {
-        if !matches!(st, Stmt::If { .. }) || !body.stmt_spans[k].contains(at) {
-            continue;
-        }
-        let arms: Vec<Rel> = (body.inner_blocks(StmtId(k as u32)).into_iter())
-            .filter_map(block_span)
+/// Where code can run after the statement at `at`, within `within`: later in the text, or
+/// anywhere in a loop around `at` inside `within` (a later iteration; not `within` itself: a
+/// loop that rebinds the name each time is the scope asked about), but not in the other arms
+/// of an `if` whose arm holds `at` (`else:` of the `if` whose body holds it) outside such a
+/// loop: those do not run after it on the same path.
+pub(crate) struct RunsAfter {
+    at: Rel,
+    within: Rel,
+    loops: Vec<Rel>,
+    other_arms: Vec<Rel>,
+}
+
+impl RunsAfter {
+    pub(crate) fn new(body: &Body, at: Rel, within: Rel) -> RunsAfter {
+        let block_span = |b: crate::ir::Block| {
+            let mut spans = body.stmts_of(b).map(|s| body.stmt_span(s));
+            let first = spans.next()?;
+            Some(Rel::new(first.start, spans.last().unwrap_or(first).end))
+        };
+        // (What runs again: a `for`'s body, not its iterable; a `while`'s test and body.)
+        let loops: Vec<Rel> = (body.stmts.iter().zip(&body.stmt_spans))
+            .filter(|(_, sp)| sp.contains(at) && within.contains(**sp) && **sp != within)
+            .filter_map(|(st, sp)| match *st {
+                Stmt::For { body: b, .. } => block_span(b),
+                Stmt::While { body: b, .. } => Some(Rel::new(sp.start, block_span(b)?.end)),
+                _ => None,
+            })
+            .filter(|l| l.contains(at))
             .collect();
-        if arms.iter().any(|a| a.contains(at)) {
-            out.extend(arms.into_iter().filter(|a| !a.contains(at)));
+        let mut other_arms = Vec::new();
+        for (k, st) in body.stmts.iter().enumerate() {
+            let sp = body.stmt_spans[k];
+            if !matches!(st, Stmt::If { .. })
+                || !sp.contains(at)
+                || loops.iter().any(|l| l.contains(sp))
+            {
+                continue;
+            }
+            let arms: Vec<Rel> = (body.inner_blocks(StmtId(k as u32)).into_iter())
+                .filter_map(block_span)
+                .collect();
+            if arms.iter().any(|a| a.contains(at)) {
+                other_arms.extend(arms.into_iter().filter(|a| !a.contains(at)));
+            }
+        }
+        RunsAfter {
+            at,
+            within,
+            loops,
+            other_arms,
         }
     }
-    out
+
+    /// Whether code at `sp` can run after the statement.
+    pub(crate) fn contains(&self, sp: Rel) -> bool {
+        self.within.contains(sp)
+            && !self.at.contains(sp)
+            && (sp.start >= self.at.end || self.loops.iter().any(|l| l.contains(sp)))
+            && !self.other_arms.iter().any(|arm| arm.contains(sp))
+    }
 }
 
 /// Whether the write's statement writes, through a plain name, the element an enclosing `for`
@@ -862,5 +897,52 @@ pub(crate) fn chain_root(
             },
             _ => return None,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::Program;
+
+    /// For the function `f` of `text`: whether each occurrence of `x` after the marker
+    /// statement `x.mul_(2)` can run after it (by [`RunsAfter`] over the whole function).
+    fn reads_after(text: &str) -> Vec<bool> {
+        let mut names = Interner::new();
+        let prog = Program::of(text, &mut names);
+        let item = (prog.items.iter())
+            .find(|i| i.name.is_some())
+            .expect("a function");
+        let base = item.outline.start as usize;
+        let body = prog.body(item.id, &mut names).expect("its body");
+        let write = text.find("x.mul_(2)").expect("the write") - base;
+        let at = (body.stmt_spans.iter())
+            .filter(|sp| sp.start as usize == write)
+            .min_by_key(|sp| sp.end - sp.start)
+            .copied()
+            .expect("its statement");
+        let within = body.funcs[0].span;
+        let runs = RunsAfter::new(&body, at, within);
+        let x = names.intern("x");
+        let mut out: Vec<(u32, bool)> = (body.exprs.iter().zip(&body.expr_spans))
+            .filter(|(e, sp)| {
+                matches!(e, Expr::Name { name, .. } if *name == x) && !at.contains(**sp)
+            })
+            .map(|(_, sp)| (sp.start, runs.contains(*sp)))
+            .collect();
+        out.sort_unstable();
+        out.into_iter().map(|(_, r)| r).collect()
+    }
+
+    #[test]
+    fn the_other_arm_of_an_if_runs_after_only_in_a_later_iteration() {
+        let straight = "def f(x, c):\n    if c:\n        x.mul_(2)\n    else:\n        y = x + 1\n    return x\n";
+        assert_eq!(reads_after(straight), [false, true]);
+        let looped = "def f(x, n):\n    for i in range(len(x)):\n        if i == 0:\n            x.mul_(2)\n        else:\n            y = x + 1\n";
+        // (`len(x)` runs once, before the loop: not after the write.)
+        assert_eq!(reads_after(looped), [false, true]);
+        let before_in_loop =
+            "def f(x, n):\n    while n:\n        y = x + 1\n        x.mul_(2)\n        n -= 1\n";
+        assert_eq!(reads_after(before_in_loop), [true]);
     }
 }
