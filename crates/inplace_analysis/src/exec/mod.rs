@@ -528,6 +528,12 @@ pub(crate) struct Interp<'p, 't> {
     pub tuple_element_reads: FxHashSet<Span>,
     /// Tuples (a display, `tuple(...)`, a function's `*args`): their slots cannot be assigned.
     pub tuples: FxHashSet<ObjId>,
+    /// A leaf rebound to a computed update of itself (`w = w - lr * w.grad`), by the new
+    /// tensor: reported when the new tensor's `.grad` is read (the next update finds `None`), or
+    /// whether it requires grad or is a leaf;
+    /// a name made a new leaf first (`x_adv = x_adv.detach().requires_grad_()`), or an update
+    /// that is the last one (a one-step attack), is fine.
+    pub leaf_rebinds: FxHashMap<ObjId, Event>,
     /// Container slots read since they were last stored: the code works on their tensors
     /// through them (IP402 does not take them for kept copies). With the [`Interp::slot_clock`]
     /// of when each was last read (a slot a callee read works through it, see
@@ -745,6 +751,7 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             tuple_element_reads: FxHashSet::default(),
             tuples: FxHashSet::default(),
+            leaf_rebinds: FxHashMap::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
             call_stored: Vec::new(),

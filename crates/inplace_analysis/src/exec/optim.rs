@@ -345,8 +345,12 @@ impl Interp<'_, '_> {
                 }
                 // A new leaf that requires grad (`(x + d).detach().requires_grad_()`) is the
                 // right way to restart from an update.
+                // (Reported when the new tensor's `.grad` is read, see `leaf_rebinds`.)
                 (Obj::Tensor(t), None) if t.leaf && reads_grad && !new_is_leaf => {
-                    self.report(event(None, true));
+                    let e = event(None, true);
+                    for n in new {
+                        self.leaf_rebinds.insert(*n, e.clone());
+                    }
                     return None;
                 }
                 _ => {}

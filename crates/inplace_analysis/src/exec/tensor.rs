@@ -1642,6 +1642,13 @@ impl Interp<'_, '_> {
             }
             return smallvec![alias];
         }
+        // (The code asks for the gradient of a leaf, or whether it is one, of a leaf rebound to
+        // a computed update: the rebinding made it none.)
+        if attr == known::GRAD || attr == known::REQUIRES_GRAD || self.name(attr) == "is_leaf" {
+            if let Some(e) = self.leaf_rebinds.remove(&o) {
+                self.report(e);
+            }
+        }
         if attr == known::GRAD {
             // (Kept on the tensor that owns the memory: every name or element that stands for
             // the same leaf reads one `.grad`, the one a backward accumulates into.)
