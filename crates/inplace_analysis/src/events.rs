@@ -127,7 +127,8 @@ pub(crate) struct Write {
     /// The argument of the call at `call_site` that passed the written tensor (an expression of
     /// the call site's item), when one did.
     pub call_arg: Option<ExprId>,
-    /// Written through a `.data` alias (or a view of one), taken there: a save made through
+    /// Written through a `.data` alias (or a view of one), taken there, or through a tensor
+    /// made to show another's memory (`pk.data = pq.data`), the value it was given: a save made through
     /// that same alias sees its own counter move (the backward raises).
     pub data_alias: Option<Span>,
     /// A list, dict or object kept the tensor a raising write wrote (`parts = [gen]` before

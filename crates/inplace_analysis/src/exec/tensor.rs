@@ -895,6 +895,23 @@ impl Interp<'_, '_> {
         None
     }
 
+    /// Of a tensor made to show another's memory (`pk.data = pq.data`), or a view of one: the
+    /// value it was given (`pq.data`), which stands for its version counter. It keeps its own
+    /// (measured with torch 2.15: a write through `pk` leaves what an op saved of `pq`
+    /// unchecked, and the backward silently reads the new values).
+    pub(super) fn shown_counter(&self, mut v: ObjId) -> Option<Span> {
+        if self.shown_memory.is_empty() {
+            return None;
+        }
+        for _ in 0..64 {
+            if let Some((_, value)) = self.shown_memory.get(&v) {
+                return Some(*value);
+            }
+            v = self.tensor(v)?.view_of?.0;
+        }
+        None
+    }
+
     /// The save of input tensor `v`'s memory (None when `v` is no tensor). Saved through a
     /// `.data` alias, the save keeps that alias's own version counter (`through_data`).
     pub(super) fn save_input(
@@ -905,7 +922,7 @@ impl Interp<'_, '_> {
         assumes: Option<GradIf>,
     ) -> Option<SaveId> {
         let storage = self.tensor(v)?.storage;
-        let through = self.data_alias_at(v);
+        let through = self.data_alias_at(v).or_else(|| self.shown_counter(v));
         let id = self.record_save(storage, false, label, origin, assumes);
         self.saves.get_mut(id).through_data = through;
         Some(id)

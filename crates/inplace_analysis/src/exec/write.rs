@@ -300,7 +300,9 @@ impl Interp<'_, '_> {
             hook_output: self.running_hook.filter(|(def, name)| {
                 w.through == Some(*name) && self.stmt.is_some_and(|s| s.item == def.item)
             }),
-            data_alias: self.data_alias_at(first),
+            data_alias: self
+                .data_alias_at(first)
+                .or_else(|| self.shown_counter(first)),
             kept_in_slot: false,
             memory_saved: false,
             value_grad: false,

@@ -123,7 +123,9 @@ fn saved_through_data_finding(
     save: &Save,
     trigger: Trigger,
 ) -> Option<Finding> {
-    let data = save.through_data?;
+    let Some(data) = save.through_data else {
+        return shown_memory_finding(ctx, w, save, trigger);
+    };
     let alias = ctx.snippet(data);
     let op = ctx.op(save.op);
     let own = save.range == w.range;
@@ -176,6 +178,51 @@ fn saved_through_data_finding(
         ),
         related,
         fix,
+        alternatives: Vec::new(),
+    })
+}
+
+/// A write through a tensor made to show another's memory (`pk.data = pq.data`, then
+/// `pk.mul_(m)`) into what an op saved of that other one: `pk` keeps a version counter of its
+/// own, so the backward reads the new values without an error (measured with torch 2.15).
+fn shown_memory_finding(
+    ctx: &RenderCtx<'_>,
+    w: &Write,
+    save: &Save,
+    trigger: Trigger,
+) -> Option<Finding> {
+    let shown = w.data_alias?;
+    let op = ctx.op(save.op);
+    let mut related = located([
+        (
+            ctx.range(save.range),
+            format!("`{op}` saves the tensor here, for its backward"),
+        ),
+        (
+            ctx.range(shown),
+            "the written tensor was given its memory here".into(),
+        ),
+        (
+            ctx.range(trigger.range),
+            "the backward reads the changed values here, without an error".into(),
+        ),
+    ]);
+    write_related(ctx, w, &mut related);
+    Some(Finding {
+        rule: Rule::DataBypass,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into memory that `{op}` ({}) saved, which the written tensor shows since it was given `{}` ({}); it keeps a version counter of its own, which is not the one the save checks, so `{}` ({}) computes the gradient from the new values without an error",
+            ctx.snippet(w.site),
+            ctx.line(save.range),
+            ctx.snippet(shown),
+            ctx.line(shown),
+            ctx.snippet(trigger.range),
+            ctx.line(trigger.range),
+        ),
+        related,
+        fix: None,
         alternatives: Vec::new(),
     })
 }

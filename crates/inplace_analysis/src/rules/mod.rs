@@ -89,8 +89,10 @@ pub(crate) fn clobber<'u>(ev: &Event, u: &'u UnitOutput) -> Option<(&'u Write, &
 
 /// A save made through a `.data` alias, written other than through that alias: the alias's
 /// own counter does not move, so the backward reads the new values without an error (IP401).
+/// So is one made through the tensor itself and written through another tensor made to show
+/// its memory (`pk.data = pq.data`, then `pk.mul_(m)`), which keeps a counter of its own.
 pub(crate) fn silent_through_data(w: &Write, save: &Save) -> bool {
-    save.through_data.is_some() && save.through_data != w.data_alias
+    save.through_data != w.data_alias
 }
 
 /// [`clobber`], of a tensor a custom Function kept on `ctx` (IP402's) or saved through `.data`
