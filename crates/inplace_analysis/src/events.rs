@@ -46,6 +46,9 @@ pub(crate) enum WriteKind {
     GradAccumulate,
     /// `zero_grad(set_to_none=False)` zeroing the `.grad` tensors in place.
     GradZero,
+    /// `F.apply(x)` of a custom Function whose `forward` marks argument `x` (this expression
+    /// of the call) dirty with `ctx.mark_dirty`: an in-place op on it, as autograd sees it.
+    DirtyArg { arg: Option<crate::ir::ExprId> },
 }
 
 impl WriteKind {

@@ -86,6 +86,23 @@ impl Interp<'_, '_> {
         };
         let dirty = marked(known::MARK_DIRTY);
         let non_differentiable = marked(known::MARK_NON_DIFFERENTIABLE);
+        // An argument marked dirty is written in place by the op, as autograd sees it: a leaf
+        // that requires grad raises at the call (measured with torch 2.15: "a leaf Variable
+        // that requires grad has been used in an in-place operation").
+        for (vals, arg) in &args.positional {
+            for d in vals.iter().filter(|d| dirty.contains(d)) {
+                if self
+                    .tensor(*d)
+                    .is_some_and(|t| t.leaf && t.grad == Tri::Yes)
+                {
+                    let kind = crate::events::WriteKind::DirtyArg { arg: *arg };
+                    self.write(
+                        &smallvec![*d],
+                        super::write::WriteSpec::new(kind, call, call),
+                    );
+                }
+            }
+        }
         // Each result made inside `forward` takes the op's history, and so does an argument
         // it wrote in place and marked dirty (torch rebases its history on the op: what the
         // op saved of it is checked when a backward through it runs); one passed through

@@ -870,6 +870,26 @@ pub(crate) fn clone_argument(
     copy_before_statement(ctx, at, r, title)
 }
 
+/// `F.apply(w.clone())` for an argument a custom Function's `forward` marks dirty: it writes
+/// the copy, and the leaf still gets its gradient through it. Unsafe: the leaf itself no longer
+/// changes.
+pub(crate) fn clone_dirty_argument(ctx: &RenderCtx<'_>, item: ItemId, arg: ExprId) -> Option<Fix> {
+    let body = ctx.body(item)?;
+    let span = Span::new(item, body.expr_span(arg));
+    let r = ctx.text(span);
+    let copy = if super::is_atomic(body.expr(arg)) {
+        format!("{r}.clone()")
+    } else {
+        format!("({r}).clone()")
+    };
+    Some(one(
+        format!("Pass a copy: `{copy}`"),
+        Applicability::Unsafe,
+        ctx.range(span)?,
+        copy,
+    ))
+}
+
 /// The call made in the scope of `read` that passed a helper, where write `w` is, the tensor
 /// `name` names there, and that argument: the outermost call when made there, else the call of
 /// the write's call path made there whose argument is `name`.

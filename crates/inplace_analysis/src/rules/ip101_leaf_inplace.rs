@@ -5,14 +5,16 @@
 //! copies into `x` itself, or that indexes with arrays only: `x[mask] = 0`, `x[idx] += v`,
 //! `x[:, [0, 2]] *= s`, which `index_put_` writes into `x` itself) into a *leaf* tensor that requires grad: one made with
 //! `requires_grad=True`, `.requires_grad_()`, an `nn.Parameter`, or a module parameter, while
-//! grad mode is on.
+//! grad mode is on. A custom `torch.autograd.Function` whose `forward` writes an argument in
+//! place and marks it with `ctx.mark_dirty` is such a write at its `apply`.
 //!
 //! **Why it breaks.** Autograd accumulates gradients into leaves; it has no op to record for
 //! "the leaf was overwritten", so it refuses the write (form ①).
 //!
 //! **Runtime message** (raised at the write itself, torch 2.15):
 //! `RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.`
-//! (`out=x` refuses before it writes: IP102.)
+//! (`out=x` refuses before it writes: IP102. A Function's `apply` with a dirty leaf says
+//! `has been used` instead.)
 //!
 //! **Example**
 //! ```python
@@ -26,13 +28,18 @@
 //! src)` -> `zeros.scatter(...)`, where `no_grad` would cut `src`'s gradient). An
 //! in-place activation applied to a parameter (`self.weight_relu(self.weight)` with
 //! `nn.ReLU(inplace=True)`, or `F.relu(w, inplace=True)`) computes out of place with
-//! `inplace=False` (offered: the parameter keeps learning through it).
+//! `inplace=False` (offered: the parameter keeps learning through it). A Function that marks
+//! its argument dirty is passed a copy (`F.apply(w.clone())`, offered).
 //!
 //! **Fix safety.** Wrapping in `torch.no_grad()` is *unsafe*: it makes the write succeed, which
 //! changes what the program does from then on; apply it when the write is an update.
 //! `inplace=False` is *safe*: the same values, in a new tensor.
 
 use super::{write_of, write_related, RuleImpl, FORM1_MESSAGE};
+
+/// Form ① as a custom Function's `apply` raises it for an argument marked dirty (torch 2.15).
+const DIRTY_LEAF_MESSAGE: &str =
+    "a leaf Variable that requires grad has been used in an in-place operation.";
 use crate::events::{Event, WriteKind};
 use crate::exec::UnitOutput;
 use crate::finding::{Applicability, Finding, Related, Severity};
@@ -87,6 +94,17 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
             (
                 message,
                 fix::inplace_false(ctx, w.range, Applicability::Safe),
+            )
+        }
+        WriteKind::DirtyArg { arg } => {
+            let message = format!(
+                "`{}` writes in place into a leaf tensor that requires grad: its `forward` marks the argument dirty with `ctx.mark_dirty`; it raises here: {}",
+                ctx.snippet(w.site),
+                DIRTY_LEAF_MESSAGE
+            );
+            (
+                message,
+                arg.and_then(|a| fix::clone_dirty_argument(ctx, w.range.item, a)),
             )
         }
         kind => {
