@@ -77,6 +77,9 @@ impl Interp<'_, '_> {
             Expr::Binary { op, left, right } => {
                 let a = self.eval_opt(c, left);
                 let b = self.eval_opt(c, right);
+                if op == BinOp::Sub && !self.step_log.is_empty() {
+                    self.difference_with_itself(c, (left, &a), (right, &b));
+                }
                 self.operand_read_again(c, left);
                 self.binary(op, &a, &b, c.span(e))
             }
@@ -722,6 +725,113 @@ impl Interp<'_, '_> {
         let seq = self.alloc(Obj::Seq(slots));
         self.exact_seqs.insert(seq);
         smallvec![seq]
+    }
+
+    /// `w - w0` where both sides are the parameters the last optimizer step wrote, read
+    /// through two different expressions (`w0` from `w0 = list(model.parameters())`, `before
+    /// = model.weight`): the code meant one side as the weights before the step, but it is the
+    /// parameter itself, so the difference is zero after every step (FedProx's proximal term,
+    /// a drift measure). A stale read of the side read through a plain name (IP402).
+    fn difference_with_itself(
+        &mut self,
+        c: Code<'_>,
+        (left, a): (ExprId, &Vals),
+        (right, b): (ExprId, &Vals),
+    ) {
+        let Some((written, wid, now)) = self.step_log.last() else {
+            return;
+        };
+        let (wid, now) = (*wid, *now);
+        let written: SmallVec<[ObjId; 8]> = written
+            .iter()
+            .filter_map(|w| Some(self.tensor(*w)?.storage))
+            .collect();
+        // (By memory: a loop over `zip(model.parameters(), w0)` reads each parameter on both
+        // sides as an element stand-in of its own, `w.data` as an alias. Not a `.detach()` or
+        // `.data` alias made before the step: a snapshot the step marks stale itself.)
+        let storages = |vs: &Vals| -> Option<SmallVec<[ObjId; 4]>> {
+            let mut out = SmallVec::new();
+            for v in vs {
+                let t = self.tensor(*v)?;
+                if t.detached_from.is_some() && *v < now || !written.contains(&t.storage) {
+                    return None;
+                }
+                if !out.contains(&t.storage) {
+                    out.push(t.storage);
+                }
+            }
+            out.sort_unstable();
+            Some(out)
+        };
+        let (Some(p), Some(q)) = (storages(a), storages(b)) else {
+            return;
+        };
+        if p.is_empty() || p.len() > 8 || p != q {
+            return;
+        }
+        if self.prog.text_of(c.span(left)) == self.prog.text_of(c.span(right)) {
+            return;
+        }
+        // (The side read through a name: `w_t`, `w_t.data`, `w.detach()`.)
+        let root = |mut e: ExprId| loop {
+            match *c.expr(e) {
+                Expr::Name { name, .. } => return Some((name, c.span(e))),
+                Expr::Attr { value, .. } => e = value,
+                Expr::Call { func, .. } => e = func,
+                _ => return None,
+            }
+        };
+        let Some((name, read)) = root(right).or_else(|| root(left)) else {
+            return;
+        };
+        // Where the "snapshot" was made: a list of the parameters made before the step that a
+        // name of the scope keeps (`w0 = list(model.parameters())`), unless the name read is
+        // bound to something else (`before = model.weight`).
+        let alias = (self.state.bound_at.get(&name))
+            .and_then(|b| b.alias_of)
+            .map(|at| self.prog.text_of(at));
+        let snapshot = (self.state.env.iter())
+            .filter(|(n, _)| {
+                alias.is_none_or(|t| {
+                    let n = self.name(**n);
+                    t.strip_prefix(n)
+                        .is_some_and(|r| r.is_empty() || r.starts_with('['))
+                })
+            })
+            .flat_map(|(_, vs)| vs.iter())
+            .filter(|v| **v < now)
+            .find_map(|v| {
+                let at = self.param_lists.get(v)?;
+                let Obj::Seq(items) = self.obj(*v) else {
+                    return None;
+                };
+                let held = |x: &ObjId| {
+                    (items.iter().flatten())
+                        .any(|s| self.tensor(*s).is_some_and(|t| t.storage == *x))
+                };
+                p.iter().all(held).then_some(*at)
+            });
+        let Some(made) = snapshot else {
+            return self.report_stale_read(name, &[wid], read, None);
+        };
+        self.report(Event::StaleRead {
+            write: wid,
+            name,
+            read,
+            bindings: self
+                .state
+                .bound_at
+                .get(&name)
+                .copied()
+                .into_iter()
+                .collect(),
+            next_call: None,
+            view: None,
+            view_copyable: false,
+            nested: false,
+            snapshot: Some(made),
+            shared: None,
+        });
     }
 
     /// A list or tuple display: one slot per item (a `*xs` item: a slot for any of its

@@ -534,6 +534,9 @@ pub(crate) struct Interp<'p, 't> {
     /// a name made a new leaf first (`x_adv = x_adv.detach().requires_grad_()`), or an update
     /// that is the last one (a one-step attack), is fine.
     pub leaf_rebinds: FxHashMap<ObjId, Event>,
+    /// Lists of a model's parameter objects (`list(model.parameters())`), where each was made:
+    /// the parameters themselves, no snapshot of them.
+    pub param_lists: FxHashMap<ObjId, Span>,
     /// Container slots read since they were last stored: the code works on their tensors
     /// through them (IP402 does not take them for kept copies). With the [`Interp::slot_clock`]
     /// of when each was last read (a slot a callee read works through it, see
@@ -752,6 +755,7 @@ impl<'p, 't> Interp<'p, 't> {
             tuple_element_reads: FxHashSet::default(),
             tuples: FxHashSet::default(),
             leaf_rebinds: FxHashMap::default(),
+            param_lists: FxHashMap::default(),
             taken_slots: FxHashMap::default(),
             stored_slots: FxHashMap::default(),
             call_stored: Vec::new(),

@@ -737,7 +737,7 @@ impl Interp<'_, '_> {
     }
 
     /// `list(x)`, `tuple(x)`, `iter(x)`, `reversed(x)`, `sorted(x)`, `set(x)`, `filter(f, x)`.
-    fn call_listing(&mut self, name: &str, args: &Args, first: Vals) -> Vals {
+    fn call_listing(&mut self, name: &str, args: &Args, first: Vals, at: Span) -> Vals {
         let source = if name == "filter" {
             args.positional
                 .get(1)
@@ -780,9 +780,14 @@ impl Interp<'_, '_> {
             && (self.exact_len(&source).is_some()
                 || matches!(source.as_slice(), [one] if matches!(self.obj(*one), Obj::Module(_))));
         let slots = slots.unwrap_or_else(|| vec![self.elements(&source)]);
+        let params =
+            matches!(source.as_slice(), [one] if matches!(self.obj(*one), Obj::Params { .. }));
         let seq = self.alloc(Obj::Seq(slots));
         if exact {
             self.exact_seqs.insert(seq);
+        }
+        if params && name != "iter" {
+            self.param_lists.insert(seq, at);
         }
         if name == "tuple" {
             self.tuples.insert(seq);
@@ -852,7 +857,7 @@ impl Interp<'_, '_> {
                 smallvec![NONE]
             }
             "list" | "tuple" | "iter" | "reversed" | "sorted" | "set" | "filter" => {
-                self.call_listing(name, args, first)
+                self.call_listing(name, args, first, c.span(e))
             }
             "enumerate" => {
                 let start = (args.positional.get(1))

@@ -46,6 +46,29 @@ pub(crate) fn copy_snapshot(ctx: &RenderCtx<'_>, made: Span) -> Option<Fix> {
     let e = body.expr_with_span(made.rel)?;
     let state_dict = matches!(*body.expr(e), Expr::Call { func, .. }
         if matches!(*body.expr(func), Expr::Attr { attr, .. } if ctx.name(attr) == "state_dict"));
+    // (`list(model.parameters())`, `tuple(...)`: a list of copies, as of a state dict.)
+    let listed = match *body.expr(e) {
+        Expr::Call { func, args } => match (*body.expr(func), body.args[args as usize]) {
+            (Expr::Name { name, .. }, a) if matches!(ctx.name(name), "list" | "tuple") => {
+                let mut it = body.exprs_of(a.positional);
+                match (it.next(), it.next()) {
+                    (Some(x), None) => Some(ctx.text(Span::new(made.item, body.expr_span(x)))),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(source) = listed {
+        let copy = format!("[p.detach().clone() for p in {source}]");
+        return Some(one(
+            format!("Keep a copy: `{copy}`"),
+            Applicability::Unsafe,
+            r,
+            copy,
+        ));
+    }
     if !state_dict {
         return insert_clone(ctx, made, Applicability::Unsafe);
     }
