@@ -58,6 +58,9 @@ impl Container {
     }
 }
 
+/// Bases of a plain Python class (not of an `nn.Module`, nor of any other library class).
+const PLAIN_BASES: &[&str] = &["object", "abc.ABC", "ABC", "abc.ABCMeta", "typing.Generic"];
+
 impl Interp<'_, '_> {
     pub(super) fn new_module(&mut self, c: Code<'_>, e: ExprId, class: &str, args: &Args) -> ObjId {
         let origin = c.span(e);
@@ -749,8 +752,13 @@ impl Interp<'_, '_> {
         };
         let mut class = self.name(module.class).to_string();
         if let Some(k) = &module.local {
-            match self
-                .find_method(k, known::FORWARD)
+            // (A plain class's own `__call__` is what calling it runs, even when it also has a
+            // `forward` it calls as a hook: `AttentionControl.__call__` of prompt-to-prompt;
+            // an `nn.Module`'s `__call__` runs its `forward`.)
+            let plain = !self.derives_from(k, &|p| !PLAIN_BASES.contains(&p), 0);
+            let own_call = plain.then(|| self.find_method(k, known::CALL)).flatten();
+            match own_call
+                .or_else(|| self.find_method(k, known::FORWARD))
                 .or_else(|| self.find_method(k, known::CALL))
             {
                 Some(def) => return self.inline(def, Some(m), args, call),
