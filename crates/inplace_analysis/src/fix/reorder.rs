@@ -260,6 +260,13 @@ pub(crate) fn write_after_backward(
     // `losses.append(model(x))`, must stay before the backward).
     let body = ctx.body(s.item)?;
     let at = body.stmt_span(s.stmt);
+    // (Not between two backward passes of one loss, the first keeping its graph
+    // (`loss.backward(retain_graph=True); opt.first_step(); loss.backward()`, a SAM step): the
+    // second is meant to see the update, and after it the write would undo what the code does;
+    // the loss is to be computed again.)
+    if repeated_backward(ctx, &body, s.item, at, trigger.range) {
+        return None;
+    }
     // (Or an `if` around the call that writes, `if update_first: head.update_stats(r)`.)
     let only_writes = |span: Rel| {
         (body.stmts.iter().zip(&body.stmt_spans))
@@ -305,6 +312,40 @@ pub(crate) fn write_after_backward(
             let s = StmtRef { item: s.item, stmt };
             move_after(ctx, s, trigger.range, ZeroGrad::Commutes)
         })
+}
+
+/// Whether the `backward()` at `backward` repeats one of the same tensor with
+/// `retain_graph=True`, a statement of the same block level made before the statement at `at`
+/// (of item `item`), in its function (or at module level).
+fn repeated_backward(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    item: ItemId,
+    at: Rel,
+    backward: Span,
+) -> bool {
+    let text = ctx.text(backward);
+    let Some(receiver) = text.find(".backward(").map(|k| &text[..k]) else {
+        return false;
+    };
+    let (Some(stmt), Some(func)) = (
+        ctx.range(Span::new(item, at)),
+        (body.funcs.iter())
+            .filter(|f| f.span.contains(at))
+            .min_by_key(|f| f.span.end - f.span.start)
+            .map_or(Some(0), |f| Some(ctx.range(Span::new(item, f.span))?.start)),
+    ) else {
+        return false;
+    };
+    let Some((indent, _)) = indentation(ctx, stmt.start) else {
+        return false;
+    };
+    let head = format!("{indent}{receiver}.backward(");
+    !receiver.is_empty()
+        && (ctx
+            .slice(crate::finding::TextRange::new(func, stmt.start))
+            .lines())
+        .any(|l| l.starts_with(&head) && l.contains("retain_graph=True"))
 }
 
 /// A write into a parameter (under `no_grad`) after the op that saved it, in the same block
