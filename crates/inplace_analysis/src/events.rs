@@ -101,6 +101,9 @@ pub(crate) struct Write {
     /// That element may be a tuple's (`feats = backbone(x)` returning `h, y`): no assignment
     /// can replace it.
     pub tuple_element: bool,
+    /// That element may be one of a container not known to be a list or dict (a `chunk()`'s
+    /// piece, a `zip()` pair's): no assignment is known to replace it.
+    pub fixed_element: bool,
     /// A `.grad` tensor written (by a backward or `zero_grad(set_to_none=False)`): where it was
     /// last read as `p.grad`, which a copy there keeps apart (`[p.grad.clone() for p in ...]`).
     pub grad_read: Option<Span>,

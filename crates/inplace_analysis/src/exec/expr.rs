@@ -117,8 +117,17 @@ impl Interp<'_, '_> {
             }
             Expr::Dict { keys, values } => self.eval_dict(c, e, keys, values),
             Expr::Comp {
-                elt, value, gens, ..
-            } => self.eval_comprehension(c, elt, value, gens),
+                elt,
+                value,
+                gens,
+                kind,
+            } => {
+                let out = self.eval_comprehension(c, elt, value, gens);
+                if matches!(kind, CompKind::List | CompKind::Dict) {
+                    self.lists.extend(out.iter().copied());
+                }
+                out
+            }
             Expr::Lambda(f) => smallvec![self.new_func(DefLoc {
                 item: c.item,
                 func: f
@@ -769,8 +778,24 @@ impl Interp<'_, '_> {
         if p.is_empty() || p.len() > 8 || p != q {
             return;
         }
-        if self.prog.text_of(c.span(left)) == self.prog.text_of(c.span(right)) {
+        // (Not the same expression, nor one and its `.detach()` or `.data`: `p - p.detach()` is
+        // zero on purpose, a straight-through estimator.)
+        let plain = |e: ExprId| {
+            let t = self.prog.text_of(c.span(e));
+            t.strip_suffix(".detach()")
+                .or_else(|| t.strip_suffix(".data"))
+                .unwrap_or(t)
+        };
+        if plain(left) == plain(right) {
             return;
+        }
+        // (Several parameters on each side only as a pair one loop binds, `for w, s in
+        // zip(...)`; never two loops' elements, `p - q` of two loops over the same list, the
+        // pairwise distances.)
+        match one_loop_binds(c, left, right) {
+            Some(false) => return,
+            None if p.len() > 1 => return,
+            _ => {}
         }
         // (The side read through a name: `w_t`, `w_t.data`, `w.detach()`.)
         let root = |mut e: ExprId| loop {
@@ -860,9 +885,11 @@ impl Interp<'_, '_> {
         if let Some(at) = star {
             self.starred_slots.insert(seq, at);
         }
-        if kind == crate::ir::SeqKind::Tuple {
-            self.tuples.insert(seq);
-        }
+        match kind {
+            crate::ir::SeqKind::Tuple => self.tuples.insert(seq),
+            crate::ir::SeqKind::List => self.lists.insert(seq),
+            _ => false,
+        };
         // (A set display may hold fewer: `{a, a}`.)
         if exact && kind != crate::ir::SeqKind::Set {
             self.exact_seqs.insert(seq);
@@ -1585,6 +1612,10 @@ impl Interp<'_, '_> {
                     self.element_reads.insert(c.span(e));
                     if self.tuples.contains(&b) {
                         self.tuple_element_reads.insert(c.span(e));
+                    } else if !self.lists.contains(&b) && !self.dict_objs.contains(&b) {
+                        // (Not known to be a list or dict: a `chunk()`'s pieces, a pair a
+                        // `zip()` makes, `torch.max`'s values and indices.)
+                        self.fixed_element_reads.insert(c.span(e));
                     }
                     let index = list_index;
                     match (index_at(index, items.len()), index) {
@@ -2129,6 +2160,56 @@ pub(super) fn with_values(text: &str, style: Placeholders, values: &[Option<Stri
         }
     }
     out
+}
+
+/// How the names `left` and `right` read (through attributes and calls: `w.data`) are bound by
+/// the loops around them: `Some(true)` when one loop's target binds both (`for w, s in zip(a,
+/// b)`, a comprehension's too), `Some(false)` when a loop binds one and not both (`p - q` of two
+/// loops over the same list: the pairwise distances), `None` when no loop binds either.
+fn one_loop_binds(c: Code<'_>, left: ExprId, right: ExprId) -> Option<bool> {
+    let root = |mut e: ExprId| loop {
+        match *c.expr(e) {
+            Expr::Name { name, .. } => return Some(name),
+            Expr::Attr { value, .. } => e = value,
+            Expr::Call { func, .. } => e = func,
+            _ => return None,
+        }
+    };
+    let (a, b) = (root(left), root(right));
+    let at = c.body.expr_span(left);
+    let names_in = |target: ExprId| -> Vec<Name> {
+        let within = c.body.expr_span(target);
+        (0..c.body.exprs.len())
+            .filter(|&k| within.contains(c.body.expr_spans[k]))
+            .filter_map(|k| match c.body.exprs[k] {
+                Expr::Name { name, .. } => Some(name),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut targets: Vec<Vec<Name>> = (c.body.stmts.iter().zip(&c.body.stmt_spans))
+        .filter_map(|(st, sp)| match *st {
+            Stmt::For { target, .. } if sp.contains(at) => Some(names_in(target)),
+            _ => None,
+        })
+        .collect();
+    for (e, sp) in c.body.exprs.iter().zip(&c.body.expr_spans) {
+        if let Expr::Comp { gens, .. } = *e {
+            if sp.contains(at) {
+                for g in c.body.list(gens) {
+                    targets.push(names_in(c.body.generators[*g as usize].target));
+                }
+            }
+        }
+    }
+    let bound = |n: Option<Name>| n.is_some_and(|n| targets.iter().any(|t| t.contains(&n)));
+    if !bound(a) && !bound(b) {
+        return None;
+    }
+    Some(
+        (targets.iter())
+            .any(|t| a.is_some_and(|a| t.contains(&a)) && b.is_some_and(|b| t.contains(&b))),
+    )
 }
 
 #[cfg(test)]

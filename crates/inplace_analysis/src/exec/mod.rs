@@ -528,6 +528,12 @@ pub(crate) struct Interp<'p, 't> {
     pub tuple_element_reads: FxHashSet<Span>,
     /// Tuples (a display, `tuple(...)`, a function's `*args`): their slots cannot be assigned.
     pub tuples: FxHashSet<ObjId>,
+    /// Lists and dicts made as such (a display, a list or dict comprehension, `list(...)`):
+    /// their slots can be assigned.
+    pub lists: FxHashSet<ObjId>,
+    /// Subscripts that may read an element out of a container neither known to be a list or
+    /// dict nor known to be a tuple: an element no fix replaces.
+    pub fixed_element_reads: FxHashSet<Span>,
     /// A leaf rebound to a computed update of itself (`w = w - lr * w.grad`), by the new
     /// tensor: reported when the new tensor's `.grad` is read (the next update finds `None`), or
     /// whether it requires grad or is a leaf;
@@ -754,6 +760,8 @@ impl<'p, 't> Interp<'p, 't> {
             element_reads: FxHashSet::default(),
             tuple_element_reads: FxHashSet::default(),
             tuples: FxHashSet::default(),
+            lists: FxHashSet::default(),
+            fixed_element_reads: FxHashSet::default(),
             leaf_rebinds: FxHashMap::default(),
             param_lists: FxHashMap::default(),
             taken_slots: FxHashMap::default(),

@@ -18,7 +18,11 @@ impl Interp<'_, '_> {
             }
             match self.obj(v) {
                 Obj::Params { owners: o, .. } => owners.extend(o.iter().copied()),
-                Obj::Seq(items) => stack.extend(items.iter().flatten().copied()),
+                Obj::Seq(items) => {
+                    stack.extend(items.iter().flatten().copied());
+                    // (The list the optimizer trains is the parameters on purpose.)
+                    self.param_lists.remove(&v);
+                }
                 _ => {}
             }
         }

@@ -789,9 +789,11 @@ impl Interp<'_, '_> {
         if params && name != "iter" {
             self.param_lists.insert(seq, at);
         }
-        if name == "tuple" {
-            self.tuples.insert(seq);
-        }
+        match name {
+            "tuple" => self.tuples.insert(seq),
+            "list" | "sorted" => self.lists.insert(seq),
+            _ => false,
+        };
         smallvec![seq]
     }
 

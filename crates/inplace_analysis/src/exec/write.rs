@@ -276,6 +276,9 @@ impl Interp<'_, '_> {
             tuple_element: w
                 .element
                 .is_some_and(|e| self.tuple_element_reads.contains(&e)),
+            fixed_element: w
+                .element
+                .is_some_and(|e| self.fixed_element_reads.contains(&e)),
             grad_read: w.grad_read,
             into_leaf: !tensors.is_empty()
                 && (targets.iter())

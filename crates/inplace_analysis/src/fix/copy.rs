@@ -176,6 +176,7 @@ pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Opt
     let (at, root) = match (w.element, view) {
         // `outs[i].add_(1)`: the element is replaced by a copy, not the list (of a list or a
         // dict: a tuple's element, one a call returned included, cannot be replaced).
+        (Some(element), _) if element.item == s.item && w.fixed_element => return None,
         (Some(element), _) if element.item == s.item && w.tuple_element => {
             return copy_tuple_element(ctx, w, element);
         }
