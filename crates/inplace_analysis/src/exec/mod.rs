@@ -535,8 +535,9 @@ pub(crate) struct Interp<'p, 't> {
     /// dict nor known to be a tuple: an element no fix replaces.
     pub fixed_element_reads: FxHashSet<Span>,
     /// A leaf rebound to a computed update of itself (`w = w - lr * w.grad`), by the new
-    /// tensor: reported when the new tensor's `.grad` is read (the next update finds `None`), or
-    /// whether it requires grad or is a leaf;
+    /// tensor: reported when the new tensor's `.grad` is read (the next update finds `None`),
+    /// whether it is a leaf, or whether it requires grad where it does not, or when an
+    /// optimizer is given it; not after `retain_grad()`;
     /// a name made a new leaf first (`x_adv = x_adv.detach().requires_grad_()`), or an update
     /// that is the last one (a one-step attack), is fine.
     pub leaf_rebinds: FxHashMap<ObjId, Event>,

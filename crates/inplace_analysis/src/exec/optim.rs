@@ -27,6 +27,12 @@ impl Interp<'_, '_> {
             }
         }
         let tensors: Vals = flat.into_iter().filter(|v| self.maybe_tensor(*v)).collect();
+        // (A leaf's computed update given to an optimizer: "can't optimize a non-leaf Tensor".)
+        for t in &tensors {
+            if let Some(e) = self.leaf_rebinds.remove(t) {
+                self.report(e);
+            }
+        }
         let opt = self.alloc(Obj::Optimizer {
             params: tensors.clone(),
             origin,

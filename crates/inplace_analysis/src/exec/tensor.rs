@@ -187,7 +187,14 @@ impl Interp<'_, '_> {
                 }
                 return recv.clone();
             }
-            "retain_grad" | "register_hook" | "share_memory_" => return smallvec![OTHER],
+            // (`w.retain_grad()` on a leaf's computed update: its `.grad` is kept, as meant.)
+            "retain_grad" => {
+                for v in recv {
+                    self.leaf_rebinds.remove(v);
+                }
+                return smallvec![OTHER];
+            }
+            "register_hook" | "share_memory_" => return smallvec![OTHER],
             // The address of a tensor that is not a view: one per tensor (`q.data_ptr() ==
             // k.data_ptr()`, fairseq's test for self-attention, is decided where both are one).
             "data_ptr" => {
@@ -1661,7 +1668,11 @@ impl Interp<'_, '_> {
         }
         // (The code asks for the gradient of a leaf, or whether it is one, of a leaf rebound to
         // a computed update: the rebinding made it none.)
-        if attr == known::GRAD || attr == known::REQUIRES_GRAD || self.name(attr) == "is_leaf" {
+        // (Whether it requires grad only when it does not: computed under `no_grad`.)
+        let asks = attr == known::GRAD
+            || self.name(attr) == "is_leaf"
+            || attr == known::REQUIRES_GRAD && t.grad == Tri::No;
+        if asks {
             if let Some(e) = self.leaf_rebinds.remove(&o) {
                 self.report(e);
             }

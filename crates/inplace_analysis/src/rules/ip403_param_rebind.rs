@@ -1,7 +1,10 @@
 //! # IP403 param-rebind
 //!
 //! **What it finds.** A name or attribute that holds a parameter is rebound to a *new* object:
-//! `w = w - lr * w.grad` (out-of-place update of a leaf that requires grad), `v = v - 0.1 * v.grad`
+//! `w = w - lr * w.grad` (out-of-place update of a leaf that requires grad, reported where the
+//! code then treats the update as the leaf: reads its `.grad`, asks whether it is a leaf, or
+//! gives it to an optimizer; a last step of an attack, or one made a new leaf with
+//! `.detach().requires_grad_()` first, is fine), `v = v - 0.1 * v.grad`
 //! after `opt = torch.optim.SGD([v])`, `self.w = nn.Parameter(...)`, `setattr(model, "head",
 //! nn.Linear(...))`, `model = Net()` or `model = copy.deepcopy(best_model)` after the optimizer
 //! was built from the old parameters, or `model.head = weight_norm(model.head)` then (the
