@@ -139,6 +139,17 @@ impl Interp<'_, '_> {
         }
     }
 
+    /// A method called for its effect on autograd's bookkeeping (`register_hook`): `w.retain_grad()`
+    /// on a leaf's computed update keeps its `.grad`, as the code means.
+    fn no_result(&mut self, meth: &str, recv: &Vals) -> Vals {
+        if meth == "retain_grad" {
+            for v in recv {
+                self.leaf_rebinds.remove(v);
+            }
+        }
+        smallvec![OTHER]
+    }
+
     pub(super) fn tensor_method(
         &mut self,
         c: Code<'_>,
@@ -187,14 +198,7 @@ impl Interp<'_, '_> {
                 }
                 return recv.clone();
             }
-            // (`w.retain_grad()` on a leaf's computed update: its `.grad` is kept, as meant.)
-            "retain_grad" => {
-                for v in recv {
-                    self.leaf_rebinds.remove(v);
-                }
-                return smallvec![OTHER];
-            }
-            "register_hook" | "share_memory_" => return smallvec![OTHER],
+            "retain_grad" | "register_hook" | "share_memory_" => return self.no_result(&m, recv),
             // The address of a tensor that is not a view: one per tensor (`q.data_ptr() ==
             // k.data_ptr()`, fairseq's test for self-attention, is decided where both are one).
             "data_ptr" => {
