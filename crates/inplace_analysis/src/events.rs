@@ -134,7 +134,7 @@ pub(crate) struct Write {
     /// the call site's item), when one did.
     pub call_arg: Option<ExprId>,
     /// Written through a `.data` alias (or a view of one), taken there, or through a tensor
-    /// made to show another's memory (`pk.data = pq.data`), the value it was given: a save made through
+    /// made to show another's memory (`pk.data = pq.data`), where that tensor was made: a save made through
     /// that same alias sees its own counter move (the backward raises).
     pub data_alias: Option<Span>,
     /// A list, dict or object kept the tensor a raising write wrote (`parts = [gen]` before

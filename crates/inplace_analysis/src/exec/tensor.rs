@@ -906,8 +906,8 @@ impl Interp<'_, '_> {
         None
     }
 
-    /// Of a tensor made to show another's memory (`pk.data = pq.data`), or a view of one: the
-    /// value it was given (`pq.data`), which stands for its version counter. It keeps its own
+    /// Of a tensor made to show another's memory (`pk.data = pq.data`), or a view of one: where
+    /// that tensor was made, which stands for its version counter. It keeps its own
     /// (measured with torch 2.15: a write through `pk` leaves what an op saved of `pq`
     /// unchecked, and the backward silently reads the new values).
     pub(super) fn shown_counter(&self, mut v: ObjId) -> Option<Span> {
@@ -915,8 +915,8 @@ impl Interp<'_, '_> {
             return None;
         }
         for _ in 0..64 {
-            if let Some((_, value)) = self.shown_memory.get(&v) {
-                return Some(*value);
+            if self.shown_memory.contains_key(&v) {
+                return Some(self.tensor(v)?.origin);
             }
             v = self.tensor(v)?.view_of?.0;
         }

@@ -127,12 +127,20 @@ fn saved_through_data_finding(
         return shown_memory_finding(ctx, w, save, trigger);
     };
     let alias = ctx.snippet(data);
+    // (Saved through a tensor given that memory by `t.data = s.data`: `{alias}` is where that
+    // tensor was made, not a `.data` read.)
+    let shown = !alias.ends_with(".data");
+    let kept = if shown {
+        "the other tensor".to_string()
+    } else {
+        format!("`{alias}`")
+    };
     let op = ctx.op(save.op);
     let own = save.range == w.range;
     let mut related = located([
         (
             ctx.range(save.range).filter(|_| !own),
-            format!("`{op}` saves `{alias}` here, for its backward"),
+            format!("`{op}` saves {kept} here, for its backward"),
         ),
         (
             ctx.range(trigger.range),
@@ -140,9 +148,13 @@ fn saved_through_data_finding(
         ),
     ]);
     write_related(ctx, w, &mut related);
-    let saved = match own {
-        true => format!("saves `{alias}` and then writes it"),
-        false => format!(
+    let saved = match (own, shown) {
+        (true, false) => format!("saves `{alias}` and then writes it"),
+        (_, true) => format!(
+            "writes in place into memory that `{op}` ({}) saved through another tensor, given that memory through `.data`",
+            ctx.line(save.range)
+        ),
+        (false, false) => format!(
             "writes in place into memory that `{op}` ({}) saved through `{alias}`",
             ctx.line(save.range)
         ),
@@ -155,7 +167,7 @@ fn saved_through_data_finding(
         })
     });
     let fix = replace_data(&alias, ".detach().clone()")
-        .filter(|_| !bound)
+        .filter(|_| !bound && !shown)
         .and_then(|text| {
             Some(Fix {
                 title: format!("Save a copy: `{text}`"),
@@ -171,8 +183,9 @@ fn saved_through_data_finding(
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` {saved}; `.data` has a version counter of its own, which this write does not bump, so `{}` ({}) computes the gradient from the new values without an error",
+            "`{}` {saved}; {} has a version counter of its own, which this write does not bump, so `{}` ({}) computes the gradient from the new values without an error",
             ctx.snippet(w.site),
+            if shown { "that tensor" } else { "`.data`" },
             ctx.snippet(trigger.range),
             ctx.line(trigger.range),
         ),
@@ -191,16 +204,12 @@ fn shown_memory_finding(
     save: &Save,
     trigger: Trigger,
 ) -> Option<Finding> {
-    let shown = w.data_alias?;
+    w.data_alias?;
     let op = ctx.op(save.op);
     let mut related = located([
         (
             ctx.range(save.range),
             format!("`{op}` saves the tensor here, for its backward"),
-        ),
-        (
-            ctx.range(shown),
-            "the written tensor was given its memory here".into(),
         ),
         (
             ctx.range(trigger.range),
@@ -213,11 +222,9 @@ fn shown_memory_finding(
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
         message: format!(
-            "`{}` writes in place into memory that `{op}` ({}) saved, which the written tensor shows since it was given `{}` ({}); it keeps a version counter of its own, which is not the one the save checks, so `{}` ({}) computes the gradient from the new values without an error",
+            "`{}` writes in place into memory that `{op}` ({}) saved, which the written tensor shows since it was given that memory through `.data`; it keeps a version counter of its own, which is not the one the save checks, so `{}` ({}) computes the gradient from the new values without an error",
             ctx.snippet(w.site),
             ctx.line(save.range),
-            ctx.snippet(shown),
-            ctx.line(shown),
             ctx.snippet(trigger.range),
             ctx.line(trigger.range),
         ),
