@@ -93,7 +93,7 @@ impl Interp<'_, '_> {
             for d in vals.iter().filter(|d| dirty.contains(d)) {
                 if self
                     .tensor(*d)
-                    .is_some_and(|t| t.leaf && t.grad == Tri::Yes)
+                    .is_some_and(|t| (t.leaf || t.view_of_leaf) && t.grad == Tri::Yes)
                 {
                     let kind = crate::events::WriteKind::DirtyArg { arg: *arg };
                     self.write(

@@ -103,7 +103,10 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
         // parameter that no gradient goes through.)
         // (Not either for a leaf the program made of an activation, written with a value that
         // requires grad: a copy, whatever is read after.)
-        fix: if in_forward(ctx, w)
+        // (A custom Function that marks a view of a leaf dirty is passed a copy.)
+        fix: if let crate::events::WriteKind::DirtyArg { arg } = w.kind {
+            arg.and_then(|a| crate::fix::clone_dirty_argument(ctx, w.range.item, a))
+        } else if in_forward(ctx, w)
             && crate::fix::view_base_read_after(ctx, w)
             && super::computed_write_into_leaf(ctx, w).is_none()
         {
