@@ -736,12 +736,12 @@ impl Interp<'_, '_> {
         smallvec![seq]
     }
 
-    /// `w - w0` where both sides are the parameters the last optimizer step wrote, read
+    /// `w - w0` (or `torch.equal(w, w0)`) where both sides are the parameters the last optimizer step wrote, read
     /// through two different expressions (`w0` from `w0 = list(model.parameters())`, `before
     /// = model.weight`): the code meant one side as the weights before the step, but it is the
     /// parameter itself, so the difference is zero after every step (FedProx's proximal term,
     /// a drift measure). A stale read of the side read through a plain name (IP402).
-    fn difference_with_itself(
+    pub(super) fn difference_with_itself(
         &mut self,
         c: Code<'_>,
         (left, a): (ExprId, &Vals),
@@ -806,7 +806,24 @@ impl Interp<'_, '_> {
                 _ => return None,
             }
         };
-        let Some((name, read)) = root(right).or_else(|| root(left)) else {
+        // (A plain name over an attribute's root, `before` of `torch.equal(before,
+        // model.weight)`; of two names, the one bound first, `before` of `(before, after)`.)
+        let plain_name = |e: ExprId| match *c.expr(e) {
+            Expr::Name { name, .. } => Some((name, c.span(e))),
+            _ => None,
+        };
+        let bound = |n: Name| {
+            let b = self.state.bound_at.get(&n)?;
+            Some(self.prog.range(b.stmt)?.start)
+        };
+        let named = match (plain_name(left), plain_name(right)) {
+            (Some(l), Some(r)) => match (bound(l.0), bound(r.0)) {
+                (Some(a), Some(b)) if a < b => Some(l),
+                _ => Some(r),
+            },
+            (l, r) => r.or(l),
+        };
+        let Some((name, read)) = named.or_else(|| root(right)).or_else(|| root(left)) else {
             return;
         };
         // Where the "snapshot" was made: a list of the parameters made before the step that a

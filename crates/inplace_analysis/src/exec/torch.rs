@@ -416,6 +416,17 @@ impl Interp<'_, '_> {
         if p == "torch.is_grad_enabled" {
             return Some(smallvec![if self.grad_enabled { TRUE } else { FALSE }]);
         }
+        // `torch.equal(before, model.weight)` after a step compares as `before - model.weight`
+        // does: a parameter with itself.
+        if matches!(
+            p,
+            "torch.equal" | "torch.allclose" | "torch.sub" | "torch.dist"
+        ) && !self.step_log.is_empty()
+        {
+            if let [(a, Some(l)), (b, Some(r)), ..] = args.positional.as_slice() {
+                self.difference_with_itself(c, (*l, a), (*r, b));
+            }
+        }
         // `torch.equal(query, key)` of the one tensor passed twice: true.
         if p == "torch.equal" {
             let same = match args.positional.as_slice() {
