@@ -798,14 +798,7 @@ impl Interp<'_, '_> {
             _ => {}
         }
         // (The side read through a name: `w_t`, `w_t.data`, `w.detach()`.)
-        let root = |mut e: ExprId| loop {
-            match *c.expr(e) {
-                Expr::Name { name, .. } => return Some((name, c.span(e))),
-                Expr::Attr { value, .. } => e = value,
-                Expr::Call { func, .. } => e = func,
-                _ => return None,
-            }
-        };
+        let root = |e: ExprId| read_root(c, e);
         // (A plain name over an attribute's root, `before` of `torch.equal(before,
         // model.weight)`; of two names, the one bound first, `before` of `(before, after)`.)
         let plain_name = |e: ExprId| match *c.expr(e) {
@@ -2179,20 +2172,28 @@ pub(super) fn with_values(text: &str, style: Placeholders, values: &[Option<Stri
     out
 }
 
+/// The name an expression reads through attributes and calls (`w_t` of `w_t.data`, `w` of
+/// `w.detach()`), where it is read.
+fn read_root(c: Code<'_>, mut e: ExprId) -> Option<(Name, Span)> {
+    loop {
+        match *c.expr(e) {
+            Expr::Name { name, .. } => return Some((name, c.span(e))),
+            Expr::Attr { value, .. } => e = value,
+            Expr::Call { func, .. } => e = func,
+            _ => return None,
+        }
+    }
+}
+
 /// How the names `left` and `right` read (through attributes and calls: `w.data`) are bound by
 /// the loops around them: `Some(true)` when one loop's target binds both (`for w, s in zip(a,
 /// b)`, a comprehension's too), `Some(false)` when a loop binds one and not both (`p - q` of two
 /// loops over the same list: the pairwise distances), `None` when no loop binds either.
 fn one_loop_binds(c: Code<'_>, left: ExprId, right: ExprId) -> Option<bool> {
-    let root = |mut e: ExprId| loop {
-        match *c.expr(e) {
-            Expr::Name { name, .. } => return Some(name),
-            Expr::Attr { value, .. } => e = value,
-            Expr::Call { func, .. } => e = func,
-            _ => return None,
-        }
-    };
-    let (a, b) = (root(left), root(right));
+    let (a, b) = (
+        read_root(c, left).map(|r| r.0),
+        read_root(c, right).map(|r| r.0),
+    );
     let at = c.body.expr_span(left);
     let names_in = |target: ExprId| -> Vec<Name> {
         let within = c.body.expr_span(target);
