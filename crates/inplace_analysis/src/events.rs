@@ -295,6 +295,15 @@ pub(crate) enum Event {
         /// when the replacement is inside `prune_`).
         call_path: SmallVec<[Span; 2]>,
     },
+    /// A write, in a custom Function's `backward` analysed on its own, into a gradient autograd
+    /// passed it (parameter `name`, at `param`), or a view or alias of one; `first`: that
+    /// `backward`'s first statement.
+    GradOutputWrite {
+        write: WriteId,
+        name: Name,
+        param: Span,
+        first: Option<Span>,
+    },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },
     /// An in-place op whose other operand (`operand`) is a view of elements it writes

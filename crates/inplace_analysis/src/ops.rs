@@ -735,6 +735,12 @@ pub fn metadata_arg(func: &str) -> bool {
         )
 }
 
+/// Calls that take tensors for which they are, not for their values: a custom Function's
+/// `ctx.mark_dirty(...)` and `ctx.mark_non_differentiable(...)`.
+pub fn identity_args(func: &str) -> bool {
+    matches!(func, "mark_dirty" | "mark_non_differentiable")
+}
+
 /// Module methods that return the module itself.
 pub const MODULE_RETURNS_SELF: &[&str] = &[
     "to",

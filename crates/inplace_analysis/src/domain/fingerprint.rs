@@ -210,6 +210,7 @@ impl Walk<'_, '_> {
                     super::GradCtx::Set(true) => 3,
                     super::GradCtx::Anomaly => 4,
                     super::GradCtx::Inference => 5,
+                    super::GradCtx::AllowMutation => 6,
                 };
                 self.put((11u8, g));
             }

@@ -324,6 +324,9 @@ pub(crate) enum GradCtx {
     /// `set_grad_enabled(x)`: `false` disables, `true` / unknown enables.
     Set(bool),
     Anomaly,
+    /// `torch.autograd.graph.allow_mutation_on_saved_tensors()`: a tensor saved while it is on
+    /// is copied the first time it is written in place, so the backward reads the saved values.
+    AllowMutation,
 }
 
 #[derive(Debug, Clone)]

@@ -971,9 +971,11 @@ impl Interp<'_, '_> {
     /// Functions whose body runs with grad disabled: `@torch.no_grad()` /
     /// `@torch.inference_mode()` decorated ones, and methods of a `torch.autograd.Function`.
     pub fn runs_without_grad(&mut self, c: Code<'_>, fd: &FuncDef) -> bool {
-        if fd.decorators.no_grad {
-            return true;
-        }
+        fd.decorators.no_grad || self.in_autograd_function(c, fd)
+    }
+
+    /// Whether a function is a method of a `torch.autograd.Function` subclass.
+    fn in_autograd_function(&mut self, c: Code<'_>, fd: &FuncDef) -> bool {
         match fd.owner {
             Owner::Class(k) => c.body.class(k).autograd_function,
             Owner::ItemClass => self
@@ -1446,11 +1448,46 @@ impl Interp<'_, '_> {
             plain && fd.name != known::GETITEM && fd.name != known::INIT
         });
         let env = self.unknown_params(c, &fd, self_obj);
+        if (fd.name == known::BACKWARD || fd.name == known::VJP)
+            && self.in_autograd_function(c, &fd)
+        {
+            self.note_grad_outputs(c, &fd, &env);
+        }
         self.state.env = env;
         self.method_heap = self.heap.len();
         self.exec_block(c, fd.body);
         let returns = self.frames[0].returns.clone();
         self.check_kept_writes(&returns);
+    }
+
+    /// A custom Function's `backward(ctx, *grad_outputs)` analysed on its own: the gradients
+    /// autograd passes it (every parameter after `ctx`) are autograd's, which it may share with
+    /// other nodes (a sum's branches get one tensor; the gradient of `.sum()` is one element
+    /// expanded): a write into one is [`Event::GradOutputWrite`]. (Named `backward` or, newer,
+    /// `vjp`.)
+    fn note_grad_outputs(&mut self, c: Code<'_>, fd: &FuncDef, env: &Env) {
+        for p in c.body.list(fd.params).iter().skip(1) {
+            let p = c.body.params[*p as usize];
+            // (Autograd passes tensors: a subscript store into one is a tensor write.)
+            let Some(t) = (env.get(&p.name))
+                .and_then(|vs| vs.first())
+                .and_then(|v| self.tensor_mut(*v))
+            else {
+                continue;
+            };
+            t.known = true;
+            let storage = t.storage;
+            self.grad_outputs
+                .push((storage, p.name, Span::new(c.item, p.span)));
+        }
+        let mut stmts = c.body.stmts_of(fd.body);
+        let mut first = stmts.next();
+        if first.is_some_and(
+            |s| matches!(*c.body.stmt(s), Stmt::Expr(e) if matches!(c.body.expr(e), Expr::Str(_))),
+        ) {
+            first = stmts.next();
+        }
+        self.backward_first = first.map(|s| Span::new(c.item, c.body.stmt_span(s)));
     }
 
     /// Parameters bound to what an unknown caller may pass: a literal default or a non-tensor

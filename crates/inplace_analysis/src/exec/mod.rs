@@ -617,6 +617,14 @@ pub(crate) struct Interp<'p, 't> {
     pub index_target: bool,
     /// While a forward pre-hook runs: its `args` tuple.
     pub running_pre_hook: Option<ObjId>,
+    /// While a custom Function's `backward` runs as a unit: the memory of each gradient
+    /// autograd passes it, with the parameter that names it (see [`Event::GradOutputWrite`]).
+    pub grad_outputs: Vec<(ObjId, Name, Span)>,
+    /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
+    /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
+    pub mutation_allowed: bool,
+    /// That `backward`'s first statement (after a docstring), where a copy of a gradient goes.
+    pub backward_first: Option<Span>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -789,6 +797,9 @@ impl<'p, 't> Interp<'p, 't> {
             unrolling_comprehension: false,
             rolled_loops: 0,
             running_pre_hook: None,
+            grad_outputs: Vec::new(),
+            mutation_allowed: false,
+            backward_first: None,
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),

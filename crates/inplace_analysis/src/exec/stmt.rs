@@ -754,6 +754,7 @@ impl Interp<'_, '_> {
     fn exec_with(&mut self, c: Code<'_>, items: List, body: Block) {
         let saved_mode = (self.grad_enabled, self.implicit_no_grad);
         let saved_inference = self.inference_mode;
+        let saved_mutation = self.mutation_allowed;
         for i in c.body.list(items) {
             let item = c.body.with_items[*i as usize];
             let vals = self.eval(c, item.expr);
@@ -767,6 +768,10 @@ impl Interp<'_, '_> {
                     }
                     Obj::GradCtx(GradCtx::EnableGrad) => true,
                     Obj::GradCtx(GradCtx::Set(on)) => *on,
+                    Obj::GradCtx(GradCtx::AllowMutation) => {
+                        self.mutation_allowed = true;
+                        continue;
+                    }
                     _ => continue,
                 };
                 // (The program asked for it: no longer only torch's own mode.)
@@ -781,6 +786,7 @@ impl Interp<'_, '_> {
         self.exec_block(c, body);
         (self.grad_enabled, self.implicit_no_grad) = saved_mode;
         self.inference_mode = saved_inference;
+        self.mutation_allowed = saved_mutation;
     }
 }
 

@@ -878,7 +878,11 @@ impl Interp<'_, '_> {
             stash: None,
             through_data: None,
         });
-        self.state.live.entry(storage).or_default().push(id);
+        // (Saved under `allow_mutation_on_saved_tensors()`: a write copies it first, it stays
+        // as saved.)
+        if !self.mutation_allowed {
+            self.state.live.entry(storage).or_default().push(id);
+        }
         id
     }
 

@@ -731,6 +731,7 @@ impl Interp<'_, '_> {
                 }
                 GradCtx::Anomaly
             }
+            "torch.autograd.graph.allow_mutation_on_saved_tensors" => GradCtx::AllowMutation,
             _ => return None,
         };
         Some(smallvec![self.alloc(Obj::GradCtx(ctx))])

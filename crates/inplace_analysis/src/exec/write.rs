@@ -152,6 +152,7 @@ impl Interp<'_, '_> {
             return wid;
         }
         self.record_site(w.range, targets);
+        self.note_grad_output_write(wid, &tensors);
         self.rejoin_slots(targets);
         self.refuse_views_of(&tensors, wid, targets);
         let value_grad = w.value.map(|v| {
@@ -246,6 +247,27 @@ impl Interp<'_, '_> {
         }
         self.link_value_history(targets, &tensors, &w, plain_buffer);
         wid
+    }
+
+    /// A write into a gradient autograd passed the running custom `backward` (every tensor
+    /// written is one, or a view or alias of one).
+    fn note_grad_output_write(&mut self, wid: WriteId, tensors: &[TensorObj]) {
+        if self.grad_outputs.is_empty() || tensors.is_empty() {
+            return;
+        }
+        let given = |t: &TensorObj| self.grad_outputs.iter().find(|(s, ..)| *s == t.storage);
+        if !tensors.iter().all(|t| given(t).is_some()) {
+            return;
+        }
+        if let Some(&(_, name, param)) = given(&tensors[0]) {
+            let first = self.backward_first;
+            self.report(Event::GradOutputWrite {
+                write: wid,
+                name,
+                param,
+                first,
+            });
+        }
     }
 
     /// The write's record, before its effects.

@@ -82,6 +82,7 @@ known! {
     MAX_NORM = "max_norm",
     SAVE_FOR_BACKWARD = "save_for_backward",
     BACKWARD = "backward",
+    VJP = "vjp",
     SAVED_TENSORS = "saved_tensors",
     MARK_DIRTY = "mark_dirty",
     MARK_NON_DIFFERENTIABLE = "mark_non_differentiable",

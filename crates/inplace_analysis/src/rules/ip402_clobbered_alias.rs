@@ -36,6 +36,15 @@
 //! write of `x` before the backward raises nothing, and the gradient is computed from the new
 //! values (a straight-through quantiser's mask, a residual scaled in place after it).
 //!
+//! A custom `Function`'s `backward` that writes in place into a gradient autograd passed it
+//! (`grad_input = grad_output; grad_input[input < 0] = 0`, the hand-written ReLU without the
+//! tutorial's `.clone()`; `grad_output.mul_(-coeff)` in a gradient-reversal layer, or in a helper
+//! it calls) changes a tensor autograd may share: the branches of a sum get the same gradient
+//! tensor, and the gradient of `.sum()` is one element expanded, so the masked write zeroes it
+//! everywhere (measured with torch 2.15: the skip branch's gradient changes silently; an
+//! in-place product on the expanded gradient raises `unsupported operation`). The fix copies the
+//! gradient at the start of `backward` (`grad_output = grad_output.clone()`).
+//!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
 //! detached, not a copy), `w0 = p.detach()`, `old = [p.data for p in model.parameters()]`,
@@ -110,7 +119,10 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     if let Some((w, save, _)) = clobber_any(ev, u) {
         return save.stash.map(|_| w.range);
     }
-    let (Event::StaleRead { write, .. } | Event::SelfOverlap { write, .. }) = ev else {
+    let (Event::StaleRead { write, .. }
+    | Event::SelfOverlap { write, .. }
+    | Event::GradOutputWrite { write, .. }) = ev
+    else {
         return None;
     };
     let w = write_of(u, *write)?;
@@ -123,6 +135,15 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     if let Event::SelfOverlap { write, operand } = ev {
         return render_overlap(ctx, *write, *operand);
+    }
+    if let Event::GradOutputWrite {
+        write,
+        name,
+        param,
+        first,
+    } = ev
+    {
+        return render_grad_output(ctx, *write, *name, *param, *first);
     }
     if let Some((w, save, trigger)) = clobber_any(ev, ctx.unit) {
         return render_stash(ctx, w, save, trigger);
@@ -488,6 +509,44 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
         ),
         related,
         fix: fix::clone_operand(ctx, operand),
+        alternatives: Vec::new(),
+    })
+}
+
+/// A custom Function's `backward` writing into a gradient autograd passed it.
+fn render_grad_output(
+    ctx: &RenderCtx<'_>,
+    write: WriteId,
+    name: crate::ir::Name,
+    param: Span,
+    first: Option<Span>,
+) -> Option<Finding> {
+    let w = ctx.write(write);
+    let name = ctx.name(name);
+    let mut related = vec![Related {
+        source: None,
+        range: ctx.range(param)?,
+        message: format!("`{name}`: the gradient autograd passes to this `backward`, not a copy"),
+    }];
+    write_related(ctx, w, &mut related);
+    let fix = first.and_then(|f| ctx.range(f)).and_then(|at| {
+        fix::copy_before_statement(
+            ctx,
+            at,
+            name,
+            format!("Copy `{name}` at the start of `backward`"),
+        )
+    });
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into `{name}`, the gradient autograd passed to this custom `backward`: autograd may hand that same tensor to other nodes (the branches of a sum share it; the gradient of `.sum()` is one element expanded), whose gradients then change silently, or torch refuses the write (unsupported operation: more than one element of the written-to tensor refers to a single memory location)",
+            ctx.snippet(w.site)
+        ),
+        related,
+        fix,
         alternatives: Vec::new(),
     })
 }

@@ -1018,23 +1018,27 @@ impl Lowerer<'_> {
         Expr::Call { func, args }
     }
 
-    /// A name passed where only its metadata is read (`torch.zeros_like(x)`, `y.view_as(x)`) is
-    /// not a read of its values.
+    /// A name passed where only its metadata is read (`torch.zeros_like(x)`, `y.view_as(x)`), or
+    /// only which tensor it is (`ctx.mark_dirty(x)`), is not a read of its values.
     fn metadata_arg(&mut self, func: ExprId, args: u32) {
         let name = match self.body.exprs.get(func.idx()) {
             Some(Expr::Name { name, .. } | Expr::Attr { attr: name, .. }) => *name,
             _ => return,
         };
-        if !ops::metadata_arg(self.names.resolve(name)) {
+        let func = self.names.resolve(name);
+        // (`ctx.mark_dirty(x, y)`: autograd's bookkeeping of which tensors these are.)
+        let all = ops::identity_args(func);
+        if !all && !ops::metadata_arg(func) {
             return;
         }
-        let first = self
-            .body
+        let given: Vec<ExprId> = (self.body)
             .exprs_of(self.body.args[args as usize].positional)
-            .next();
-        if let Some(Expr::Name { reads, .. }) = first.and_then(|e| self.body.exprs.get_mut(e.idx()))
-        {
-            *reads = false;
+            .take(if all { usize::MAX } else { 1 })
+            .collect();
+        for e in given {
+            if let Some(Expr::Name { reads, .. }) = self.body.exprs.get_mut(e.idx()) {
+                *reads = false;
+            }
         }
     }
 
