@@ -304,6 +304,9 @@ pub(crate) enum Event {
         param: Span,
         first: Option<Span>,
     },
+    /// A write, in a custom Function's `backward` analysed on its own, into a tensor it read
+    /// from `ctx.saved_tensors` (or a view of one).
+    BackwardSavedWrite { write: WriteId },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },
     /// An in-place op whose other operand (`operand`) is a view of elements it writes

@@ -1429,6 +1429,9 @@ impl Interp<'_, '_> {
         self.inlining = vec![Self::normalized(def, f)];
         self.unit_depth = 1;
         self.grad_enabled = !self.runs_without_grad(c, &fd);
+        // (A custom Function's method runs without grad because torch runs it so: a rewrite out
+        // of place there drops no history the code asked for.)
+        self.implicit_no_grad = !fd.decorators.no_grad && self.in_autograd_function(c, &fd);
         self.inference_mode = fd.decorators.inference;
         let class = self.enclosing_class(c, &fd);
         if let Some(k) = &class {
@@ -1447,11 +1450,11 @@ impl Interp<'_, '_> {
             let plain = !fd.decorators.staticmethod && !fd.decorators.classmethod;
             plain && fd.name != known::GETITEM && fd.name != known::INIT
         });
-        let env = self.unknown_params(c, &fd, self_obj);
+        let mut env = self.unknown_params(c, &fd, self_obj);
         if (fd.name == known::BACKWARD || fd.name == known::VJP)
             && self.in_autograd_function(c, &fd)
         {
-            self.note_grad_outputs(c, &fd, &env);
+            self.enter_custom_backward(c, &fd, &mut env);
         }
         self.state.env = env;
         self.method_heap = self.heap.len();
@@ -1465,8 +1468,26 @@ impl Interp<'_, '_> {
     /// other nodes (a sum's branches get one tensor; the gradient of `.sum()` is one element
     /// expanded): a write into one is [`Event::GradOutputWrite`]. (Named `backward` or, newer,
     /// `vjp`.)
-    fn note_grad_outputs(&mut self, c: Code<'_>, fd: &FuncDef, env: &Env) {
-        for p in c.body.list(fd.params).iter().skip(1) {
+    ///
+    /// Its `ctx` (a `@staticmethod`'s first parameter) holds in `saved_tensors` what `forward`
+    /// saved: its inputs or outputs, which the caller may still hold (see
+    /// [`Event::BackwardSavedWrite`]).
+    fn enter_custom_backward(&mut self, c: Code<'_>, fd: &FuncDef, env: &mut Env) {
+        let params = c.body.list(fd.params);
+        if let Some(first) = params.first().filter(|_| fd.decorators.staticmethod) {
+            let at = Span::new(c.item, c.body.params[*first as usize].span);
+            let saved = self.param_tensor(at, true);
+            if let Some(t) = self.tensor_mut(saved) {
+                t.grad = Tri::No;
+                let storage = t.storage;
+                self.backward_saved.insert(storage);
+            }
+            let mut attrs = FxHashMap::default();
+            attrs.insert(known::SAVED_TENSORS, smallvec![saved]);
+            let ctx = self.function_ctx(at, attrs);
+            env.insert(c.body.params[*first as usize].name, smallvec![ctx]);
+        }
+        for p in params.iter().skip(1) {
             let p = c.body.params[*p as usize];
             // (Autograd passes tensors: a subscript store into one is a tensor write.)
             let Some(t) = (env.get(&p.name))

@@ -21,18 +21,7 @@ impl Interp<'_, '_> {
         let Some(forward) = self.find_method(class, known::FORWARD) else {
             return self.opaque_call(args, call);
         };
-        let ctx = self.alloc(Obj::Module(Box::new(ModuleObj {
-            class: known::FUNCTION_CTX,
-            local: None,
-            inplace: None,
-            attrs: FxHashMap::default(),
-            children: Vec::new(),
-            origin: call,
-            hooks: Vec::new(),
-            maybe_hooks: Vec::new(),
-            pre_hooks: Vec::new(),
-            backward_hook: None,
-        })));
+        let ctx = self.function_ctx(call, FxHashMap::default());
         let mut full = args.clone();
         full.positional.insert(0, (smallvec![ctx], None));
         let grad_was = std::mem::replace(&mut self.grad_enabled, false);
@@ -167,6 +156,22 @@ impl Interp<'_, '_> {
             self.nodes.get_mut(node).saves.push(id);
         }
         results
+    }
+
+    /// A custom Function's `ctx`, with these attributes.
+    pub(super) fn function_ctx(&mut self, origin: Span, attrs: FxHashMap<Name, Vals>) -> ObjId {
+        self.alloc(Obj::Module(Box::new(ModuleObj {
+            class: known::FUNCTION_CTX,
+            local: None,
+            inplace: None,
+            attrs,
+            children: Vec::new(),
+            origin,
+            hooks: Vec::new(),
+            maybe_hooks: Vec::new(),
+            pre_hooks: Vec::new(),
+            backward_hook: None,
+        })))
     }
 
     /// The tensors a custom Function's `forward` kept as attributes of `ctx` (`ctx.x = x`,

@@ -623,6 +623,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
     /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
     pub mutation_allowed: bool,
+    /// While a custom Function's `backward` runs as a unit: the memory of what it reads from
+    /// `ctx.saved_tensors` (see [`Event::BackwardSavedWrite`]).
+    pub backward_saved: FxHashSet<ObjId>,
     /// That `backward`'s first statement (after a docstring), where a copy of a gradient goes.
     pub backward_first: Option<Span>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
@@ -799,6 +802,7 @@ impl<'p, 't> Interp<'p, 't> {
             running_pre_hook: None,
             grad_outputs: Vec::new(),
             mutation_allowed: false,
+            backward_saved: FxHashSet::default(),
             backward_first: None,
             index_target: false,
             field_reads: FxHashSet::default(),

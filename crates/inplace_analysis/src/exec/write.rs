@@ -250,9 +250,18 @@ impl Interp<'_, '_> {
     }
 
     /// A write into a gradient autograd passed the running custom `backward` (every tensor
-    /// written is one, or a view or alias of one).
+    /// written is one, or a view or alias of one), or into what it read from
+    /// `ctx.saved_tensors`.
     fn note_grad_output_write(&mut self, wid: WriteId, tensors: &[TensorObj]) {
-        if self.grad_outputs.is_empty() || tensors.is_empty() {
+        if tensors.is_empty() {
+            return;
+        }
+        if !self.backward_saved.is_empty()
+            && (tensors.iter()).all(|t| self.backward_saved.contains(&t.storage))
+        {
+            self.report(Event::BackwardSavedWrite { write: wid });
+        }
+        if self.grad_outputs.is_empty() {
             return;
         }
         let given = |t: &TensorObj| self.grad_outputs.iter().find(|(s, ..)| *s == t.storage);
@@ -278,7 +287,11 @@ impl Interp<'_, '_> {
         tensors: &[TensorObj],
     ) -> WriteId {
         let first = targets.first().copied().unwrap_or(UNKNOWN);
-        let view_origin = self.tensor(first).and_then(|t| t.view_origin);
+        // (Where every tensor the name may hold was taken as that view: a view taken in one
+        // branch only is not where a copy goes.)
+        let view_origin = (self.tensor(first).and_then(|t| t.view_origin)).filter(|v| {
+            (targets.iter()).all(|o| self.tensor(*o).is_none_or(|t| t.view_origin == Some(*v)))
+        });
         let through_bound = w.through.and_then(|n| self.state.bound_at.get(&n).copied());
         self.writes.push(Write {
             range: w.range,

@@ -43,7 +43,13 @@
 //! tensor, and the gradient of `.sum()` is one element expanded, so the masked write zeroes it
 //! everywhere (measured with torch 2.15: the skip branch's gradient changes silently; an
 //! in-place product on the expanded gradient raises `unsupported operation`). The fix copies the
-//! gradient at the start of `backward` (`grad_output = grad_output.clone()`).
+//! gradient at the start of `backward` (`grad_output = grad_output.clone()`). A write there into
+//! a tensor `backward` read from `ctx.saved_tensors` changes the `forward`'s own input or output,
+//! which the caller may still hold (gpytorch's cached solve negated by `rhs_solves.mul_(-1)`, found
+//! after `backward()` with its sign flipped); if another op saved that tensor too, its backward
+//! raises form ③ (Liger's SwiGLU writing its gradient into a saved input that `exp` saved as its
+//! output; this rule reports it where the write is, as the analysis does not follow a custom
+//! backward's writes into its caller). The fix writes into a copy or out of place.
 //!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
@@ -121,7 +127,8 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     }
     let (Event::StaleRead { write, .. }
     | Event::SelfOverlap { write, .. }
-    | Event::GradOutputWrite { write, .. }) = ev
+    | Event::GradOutputWrite { write, .. }
+    | Event::BackwardSavedWrite { write }) = ev
     else {
         return None;
     };
@@ -135,6 +142,9 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     if let Event::SelfOverlap { write, operand } = ev {
         return render_overlap(ctx, *write, *operand);
+    }
+    if let Event::BackwardSavedWrite { write } = ev {
+        return render_backward_saved(ctx, *write);
     }
     if let Event::GradOutputWrite {
         write,
@@ -509,6 +519,26 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
         ),
         related,
         fix: fix::clone_operand(ctx, operand),
+        alternatives: Vec::new(),
+    })
+}
+
+/// A custom Function's `backward` writing into a tensor its `forward` saved.
+fn render_backward_saved(ctx: &RenderCtx<'_>, write: WriteId) -> Option<Finding> {
+    let w = ctx.write(write);
+    let mut related = Vec::new();
+    write_related(ctx, w, &mut related);
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into a tensor this custom `backward` read from `ctx.saved_tensors`: that is the `forward`'s own input or output, which its caller may still hold and then reads changed after `backward()` (and if another op saved it too, that op's backward raises: {})",
+            ctx.snippet(w.site),
+            super::FORM3_MESSAGE
+        ),
+        related,
+        fix: out_of_place(ctx, w, Applicability::Unsafe),
         alternatives: Vec::new(),
     })
 }
