@@ -858,9 +858,13 @@ impl Interp<'_, '_> {
                 smallvec![s]
             } else if p.kind == ParamKind::VarArgs {
                 let rest: Vec<Vals> = positional.by_ref().map(|(v, _)| v.clone()).collect();
-                let args = self.alloc(Obj::Seq(rest));
-                self.tuples.insert(args);
-                smallvec![args]
+                let args_seq = self.alloc(Obj::Seq(rest));
+                self.tuples.insert(args_seq);
+                // (With no spread argument these are its elements one by one.)
+                if !args.spread {
+                    self.exact_seqs.insert(args_seq);
+                }
+                smallvec![args_seq]
             } else if p.kind == ParamKind::KwArgs {
                 // The keywords no other parameter takes.
                 let named: SmallVec<[Name; 8]> = c

@@ -1040,11 +1040,16 @@ impl Interp<'_, '_> {
         // An element that reads by its position, over a range of known bounds, runs at its
         // first position, and again (below) at the next (`[step(emb(wave[t])) for t in
         // range(6)]`: the second call writes into the cache the first one's conv saved).
+        // (Over a range whose bounds are not known, `range(h.shape[0])`, it runs again as a
+        // loop's body does, reading by the same position: one of the positions it takes.)
+        let mut bounds_unknown = false;
         let positions = match (c.body.list(gens), value.get()) {
             ([g], None) if self.reads_by_position(c, gens, elt.get()) => {
                 let g = c.body.generators[*g as usize];
+                let bounds = self.range_bounds(c, g.iter);
+                bounds_unknown = bounds.is_none();
                 // (Not with a condition: the next position may be one it skips.)
-                (self.range_bounds(c, g.iter))
+                bounds
                     .filter(|_| g.ifs.len == 0)
                     .filter(|(lo, hi)| hi.saturating_sub(*lo) >= 2)
                     .map(|(lo, _)| (g.target, lo))
@@ -1077,7 +1082,9 @@ impl Interp<'_, '_> {
             && made
             && !self.unrolling_comprehension
             && !self.exhausted()
-            && (positions.is_some() || !self.reads_by_position(c, gens, elt.get()));
+            && (positions.is_some()
+                || bounds_unknown
+                || !self.reads_by_position(c, gens, elt.get()));
         if let (Some(e), true) = (elt.get(), again_runs) {
             if let Some((target, lo)) = positions {
                 let at = self.position(lo + 1);
@@ -1244,7 +1251,7 @@ impl Interp<'_, '_> {
             && (2..=8).contains(&items.len())
             && items.iter().any(|i| i.iter().any(tensor))
             && (items.iter()).all(
-                |i| matches!(i.as_slice(), [v] if tensor(v) || matches!(self.obj(*v), Obj::Other)),
+                |i| matches!(i.as_slice(), [v] if tensor(v) || *v == NONE || matches!(self.obj(*v), Obj::Other)),
             );
         known.then(|| items.iter().map(|i| i[0]).collect())
     }
