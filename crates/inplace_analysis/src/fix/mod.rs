@@ -36,8 +36,9 @@ pub(crate) use out_of_place::{
 };
 pub(crate) use recompute::recompute_after_step;
 pub(crate) use reorder::{
-    detach_attribute_state, detach_carried_state, move_after, parameter_write_after,
-    parameter_write_before, rebuild_optimizer, write_after_backward, ZeroGrad,
+    backward_before, detach_attribute_state, detach_carried_state, move_after,
+    parameter_write_after, parameter_write_before, rebuild_optimizer, write_after_backward,
+    ZeroGrad,
 };
 pub(crate) use row_index::index_loop_rows;
 pub(crate) use update_order::{update_call_first, update_first};

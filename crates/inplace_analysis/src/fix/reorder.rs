@@ -328,24 +328,46 @@ fn repeated_backward(
     let Some(receiver) = text.find(".backward(").map(|k| &text[..k]) else {
         return false;
     };
-    let (Some(stmt), Some(func)) = (
-        ctx.range(Span::new(item, at)),
-        (body.funcs.iter())
-            .filter(|f| f.span.contains(at))
-            .min_by_key(|f| f.span.end - f.span.start)
-            .map_or(Some(0), |f| Some(ctx.range(Span::new(item, f.span))?.start)),
-    ) else {
-        return false;
-    };
-    let Some((indent, _)) = indentation(ctx, stmt.start) else {
-        return false;
-    };
-    let head = format!("{indent}{receiver}.backward(");
     !receiver.is_empty()
-        && (ctx
-            .slice(crate::finding::TextRange::new(func, stmt.start))
-            .lines())
-        .any(|l| l.starts_with(&head) && l.contains("retain_graph=True"))
+        && lines_before(ctx, body, item, at).is_some_and(|(indent, before)| {
+            let head = format!("{indent}{receiver}.backward(");
+            (before.lines()).any(|l| l.starts_with(&head) && l.contains("retain_graph=True"))
+        })
+}
+
+/// Whether a `backward()` runs in a statement of the same block level made before the statement
+/// at `at` (of item `item`), in its function (or at module level): a step there follows its own
+/// loss's backward, and a later `backward()` is another loss's.
+pub(crate) fn backward_before(ctx: &RenderCtx<'_>, s: StmtRef) -> bool {
+    let Some(body) = ctx.body(s.item) else {
+        return false;
+    };
+    lines_before(ctx, &body, s.item, body.stmt_span(s.stmt)).is_some_and(|(indent, before)| {
+        (before.lines()).any(|l| {
+            l.strip_prefix(indent)
+                .is_some_and(|rest| !rest.starts_with([' ', '\t']) && rest.contains(".backward("))
+        })
+    })
+}
+
+/// The indentation of the statement at `at` (of item `item`) and the text from the start of
+/// its innermost function (or of the module) to it.
+fn lines_before<'a>(
+    ctx: &RenderCtx<'a>,
+    body: &Body,
+    item: ItemId,
+    at: Rel,
+) -> Option<(&'a str, &'a str)> {
+    let stmt = ctx.range(Span::new(item, at))?;
+    let func = (body.funcs.iter())
+        .filter(|f| f.span.contains(at))
+        .min_by_key(|f| f.span.end - f.span.start)
+        .map_or(Some(0), |f| Some(ctx.range(Span::new(item, f.span))?.start))?;
+    let (indent, _) = indentation(ctx, stmt.start)?;
+    Some((
+        indent,
+        ctx.slice(crate::finding::TextRange::new(func, stmt.start)),
+    ))
 }
 
 /// A write into a parameter (under `no_grad`) after the op that saved it, in the same block

@@ -114,7 +114,14 @@ fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
                 })
                 .or_else(|| crate::fix::update_first(ctx, s, t.range))
                 .or_else(|| crate::fix::update_call_first(ctx, w, &t))
-                .or_else(|| move_after(crate::fix::ZeroGrad::Crossed))
+                // (Past another optimizer's `zero_grad()` only where the step has no backward
+                // of its own before it: else the later loss is another's, whose gradients the
+                // moved step would apply too (tianshou's SAC: a critic stepped on the actor's).)
+                .or_else(|| {
+                    (!crate::fix::backward_before(ctx, s))
+                        .then(|| move_after(crate::fix::ZeroGrad::Crossed))
+                        .flatten()
+                })
         }),
         alternatives: Vec::new(),
     })
