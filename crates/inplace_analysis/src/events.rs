@@ -307,6 +307,14 @@ pub(crate) enum Event {
     /// A write, in a custom Function's `backward` analysed on its own, into a tensor it read
     /// from `ctx.saved_tensors` (or a view of one).
     BackwardSavedWrite { write: WriteId },
+    /// A write through a value of a module's `state_dict()` (made at `made`) that added another
+    /// module's parameters, before the module was called at `read`: the module's own
+    /// parameters were changed (a soup accumulated into an ingredient).
+    StateDictWrite {
+        write: WriteId,
+        made: Span,
+        read: Span,
+    },
     /// `set_detect_anomaly(True)`.
     Anomaly { call: Span },
     /// An in-place op whose other operand (`operand`) is a view of elements it writes

@@ -1120,14 +1120,9 @@ impl Interp<'_, '_> {
                 }
                 Obj::Tensor(t) => {
                     // Several results of one op (`out, (h, c) = lstm(x)`): new tensors with its
-                    // history. (What a custom `backward` unpacks from `ctx.saved_tensors` is
-                    // each saved.)
-                    let saved = self.backward_saved.contains(&t.storage);
+                    // history.
                     for p in parts.iter_mut() {
                         let t2 = t.sibling(self.heap.len() as ObjId);
-                        if saved {
-                            self.backward_saved.insert(t2.storage);
-                        }
                         p.push(self.alloc(Obj::Tensor(t2)));
                     }
                 }

@@ -1455,8 +1455,10 @@ impl Interp<'_, '_> {
             plain && fd.name != known::GETITEM && fd.name != known::INIT
         });
         let mut env = self.unknown_params(c, &fd, self_obj);
+        // (Of a subclass of the program's own Function subclass too.)
         if (fd.name == known::BACKWARD || fd.name == known::VJP)
-            && self.in_autograd_function(c, &fd)
+            && (self.in_autograd_function(c, &fd)
+                || (self.enclosing_class(c, &fd)).is_some_and(|k| self.is_autograd_function(&k, 0)))
         {
             self.enter_custom_backward(c, &fd, &mut env);
         }
@@ -1480,19 +1482,54 @@ impl Interp<'_, '_> {
         let params = c.body.list(fd.params);
         if let Some(first) = params.first().filter(|_| fd.decorators.staticmethod) {
             let at = Span::new(c.item, c.body.params[*first as usize].span);
-            let saved = self.param_tensor(at, true);
-            if let Some(t) = self.tensor_mut(saved) {
-                t.grad = Tri::No;
-                let storage = t.storage;
-                self.backward_saved.insert(storage);
+            // (What `forward` saved, in order, each a tensor of its own; only those its
+            // caller holds count: a buffer `forward` made for the backward is its to change.)
+            let held = match self.enclosing_class(c, fd) {
+                Some(k) => self.saves_held_by_caller(&k),
+                None => None,
+            };
+            let mut slots = Vec::new();
+            for caller_holds in held.unwrap_or_default() {
+                let t = self.param_tensor(at, true);
+                if let Some(tt) = self.tensor_mut(t) {
+                    tt.grad = Tri::No;
+                    let storage = tt.storage;
+                    if caller_holds {
+                        self.custom_backward.saved.insert(storage);
+                    }
+                }
+                slots.push(smallvec![t]);
             }
+            let saved = self.alloc(Obj::Seq(slots));
+            self.tuples.insert(saved);
+            self.exact_seqs.insert(saved);
             let mut attrs = FxHashMap::default();
             attrs.insert(known::SAVED_TENSORS, smallvec![saved]);
+            attrs.insert(self.intern("saved_variables"), smallvec![saved]);
             let ctx = self.function_ctx(at, attrs);
             env.insert(c.body.params[*first as usize].name, smallvec![ctx]);
         }
         for p in params.iter().skip(1) {
             let p = c.body.params[*p as usize];
+            // (`*grad_outputs`: a tuple of them.)
+            if p.kind == ParamKind::VarArgs {
+                let t = self.param_tensor(Span::new(c.item, p.span), true);
+                if let Some(tt) = self.tensor_mut(t) {
+                    tt.grad = Tri::No;
+                    let storage = tt.storage;
+                    self.custom_backward.grad_outputs.push((
+                        storage,
+                        p.name,
+                        Span::new(c.item, p.span),
+                    ));
+                }
+                // (One slot standing for each of them: `grad_outputs[0]` is that tensor.)
+                let grads = self.alloc(Obj::Seq(vec![smallvec![t]]));
+                self.tuples.insert(grads);
+                self.exact_seqs.insert(grads);
+                env.insert(p.name, smallvec![grads]);
+                continue;
+            }
             // (Autograd passes tensors: a subscript store into one is a tensor write.)
             let Some(t) = (env.get(&p.name))
                 .and_then(|vs| vs.first())
@@ -1502,7 +1539,8 @@ impl Interp<'_, '_> {
             };
             t.known = true;
             let storage = t.storage;
-            self.grad_outputs
+            self.custom_backward
+                .grad_outputs
                 .push((storage, p.name, Span::new(c.item, p.span)));
         }
         let mut stmts = c.body.stmts_of(fd.body);
@@ -1512,7 +1550,7 @@ impl Interp<'_, '_> {
         ) {
             first = stmts.next();
         }
-        self.backward_first = first.map(|s| Span::new(c.item, c.body.stmt_span(s)));
+        self.custom_backward.first = first.map(|s| Span::new(c.item, c.body.stmt_span(s)));
     }
 
     /// Parameters bound to what an unknown caller may pass: a literal default or a non-tensor

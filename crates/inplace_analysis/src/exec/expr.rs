@@ -1047,7 +1047,7 @@ impl Interp<'_, '_> {
             ([g], None) if self.reads_by_position(c, gens, elt.get()) => {
                 let g = c.body.generators[*g as usize];
                 let bounds = self.range_bounds(c, g.iter);
-                bounds_unknown = bounds.is_none();
+                bounds_unknown = bounds.is_none() && self.rows_by_position(c, g.target, elt);
                 // (Not with a condition: the next position may be one it skips.)
                 bounds
                     .filter(|_| g.ifs.len == 0)
@@ -1105,6 +1105,35 @@ impl Interp<'_, '_> {
         // object, for `is` and `data_ptr()`.)
         self.summary_objs.extend(slots.iter().flatten().copied());
         smallvec![self.alloc(Obj::Seq(slots))]
+    }
+
+    /// Whether every subscript of `elt` by the comprehension's variable `target` (`h[i]`,
+    /// `h[i].T`) takes a row of a name bound to tensors, whose rows share one version counter
+    /// (not of a list, whose elements are tensors of their own).
+    fn rows_by_position(&self, c: Code<'_>, target: ExprId, elt: ExprId) -> bool {
+        let (Expr::Name { name: k, .. }, Some(e)) = (*c.expr(target), elt.get()) else {
+            return false;
+        };
+        let within = c.body.expr_span(e);
+        let mut any = false;
+        for (x, sp) in c.body.exprs.iter().zip(&c.body.expr_spans) {
+            let Expr::Subscript { value, .. } = *x else {
+                continue;
+            };
+            if !within.contains(*sp) || !super::stmt::uses_position_within(c, *sp, k, None) {
+                continue;
+            }
+            let Expr::Name { name, .. } = *c.expr(value) else {
+                return false;
+            };
+            let tensors = (self.state.env.get(&name))
+                .is_some_and(|vs| !vs.is_empty() && vs.iter().all(|v| self.tensor(*v).is_some()));
+            if !tensors {
+                return false;
+            }
+            any = true;
+        }
+        any
     }
 
     /// Whether a comprehension's element `elt` reads by the position its one generator binds

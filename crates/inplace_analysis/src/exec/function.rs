@@ -158,6 +158,60 @@ impl Interp<'_, '_> {
         results
     }
 
+    /// For each tensor a custom Function's `forward` (or `setup_context`) gives
+    /// `ctx.save_for_backward`, in order, whether its caller holds it too: an argument of
+    /// `forward` (or a view of one) or what it returns, not a buffer of its own (a softmax it
+    /// saves to turn into the gradient in place). `None` when no such call is found.
+    pub(super) fn saves_held_by_caller(&mut self, class: &ClassObj) -> Option<Vec<bool>> {
+        // (`setup_context(ctx, inputs, output)` sees only the inputs and the output.)
+        for (method, all_held) in [(known::FORWARD, false), (known::SETUP_CONTEXT, true)] {
+            let Some((body, f)) = self
+                .find_method(class, method)
+                .and_then(|def| self.resolve_def(def))
+            else {
+                continue;
+            };
+            let fd = body.func(f);
+            let params: FxHashSet<Name> = (body.list(fd.params).iter())
+                .map(|p| body.params[*p as usize].name)
+                .collect();
+            let within = |sp: crate::ir::Rel| fd.span.contains(sp);
+            let mut returned = FxHashSet::default();
+            for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
+                if let (Stmt::Return(e), true) = (*st, within(*sp)) {
+                    // (What it returns itself, or a view of it: `return x`, `return out, None`,
+                    // `return res.squeeze(-1)`; not a value computed from it, `s * x.sum()`.)
+                    if let Some(e) = e.get() {
+                        let items: Vec<ExprId> = match *body.expr(e) {
+                            Expr::Seq { items, .. } => body.exprs_of(items).collect(),
+                            _ => vec![e],
+                        };
+                        returned.extend(items.into_iter().filter_map(|i| root_name(&body, i)));
+                    }
+                }
+            }
+            let call = (body.exprs.iter().zip(&body.expr_spans)).find_map(|(e, sp)| match *e {
+                Expr::Call { func, args } if within(*sp) => matches!(
+                    *body.expr(func),
+                    Expr::Attr { attr, .. } if attr == known::SAVE_FOR_BACKWARD
+                )
+                .then_some(args),
+                _ => None,
+            });
+            if let Some(args) = call {
+                let held = (body.exprs_of(body.args[args as usize].positional))
+                    .map(|a| {
+                        all_held
+                            || root_name(&body, a)
+                                .is_some_and(|n| params.contains(&n) || returned.contains(&n))
+                    })
+                    .collect();
+                return Some(held);
+            }
+        }
+        None
+    }
+
     /// A custom Function's `ctx`, with these attributes.
     pub(super) fn function_ctx(&mut self, origin: Span, attrs: FxHashMap<Name, Vals>) -> ObjId {
         self.alloc(Obj::Module(Box::new(ModuleObj {
@@ -246,5 +300,17 @@ impl Interp<'_, '_> {
         if let Obj::Module(m) = self.obj_mut(ctx) {
             m.attrs.insert(known::SAVED_TENSORS, smallvec![seq]);
         }
+    }
+}
+
+/// The name an expression reads through attributes, calls, subscripts and a star (`x` of
+/// `x.view(-1)`, `*xs`).
+fn root_name(body: &crate::ir::Body, e: ExprId) -> Option<Name> {
+    match *body.expr(e) {
+        Expr::Name { name, .. } => Some(name),
+        Expr::Attr { value, .. } | Expr::Subscript { value, .. } => root_name(body, value),
+        Expr::Call { func, .. } => root_name(body, func),
+        Expr::Starred(inner) => root_name(body, inner),
+        _ => None,
     }
 }

@@ -358,6 +358,19 @@ pub(crate) struct Deps {
 /// How many container slots stored by calls are remembered (see [`Interp::call_stored`]).
 pub(crate) const MAX_CALL_STORED: usize = 32;
 
+/// What a custom Function's `backward`, run as a unit, is given by autograd.
+#[derive(Default)]
+pub(crate) struct CustomBackward {
+    /// The memory of each gradient autograd passes it, with the parameter that names it (see
+    /// [`Event::GradOutputWrite`]).
+    pub grad_outputs: Vec<(ObjId, Name, Span)>,
+    /// Its first statement (after a docstring), where a copy of a gradient goes.
+    pub first: Option<Span>,
+    /// The memory of what it reads from `ctx.saved_tensors` that `forward`'s caller holds (see
+    /// [`Event::BackwardSavedWrite`]).
+    pub saved: FxHashSet<ObjId>,
+}
+
 pub(crate) struct Interp<'p, 't> {
     pub prog: &'p Program<'t>,
     pub names: &'p mut Interner,
@@ -617,17 +630,18 @@ pub(crate) struct Interp<'p, 't> {
     pub index_target: bool,
     /// While a forward pre-hook runs: its `args` tuple.
     pub running_pre_hook: Option<ObjId>,
-    /// While a custom Function's `backward` runs as a unit: the memory of each gradient
-    /// autograd passes it, with the parameter that names it (see [`Event::GradOutputWrite`]).
-    pub grad_outputs: Vec<(ObjId, Name, Span)>,
+    /// While a custom Function's `backward` runs as a unit: what autograd passes it.
+    pub custom_backward: CustomBackward,
     /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
     /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
     pub mutation_allowed: bool,
-    /// While a custom Function's `backward` runs as a unit: the memory of what it reads from
-    /// `ctx.saved_tensors` (see [`Event::BackwardSavedWrite`]).
-    pub backward_saved: FxHashSet<ObjId>,
-    /// That `backward`'s first statement (after a docstring), where a copy of a gradient goes.
-    pub backward_first: Option<Span>,
+    /// The parameters' memory a module's `state_dict()` handed out, with that module and call.
+    pub state_dict_params: FxHashMap<ObjId, (ObjId, Span)>,
+    /// Writes through a `state_dict()` value of a module adding another module's parameters
+    /// (a soup accumulated into an ingredient's state): with that module, the call, and whether
+    /// the dict was since loaded into another module; until the module is called (see
+    /// [`Event::StateDictWrite`]).
+    pub state_dict_writes: Vec<(crate::events::WriteId, ObjId, Span, bool)>,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -800,10 +814,10 @@ impl<'p, 't> Interp<'p, 't> {
             unrolling_comprehension: false,
             rolled_loops: 0,
             running_pre_hook: None,
-            grad_outputs: Vec::new(),
+            custom_backward: CustomBackward::default(),
             mutation_allowed: false,
-            backward_saved: FxHashSet::default(),
-            backward_first: None,
+            state_dict_params: FxHashMap::default(),
+            state_dict_writes: Vec::new(),
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),

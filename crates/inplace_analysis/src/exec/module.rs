@@ -567,6 +567,9 @@ impl Interp<'_, '_> {
         args: &Args,
         site: Option<Span>,
     ) -> Vals {
+        if !self.state_dict_writes.is_empty() {
+            self.read_after_state_dict_write(m, c.span(e));
+        }
         let pre_hooks = match self.obj(m) {
             Obj::Module(module) => module.pre_hooks.clone(),
             _ => Vec::new(),
@@ -1741,11 +1744,43 @@ impl Interp<'_, '_> {
         self.find_method(&class, known::TRAIN)
     }
 
+    /// Module `m` called at `call` after a write through a `state_dict()` value of it (or of a
+    /// module whose parameters it holds) added another module's parameters, and the dict was
+    /// loaded into another module: it runs with the changed weights. (Not an EMA model updated
+    /// through its own state dict, which is meant to change.)
+    fn read_after_state_dict_write(&mut self, m: ObjId, call: Span) {
+        let mut params = Vals::new();
+        self.module_params(m, &mut params, &mut FxHashSet::default());
+        let holds: FxHashSet<ObjId> = (params.iter())
+            .filter_map(|p| self.tensor(*p).map(|t| t.storage))
+            .collect();
+        let writes = std::mem::take(&mut self.state_dict_writes);
+        for (write, owner, made, loaded) in writes {
+            let hit = owner == m
+                || (self.state_dict_params.iter())
+                    .any(|(s, (o, _))| *o == owner && holds.contains(s));
+            if hit && loaded {
+                self.report(Event::StateDictWrite {
+                    write,
+                    made,
+                    read: call,
+                });
+            } else {
+                self.state_dict_writes.push((write, owner, made, loaded));
+            }
+        }
+    }
+
     /// A dict of `.detach()` of each parameter: the same memory, which later steps write (a
     /// "best" state kept this way is not a copy).
     fn state_dict_of(&mut self, m: ObjId, call: Span) -> Vals {
         let mut params = Vals::new();
         self.module_params(m, &mut params, &mut FxHashSet::default());
+        for p in &params {
+            if let Some(storage) = self.tensor(*p).map(|t| t.storage) {
+                self.state_dict_params.insert(storage, (m, call));
+            }
+        }
         let slots: Vec<Vals> = (params.into_iter().take(MAX_SLOTS))
             .map(|p| smallvec![self.detach_of(p, call)])
             .collect();
@@ -1762,6 +1797,15 @@ impl Interp<'_, '_> {
         let call = c.span(e);
         if let Some((v, Some(arg))) = args.positional.first() {
             self.read_entries(v, c.span(*arg));
+            // (A dict of another module's written into: the code takes it for a state of its
+            // own.)
+            for d in v.iter().filter_map(|d| self.state_dicts.get(d).copied()) {
+                for (_, owner, made, loaded) in &mut self.state_dict_writes {
+                    if *made == d && *owner != m {
+                        *loaded = true;
+                    }
+                }
+            }
         }
         if (args.keyword(known::ASSIGN)).is_some_and(|(v, ..)| v.as_slice() == [TRUE]) {
             self.load_assigned(c, e, m);

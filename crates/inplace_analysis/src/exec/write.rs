@@ -153,6 +153,7 @@ impl Interp<'_, '_> {
         }
         self.record_site(w.range, targets);
         self.note_grad_output_write(wid, &tensors);
+        self.note_state_dict_write(wid, &tensors, w.value);
         self.rejoin_slots(targets);
         self.refuse_views_of(&tensors, wid, targets);
         let value_grad = w.value.map(|v| {
@@ -256,26 +257,67 @@ impl Interp<'_, '_> {
         if tensors.is_empty() {
             return;
         }
-        if !self.backward_saved.is_empty()
-            && (tensors.iter()).all(|t| self.backward_saved.contains(&t.storage))
+        if !self.custom_backward.saved.is_empty()
+            && (tensors.iter()).all(|t| self.custom_backward.saved.contains(&t.storage))
         {
             self.report(Event::BackwardSavedWrite { write: wid });
         }
-        if self.grad_outputs.is_empty() {
+        if self.custom_backward.grad_outputs.is_empty() {
             return;
         }
-        let given = |t: &TensorObj| self.grad_outputs.iter().find(|(s, ..)| *s == t.storage);
+        let given = |t: &TensorObj| {
+            self.custom_backward
+                .grad_outputs
+                .iter()
+                .find(|(s, ..)| *s == t.storage)
+        };
         if !tensors.iter().all(|t| given(t).is_some()) {
             return;
         }
         if let Some(&(_, name, param)) = given(&tensors[0]) {
-            let first = self.backward_first;
+            let first = self.custom_backward.first;
             self.report(Event::GradOutputWrite {
                 write: wid,
                 name,
                 param,
                 first,
             });
+        }
+    }
+
+    /// A write through the `state_dict()` values of one module (each tensor written is one)
+    /// whose value holds another module's parameters (`soup[k] += v` over another's
+    /// `state_dict().items()`): kept until the module is called after the dict was loaded into
+    /// another module (the code took the dict for a new state of its own).
+    fn note_state_dict_write(&mut self, wid: WriteId, tensors: &[TensorObj], value: Option<&Vals>) {
+        let (Some(value), Some(first)) = (value, tensors.first()) else {
+            return;
+        };
+        if self.state_dict_params.is_empty() {
+            return;
+        }
+        let owner_of = |t: &TensorObj| self.state_dict_params.get(&t.storage).copied();
+        let Some((owner, made)) = owner_of(first) else {
+            return;
+        };
+        if !tensors
+            .iter()
+            .all(|t| owner_of(t).is_some_and(|(o, _)| o == owner))
+        {
+            return;
+        }
+        let mut flat = Vals::new();
+        self.flatten(value, &mut flat, &mut FxHashSet::default());
+        // (Another module's parameter, or a value of its state dict.)
+        let another = flat.iter().any(|v| {
+            self.tensor(*v)
+                .is_some_and(|t| match self.state_dict_params.get(&t.storage) {
+                    Some((o, _)) => *o != owner,
+                    None => self.parameters.contains(&t.storage),
+                })
+        });
+        if another && !self.state_dict_writes.iter().any(|(w, ..)| *w == wid) {
+            self.state_dict_writes.push((wid, owner, made, false));
         }
     }
 

@@ -1150,13 +1150,25 @@ pub(crate) fn copy_before_statement(
     r: &str,
     title: String,
 ) -> Option<Fix> {
+    assign_before_statement(ctx, at, r, &format!("{r}.clone()"), title)
+}
+
+/// `r = value` inserted as a statement of its own just before the statement at `at`, at its
+/// indentation (unsafe: what `r` names is that value from there on).
+pub(crate) fn assign_before_statement(
+    ctx: &RenderCtx<'_>,
+    at: TextRange,
+    r: &str,
+    value: &str,
+    title: String,
+) -> Option<Fix> {
     let (indent, eol) = indentation(ctx, at.start)?;
     let line = at.start - indent.len();
     Some(one(
         title,
         Applicability::Unsafe,
         TextRange::new(line, line),
-        format!("{indent}{r} = {r}.clone(){eol}"),
+        format!("{indent}{r} = {value}{eol}"),
     ))
 }
 

@@ -19,12 +19,12 @@ mod row_index;
 mod update_order;
 
 pub(crate) use copy::{
-    call_passing, clone_activation_view, clone_argument, clone_before,
+    assign_before_statement, call_passing, clone_activation_view, clone_argument, clone_before,
     clone_between_save_and_write, clone_dirty_argument, clone_kept_grad,
     clone_leaf_before_computed_write, clone_operand, clone_passed_to_helper, clone_reads_in_value,
     clone_renormalised_weight, clone_saved_read, clone_target_in_operand, clone_view_base,
-    copy_before_statement, copy_detached, copy_in_caller, copy_snapshot, insert_clone, own_memory,
-    used_after, written_expr,
+    copy_detached, copy_in_caller, copy_snapshot, insert_clone, own_memory, used_after,
+    written_expr,
 };
 pub(crate) use loop_input::detach_loop_input;
 pub(crate) use no_grad::{augmented_update, out_arg_copied, wrap_no_grad, write_under_no_grad};

@@ -335,17 +335,18 @@ fn repeated_backward(
         })
 }
 
-/// Whether a `backward()` runs in a statement of the same block level made before the statement
-/// at `at` (of item `item`), in its function (or at module level): a step there follows its own
+/// Whether a `backward()` runs in a statement of the same block level (or nested in one) made
+/// before the statement `s`, in its function (or at module level): a step there follows its own
 /// loss's backward, and a later `backward()` is another loss's.
 pub(crate) fn backward_before(ctx: &RenderCtx<'_>, s: StmtRef) -> bool {
     let Some(body) = ctx.body(s.item) else {
         return false;
     };
+    // (At its level or nested in a statement there: `if scaler: scaler.scale(l).backward()`.)
     lines_before(ctx, &body, s.item, body.stmt_span(s.stmt)).is_some_and(|(indent, before)| {
         (before.lines()).any(|l| {
-            l.strip_prefix(indent)
-                .is_some_and(|rest| !rest.starts_with([' ', '\t']) && rest.contains(".backward("))
+            let code = l.split('#').next().unwrap_or_default();
+            code.starts_with(indent) && code.contains(".backward(")
         })
     })
 }

@@ -83,6 +83,7 @@ known! {
     SAVE_FOR_BACKWARD = "save_for_backward",
     BACKWARD = "backward",
     VJP = "vjp",
+    SETUP_CONTEXT = "setup_context",
     SAVED_TENSORS = "saved_tensors",
     MARK_DIRTY = "mark_dirty",
     MARK_NON_DIFFERENTIABLE = "mark_non_differentiable",

@@ -49,7 +49,20 @@
 //! after `backward()` with its sign flipped); if another op saved that tensor too, its backward
 //! raises form ③ (Liger's SwiGLU writing its gradient into a saved input that `exp` saved as its
 //! output; this rule reports it where the write is, as the analysis does not follow a custom
-//! backward's writes into its caller). The fix writes into a copy or out of place.
+//! backward's writes into its caller). Only what `forward` saved of its arguments or of what it
+//! returns counts: a buffer it made for the backward (a softmax turned into the gradient in
+//! place, as Megatron's cross entropy does) is its own to change. The fix writes into a copy or
+//! out of place; a gradient that may be `None` (tested so, or `set_materialize_grads(False)`) is
+//! copied only when it is a tensor, and `*grad_outputs` element by element.
+//!
+//! The values of `model.state_dict()` are the module's parameters themselves (detached, the
+//! same memory): a running sum accumulated in place into one of them (FedAvg written as `w_avg =
+//! w[0]; w_avg[k] += w[i][k]`, a model soup summed into the first ingredient's state) changes
+//! that module, which a later call runs with the mixed weights. Reported where another module's
+//! weights are added, the dict is loaded into another module (the code took it for a state of
+//! its own) and the module is then called; an EMA model updated through its own state dict
+//! (`v *= d; v += (1 - d) * msd[k]`) is meant to change and is not. The fix copies the state
+//! where it is made (`{k: v.clone() for k, v in net.state_dict().items()}`).
 //!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
@@ -128,7 +141,8 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
     let (Event::StaleRead { write, .. }
     | Event::SelfOverlap { write, .. }
     | Event::GradOutputWrite { write, .. }
-    | Event::BackwardSavedWrite { write }) = ev
+    | Event::BackwardSavedWrite { write }
+    | Event::StateDictWrite { write, .. }) = ev
     else {
         return None;
     };
@@ -142,6 +156,9 @@ fn claims(ev: &Event, u: &UnitOutput) -> Option<Span> {
 fn render(ctx: &RenderCtx<'_>, ev: &Event) -> Option<Finding> {
     if let Event::SelfOverlap { write, operand } = ev {
         return render_overlap(ctx, *write, *operand);
+    }
+    if let Event::StateDictWrite { write, made, read } = ev {
+        return render_state_dict_write(ctx, *write, *made, *read);
     }
     if let Event::BackwardSavedWrite { write } = ev {
         return render_backward_saved(ctx, *write);
@@ -523,6 +540,52 @@ fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<
     })
 }
 
+/// A write through a module's `state_dict()` value adding another module's parameters, then
+/// the module called.
+fn render_state_dict_write(
+    ctx: &RenderCtx<'_>,
+    write: WriteId,
+    made: Span,
+    read: Span,
+) -> Option<Finding> {
+    let w = ctx.write(write);
+    let mut related = vec![
+        Related {
+            source: None,
+            range: ctx.range(made)?,
+            message: format!(
+                "`{}` hands out the module's parameters themselves (detached, the same memory), not a copy",
+                ctx.snippet(made)
+            ),
+        },
+        Related {
+            source: None,
+            range: ctx.range(read)?,
+            message: "the module runs here with the weights the write changed".into(),
+        },
+    ];
+    let mut more = Vec::new();
+    write_related(ctx, w, &mut more);
+    // (Not the view note at the `state_dict()` call itself.)
+    let made_range = related[0].range;
+    related.extend(more.into_iter().filter(|r| r.range != made_range));
+    Some(Finding {
+        rule: Rule::ClobberedAlias,
+        severity: Severity::Warning,
+        range: ctx.range(w.range)?,
+        message: format!(
+            "`{}` writes in place into a value of `{}` ({}), which is that module's own parameter: adding another module's weights there changes the module itself, and its call ({}) silently runs with the mixed weights",
+            ctx.snippet(w.site),
+            ctx.snippet(made),
+            ctx.line(made),
+            ctx.line(read)
+        ),
+        related,
+        fix: fix::copy_snapshot(ctx, made),
+        alternatives: Vec::new(),
+    })
+}
+
 /// A custom Function's `backward` writing into a tensor its `forward` saved.
 fn render_backward_saved(ctx: &RenderCtx<'_>, write: WriteId) -> Option<Finding> {
     let w = ctx.write(write);
@@ -556,14 +619,27 @@ fn render_grad_output(
     let mut related = vec![Related {
         source: None,
         range: ctx.range(param)?,
-        message: format!("`{name}`: the gradient autograd passes to this `backward`, not a copy"),
+        message: format!("`{name}`: what autograd passes to this `backward`, not a copy"),
     }];
     write_related(ctx, w, &mut related);
+    // (A gradient that may be `None`, one the code tests or one of a Function that does not
+    // materialise them, is copied only when it is a tensor.)
+    let text = ctx.text_all();
+    let maybe_none = text.contains(&format!("{name} is not None"))
+        || text.contains(&format!("{name} is None"))
+        || text.contains("set_materialize_grads(");
+    let copy = match (ctx.text(param).starts_with('*'), maybe_none) {
+        // (`*grad_outputs`: each of them.)
+        (true, _) => format!("tuple(g.clone() if g is not None else None for g in {name})"),
+        (false, true) => format!("{name}.clone() if {name} is not None else None"),
+        (false, false) => format!("{name}.clone()"),
+    };
     let fix = first.and_then(|f| ctx.range(f)).and_then(|at| {
-        fix::copy_before_statement(
+        fix::assign_before_statement(
             ctx,
             at,
             name,
+            &copy,
             format!("Copy `{name}` at the start of `backward`"),
         )
     });

@@ -606,7 +606,9 @@ impl Lowerer<'_> {
                     continue;
                 }
                 let t = self.text(b);
-                autograd_function |= t == "Function" || t.ends_with(".Function");
+                // (`torch.autograd.function.InplaceFunction` too.)
+                autograd_function |=
+                    t == "Function" || t.ends_with(".Function") || t.ends_with("InplaceFunction");
                 bases.push(self.expr(b).0);
             }
         }
