@@ -1120,9 +1120,14 @@ impl Interp<'_, '_> {
                 }
                 Obj::Tensor(t) => {
                     // Several results of one op (`out, (h, c) = lstm(x)`): new tensors with its
-                    // history.
+                    // history. (What a custom `backward` unpacks from a `ctx.saved_tensors` it
+                    // could not resolve is each saved.)
+                    let saved = self.custom_backward.saved.contains(&t.storage);
                     for p in parts.iter_mut() {
                         let t2 = t.sibling(self.heap.len() as ObjId);
+                        if saved {
+                            self.custom_backward.saved.insert(t2.storage);
+                        }
                         p.push(self.alloc(Obj::Tensor(t2)));
                     }
                 }

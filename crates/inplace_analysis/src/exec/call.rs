@@ -1488,8 +1488,11 @@ impl Interp<'_, '_> {
                 Some(k) => self.saves_held_by_caller(&k),
                 None => None,
             };
+            // (Not resolved, a save made in a helper or a starred one: one tensor standing for
+            // each, which its caller may hold.)
+            let exact = held.is_some();
             let mut slots = Vec::new();
-            for caller_holds in held.unwrap_or_default() {
+            for caller_holds in held.unwrap_or_else(|| vec![true]) {
                 let t = self.param_tensor(at, true);
                 if let Some(tt) = self.tensor_mut(t) {
                     tt.grad = Tri::No;
@@ -1500,9 +1503,15 @@ impl Interp<'_, '_> {
                 }
                 slots.push(smallvec![t]);
             }
-            let saved = self.alloc(Obj::Seq(slots));
+            let saved = match exact {
+                true => {
+                    let saved = self.alloc(Obj::Seq(slots));
+                    self.exact_seqs.insert(saved);
+                    saved
+                }
+                false => slots[0][0],
+            };
             self.tuples.insert(saved);
-            self.exact_seqs.insert(saved);
             let mut attrs = FxHashMap::default();
             attrs.insert(known::SAVED_TENSORS, smallvec![saved]);
             attrs.insert(self.intern("saved_variables"), smallvec![saved]);

@@ -1108,8 +1108,8 @@ impl Interp<'_, '_> {
     }
 
     /// Whether every subscript of `elt` by the comprehension's variable `target` (`h[i]`,
-    /// `h[i].T`) takes a row of a name bound to tensors, whose rows share one version counter
-    /// (not of a list, whose elements are tensors of their own).
+    /// `h[i].T`) takes a row of what may be a tensor, whose rows share one version counter (not
+    /// of a name bound to a list, whose elements are tensors of their own).
     fn rows_by_position(&self, c: Code<'_>, target: ExprId, elt: ExprId) -> bool {
         let (Expr::Name { name: k, .. }, Some(e)) = (*c.expr(target), elt.get()) else {
             return false;
@@ -1123,13 +1123,17 @@ impl Interp<'_, '_> {
             if !within.contains(*sp) || !super::stmt::uses_position_within(c, *sp, k, None) {
                 continue;
             }
-            let Expr::Name { name, .. } = *c.expr(value) else {
-                return false;
-            };
-            let tensors = (self.state.env.get(&name))
-                .is_some_and(|vs| !vs.is_empty() && vs.iter().all(|v| self.tensor(*v).is_some()));
-            if !tensors {
-                return false;
+            // (`h[i][0:2]`: the row of `h`; `self.h[i]`: an attribute, taken for a tensor.)
+            let mut base = value;
+            while let Expr::Subscript { value, .. } = *c.expr(base) {
+                base = value;
+            }
+            if let Expr::Name { name, .. } = *c.expr(base) {
+                let listed = (self.state.env.get(&name))
+                    .is_some_and(|vs| vs.iter().any(|v| matches!(self.obj(*v), Obj::Seq(_))));
+                if listed {
+                    return false;
+                }
             }
             any = true;
         }

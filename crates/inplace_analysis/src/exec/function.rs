@@ -190,23 +190,62 @@ impl Interp<'_, '_> {
                     }
                 }
             }
-            let call = (body.exprs.iter().zip(&body.expr_spans)).find_map(|(e, sp)| match *e {
-                Expr::Call { func, args } if within(*sp) => matches!(
+            // (A name bound to a view of another that it returns, `out = y.view(-1)`: that
+            // one too.)
+            for _ in 0..2 {
+                for (st, sp) in body.stmts.iter().zip(&body.stmt_spans) {
+                    let Stmt::Assign { targets, value } = *st else {
+                        continue;
+                    };
+                    let returns_target = (body.exprs_of(targets)).any(|t| {
+                        matches!(*body.expr(t), Expr::Name { name, .. } if returned.contains(&name))
+                    });
+                    if within(*sp) && returns_target {
+                        if let Some(n) = value.get().and_then(|v| root_name(&body, v)) {
+                            returned.insert(n);
+                        }
+                    }
+                }
+            }
+            // (Each call, in any branch: held where any call's argument there is; calls of
+            // other lengths, or a starred argument, leave the slots unknown.)
+            let mut held: Option<Vec<bool>> = None;
+            for (e, sp) in body.exprs.iter().zip(&body.expr_spans) {
+                let Expr::Call { func, args } = *e else {
+                    continue;
+                };
+                let saves = matches!(
                     *body.expr(func),
                     Expr::Attr { attr, .. } if attr == known::SAVE_FOR_BACKWARD
-                )
-                .then_some(args),
-                _ => None,
-            });
-            if let Some(args) = call {
-                let held = (body.exprs_of(body.args[args as usize].positional))
+                );
+                if !within(*sp) || !saves {
+                    continue;
+                }
+                let given: Vec<ExprId> =
+                    body.exprs_of(body.args[args as usize].positional).collect();
+                if given
+                    .iter()
+                    .any(|a| matches!(*body.expr(*a), Expr::Starred(_)))
+                {
+                    return None;
+                }
+                let this: Vec<bool> = (given.iter())
                     .map(|a| {
                         all_held
-                            || root_name(&body, a)
+                            || root_name(&body, *a)
                                 .is_some_and(|n| params.contains(&n) || returned.contains(&n))
                     })
                     .collect();
-                return Some(held);
+                held = match held {
+                    None => Some(this),
+                    Some(h) if h.len() == this.len() => {
+                        Some(h.iter().zip(&this).map(|(a, b)| *a || *b).collect())
+                    }
+                    Some(_) => return None,
+                };
+            }
+            if held.is_some() {
+                return held;
             }
         }
         None

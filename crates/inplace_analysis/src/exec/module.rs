@@ -1797,8 +1797,10 @@ impl Interp<'_, '_> {
         let call = c.span(e);
         if let Some((v, Some(arg))) = args.positional.first() {
             self.read_entries(v, c.span(*arg));
-            // (A dict of another module's written into: the code takes it for a state of its
+            // (A module loaded afresh no longer has what was written into it; a dict of
+            // another module's written into, loaded here: the code takes it for a state of its
             // own.)
+            self.state_dict_writes.retain(|(_, owner, ..)| *owner != m);
             for d in v.iter().filter_map(|d| self.state_dicts.get(d).copied()) {
                 for (_, owner, made, loaded) in &mut self.state_dict_writes {
                     if *made == d && *owner != m {

@@ -308,17 +308,29 @@ impl Interp<'_, '_> {
         }
         let mut flat = Vals::new();
         self.flatten(value, &mut flat, &mut FxHashSet::default());
-        // (Another module's parameter, or a value of its state dict.)
+        // (A value of the state dict of another module kept in one list with it: the first
+        // of the models averaged, not a model of its own meant to change, a global model, an
+        // EMA, an SWA average.)
         let another = flat.iter().any(|v| {
-            self.tensor(*v)
-                .is_some_and(|t| match self.state_dict_params.get(&t.storage) {
-                    Some((o, _)) => *o != owner,
-                    None => self.parameters.contains(&t.storage),
-                })
+            self.tensor(*v).is_some_and(|t| {
+                (self.state_dict_params.get(&t.storage))
+                    .is_some_and(|(o, _)| *o != owner && self.listed_together(owner, *o))
+            })
         });
         if another && !self.state_dict_writes.iter().any(|(w, ..)| *w == wid) {
             self.state_dict_writes.push((wid, owner, made, false));
         }
+    }
+
+    /// Whether one list holds both modules (`clients = [copy.deepcopy(net) for _ in ...]`).
+    fn listed_together(&self, a: ObjId, b: ObjId) -> bool {
+        (0..self.heap.len() as ObjId).any(|o| match self.obj(o) {
+            Obj::Seq(items) => {
+                let has = |m: ObjId| items.iter().any(|slot| slot.contains(&m));
+                has(a) && has(b)
+            }
+            _ => false,
+        })
     }
 
     /// The write's record, before its effects.
