@@ -1515,7 +1515,7 @@ impl Interp<'_, '_> {
             let mut attrs = FxHashMap::default();
             attrs.insert(known::SAVED_TENSORS, smallvec![saved]);
             attrs.insert(self.intern("saved_variables"), smallvec![saved]);
-            let ctx = self.function_ctx(at, attrs);
+            let ctx = self.torch_object("FunctionCtx", attrs, at);
             env.insert(c.body.params[*first as usize].name, smallvec![ctx]);
         }
         for p in params.iter().skip(1) {

@@ -21,7 +21,7 @@ impl Interp<'_, '_> {
         let Some(forward) = self.find_method(class, known::FORWARD) else {
             return self.opaque_call(args, call);
         };
-        let ctx = self.function_ctx(call, FxHashMap::default());
+        let ctx = self.torch_object("FunctionCtx", FxHashMap::default(), call);
         let mut full = args.clone();
         full.positional.insert(0, (smallvec![ctx], None));
         let grad_was = std::mem::replace(&mut self.grad_enabled, false);
@@ -249,22 +249,6 @@ impl Interp<'_, '_> {
             }
         }
         None
-    }
-
-    /// A custom Function's `ctx`, with these attributes.
-    pub(super) fn function_ctx(&mut self, origin: Span, attrs: FxHashMap<Name, Vals>) -> ObjId {
-        self.alloc(Obj::Module(Box::new(ModuleObj {
-            class: known::FUNCTION_CTX,
-            local: None,
-            inplace: None,
-            attrs,
-            children: Vec::new(),
-            origin,
-            hooks: Vec::new(),
-            maybe_hooks: Vec::new(),
-            pre_hooks: Vec::new(),
-            backward_hook: None,
-        })))
     }
 
     /// The tensors a custom Function's `forward` kept as attributes of `ctx` (`ctx.x = x`,

@@ -523,21 +523,18 @@ fn render_shared(ctx: &RenderCtx<'_>, ev: &Event, (stmt, value): (Span, Span)) -
 /// `a -= a[:, :1]`: the operand is a view of elements the write changes.
 fn render_overlap(ctx: &RenderCtx<'_>, write: WriteId, operand: Span) -> Option<Finding> {
     let w = ctx.write(write);
-    let mut related = Vec::new();
-    write_related(ctx, w, &mut related);
-    Some(Finding {
-        rule: Rule::ClobberedAlias,
-        severity: Severity::Warning,
-        range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` reads `{}`, a view of elements it writes: torch updates them in an order of its own and reads some after they were changed (a silently wrong result, depending on the shape), or refuses: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location",
-            ctx.snippet(w.site),
-            ctx.snippet(operand)
-        ),
-        related,
-        fix: fix::clone_operand(ctx, operand),
-        alternatives: Vec::new(),
-    })
+    let message = format!(
+        "`{}` reads `{}`, a view of elements it writes: torch updates them in an order of its own and reads some after they were changed (a silently wrong result, depending on the shape), or refuses: unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location",
+        ctx.snippet(w.site),
+        ctx.snippet(operand)
+    );
+    at_write(
+        ctx,
+        w,
+        message,
+        Vec::new(),
+        fix::clone_operand(ctx, operand),
+    )
 }
 
 /// A write through a module's `state_dict()` value adding another module's parameters, then
@@ -549,7 +546,7 @@ fn render_state_dict_write(
     read: Span,
 ) -> Option<Finding> {
     let w = ctx.write(write);
-    let mut related = vec![
+    let related = vec![
         Related {
             source: None,
             range: ctx.range(made)?,
@@ -564,46 +561,26 @@ fn render_state_dict_write(
             message: "the module runs here with the weights the write changed".into(),
         },
     ];
-    let mut more = Vec::new();
-    write_related(ctx, w, &mut more);
-    // (Not the view note at the `state_dict()` call itself.)
-    let made_range = related[0].range;
-    related.extend(more.into_iter().filter(|r| r.range != made_range));
-    Some(Finding {
-        rule: Rule::ClobberedAlias,
-        severity: Severity::Warning,
-        range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into a value of `{}` ({}), which is that module's own parameter: adding another module's weights there changes the module itself, and its call ({}) silently runs with the mixed weights",
-            ctx.snippet(w.site),
-            ctx.snippet(made),
-            ctx.line(made),
-            ctx.line(read)
-        ),
-        related,
-        fix: fix::copy_snapshot(ctx, made),
-        alternatives: Vec::new(),
-    })
+    let message = format!(
+        "`{}` writes in place into a value of `{}` ({}), which is that module's own parameter: adding another module's weights there changes the module itself, and its call ({}) silently runs with the mixed weights",
+        ctx.snippet(w.site),
+        ctx.snippet(made),
+        ctx.line(made),
+        ctx.line(read)
+    );
+    at_write(ctx, w, message, related, fix::copy_snapshot(ctx, made))
 }
 
 /// A custom Function's `backward` writing into a tensor its `forward` saved.
 fn render_backward_saved(ctx: &RenderCtx<'_>, write: WriteId) -> Option<Finding> {
     let w = ctx.write(write);
-    let mut related = Vec::new();
-    write_related(ctx, w, &mut related);
-    Some(Finding {
-        rule: Rule::ClobberedAlias,
-        severity: Severity::Warning,
-        range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into a tensor this custom `backward` read from `ctx.saved_tensors`: that is the `forward`'s own input or output, which its caller may still hold and then reads changed after `backward()` (and if another op saved it too, that op's backward raises: {})",
-            ctx.snippet(w.site),
-            super::FORM3_MESSAGE
-        ),
-        related,
-        fix: out_of_place(ctx, w, Applicability::Unsafe),
-        alternatives: Vec::new(),
-    })
+    let message = format!(
+        "`{}` writes in place into a tensor this custom `backward` read from `ctx.saved_tensors`: that is the `forward`'s own input or output, which its caller may still hold and then reads changed after `backward()` (and if another op saved it too, that op's backward raises: {})",
+        ctx.snippet(w.site),
+        super::FORM3_MESSAGE
+    );
+    let fix = out_of_place(ctx, w, Applicability::Unsafe);
+    at_write(ctx, w, message, Vec::new(), fix)
 }
 
 /// A custom Function's `backward` writing into a gradient autograd passed it.
@@ -616,12 +593,11 @@ fn render_grad_output(
 ) -> Option<Finding> {
     let w = ctx.write(write);
     let name = ctx.name(name);
-    let mut related = vec![Related {
+    let related = vec![Related {
         source: None,
         range: ctx.range(param)?,
         message: format!("`{name}`: what autograd passes to this `backward`, not a copy"),
     }];
-    write_related(ctx, w, &mut related);
     // (A gradient that may be `None`, one the code tests or one of a Function that does not
     // materialise them, is copied only when it is a tensor.)
     let text = ctx.text_all();
@@ -643,14 +619,31 @@ fn render_grad_output(
             format!("Copy `{name}` at the start of `backward`"),
         )
     });
+    let message = format!(
+        "`{}` writes in place into `{name}`, the gradient autograd passed to this custom `backward`: autograd may hand that same tensor to other nodes (the branches of a sum share it; the gradient of `.sum()` is one element expanded), whose gradients then change silently, or torch refuses the write (unsupported operation: more than one element of the written-to tensor refers to a single memory location)",
+        ctx.snippet(w.site)
+    );
+    at_write(ctx, w, message, related, fix)
+}
+
+/// An IP402 finding at write `w`, with these related locations first and then the write's own
+/// (the calls that led to it, the view it went through: not one already at the same place).
+fn at_write(
+    ctx: &RenderCtx<'_>,
+    w: &crate::events::Write,
+    message: String,
+    mut related: Vec<Related>,
+    fix: Option<crate::finding::Fix>,
+) -> Option<Finding> {
+    let mut more = Vec::new();
+    write_related(ctx, w, &mut more);
+    let had: Vec<_> = related.iter().map(|r| r.range).collect();
+    related.extend(more.into_iter().filter(|r| !had.contains(&r.range)));
     Some(Finding {
         rule: Rule::ClobberedAlias,
         severity: Severity::Warning,
         range: ctx.range(w.range)?,
-        message: format!(
-            "`{}` writes in place into `{name}`, the gradient autograd passed to this custom `backward`: autograd may hand that same tensor to other nodes (the branches of a sum share it; the gradient of `.sum()` is one element expanded), whose gradients then change silently, or torch refuses the write (unsupported operation: more than one element of the written-to tensor refers to a single memory location)",
-            ctx.snippet(w.site)
-        ),
+        message,
         related,
         fix,
         alternatives: Vec::new(),
