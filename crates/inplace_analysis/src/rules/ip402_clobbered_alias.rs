@@ -58,11 +58,12 @@
 //! The values of `model.state_dict()` are the module's parameters themselves (detached, the
 //! same memory): a running sum accumulated in place into one of them (FedAvg written as `w_avg =
 //! w[0]; w_avg[k] += w[i][k]`, a model soup summed into the first ingredient's state) changes
-//! that module, which a later call runs with the mixed weights. Reported where another module's
-//! weights are added, the dict is loaded into another module (the code took it for a state of
-//! its own) and the module is then called; an EMA model updated through its own state dict
-//! (`v *= d; v += (1 - d) * msd[k]`) is meant to change and is not. The fix copies the state
-//! where it is made (`{k: v.clone() for k, v in net.state_dict().items()}`).
+//! that module, which a later call runs with the mixed weights. Reported where the weights added
+//! are those of another module kept in one list with it (the models averaged), the dict is loaded
+//! into another module (the code took it for a state of its own) and the module is then called
+//! without being loaded afresh; a global model, an EMA (`v *= d; v += (1 - d) * msd[k]`) or an
+//! SWA average updated through its own state dict is meant to change and is not. The fix copies
+//! the state where it is made (`{k: v.clone() for k, v in net.state_dict().items()}`).
 //!
 //! An optimizer step writes every parameter it holds in place, and a *snapshot* that shares a
 //! parameter's memory moves with it: `best = model.state_dict()` (a dict of the parameters
