@@ -371,6 +371,20 @@ pub(crate) struct CustomBackward {
     pub saved: FxHashSet<ObjId>,
 }
 
+/// The parameters' memory `state_dict()` calls handed out, and the writes through them that
+/// added the weights of another module (see [`Event::StateDictWrite`]).
+#[derive(Default)]
+pub(crate) struct StateDictsOut {
+    /// Each parameter's memory, with the module whose `state_dict()` handed it out and the call.
+    pub params: FxHashMap<ObjId, (ObjId, Span)>,
+    /// Writes through a module's `state_dict()` value adding another module's (a soup
+    /// accumulated into an ingredient's state): with that module, the call, and whether the dict
+    /// was since loaded into another module; until the module is called.
+    pub writes: Vec<(crate::events::WriteId, ObjId, Span, bool)>,
+    /// Whether one list holds both modules, once decided per pair (a scan of the heap).
+    pub listed: FxHashMap<(ObjId, ObjId), bool>,
+}
+
 pub(crate) struct Interp<'p, 't> {
     pub prog: &'p Program<'t>,
     pub names: &'p mut Interner,
@@ -635,13 +649,8 @@ pub(crate) struct Interp<'p, 't> {
     /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
     /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
     pub mutation_allowed: bool,
-    /// The parameters' memory a module's `state_dict()` handed out, with that module and call.
-    pub state_dict_params: FxHashMap<ObjId, (ObjId, Span)>,
-    /// Writes through a `state_dict()` value of a module adding another module's parameters
-    /// (a soup accumulated into an ingredient's state): with that module, the call, and whether
-    /// the dict was since loaded into another module; until the module is called (see
-    /// [`Event::StateDictWrite`]).
-    pub state_dict_writes: Vec<(crate::events::WriteId, ObjId, Span, bool)>,
+    /// What `state_dict()` handed out and what was written through it.
+    pub state_dicts_out: StateDictsOut,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
     pub field_reads: FxHashSet<Span>,
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
@@ -816,8 +825,7 @@ impl<'p, 't> Interp<'p, 't> {
             running_pre_hook: None,
             custom_backward: CustomBackward::default(),
             mutation_allowed: false,
-            state_dict_params: FxHashMap::default(),
-            state_dict_writes: Vec::new(),
+            state_dicts_out: StateDictsOut::default(),
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),

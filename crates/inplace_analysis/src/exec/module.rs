@@ -567,7 +567,7 @@ impl Interp<'_, '_> {
         args: &Args,
         site: Option<Span>,
     ) -> Vals {
-        if !self.state_dict_writes.is_empty() {
+        if !self.state_dicts_out.writes.is_empty() {
             self.read_after_state_dict_write(m, c.span(e));
         }
         let pre_hooks = match self.obj(m) {
@@ -1754,10 +1754,10 @@ impl Interp<'_, '_> {
         let holds: FxHashSet<ObjId> = (params.iter())
             .filter_map(|p| self.tensor(*p).map(|t| t.storage))
             .collect();
-        let writes = std::mem::take(&mut self.state_dict_writes);
+        let writes = std::mem::take(&mut self.state_dicts_out.writes);
         for (write, owner, made, loaded) in writes {
             let hit = owner == m
-                || (self.state_dict_params.iter())
+                || (self.state_dicts_out.params.iter())
                     .any(|(s, (o, _))| *o == owner && holds.contains(s));
             if hit && loaded {
                 self.report(Event::StateDictWrite {
@@ -1766,7 +1766,9 @@ impl Interp<'_, '_> {
                     read: call,
                 });
             } else {
-                self.state_dict_writes.push((write, owner, made, loaded));
+                self.state_dicts_out
+                    .writes
+                    .push((write, owner, made, loaded));
             }
         }
     }
@@ -1778,7 +1780,7 @@ impl Interp<'_, '_> {
         self.module_params(m, &mut params, &mut FxHashSet::default());
         for p in &params {
             if let Some(storage) = self.tensor(*p).map(|t| t.storage) {
-                self.state_dict_params.insert(storage, (m, call));
+                self.state_dicts_out.params.insert(storage, (m, call));
             }
         }
         let slots: Vec<Vals> = (params.into_iter().take(MAX_SLOTS))
@@ -1800,9 +1802,11 @@ impl Interp<'_, '_> {
             // (A module loaded afresh no longer has what was written into it; a dict of
             // another module's written into, loaded here: the code takes it for a state of its
             // own.)
-            self.state_dict_writes.retain(|(_, owner, ..)| *owner != m);
+            self.state_dicts_out
+                .writes
+                .retain(|(_, owner, ..)| *owner != m);
             for d in v.iter().filter_map(|d| self.state_dicts.get(d).copied()) {
-                for (_, owner, made, loaded) in &mut self.state_dict_writes {
+                for (_, owner, made, loaded) in &mut self.state_dicts_out.writes {
                     if *made == d && *owner != m {
                         *loaded = true;
                     }

@@ -293,10 +293,10 @@ impl Interp<'_, '_> {
         let (Some(value), Some(first)) = (value, tensors.first()) else {
             return;
         };
-        if self.state_dict_params.is_empty() {
+        if self.state_dicts_out.params.is_empty() {
             return;
         }
-        let owner_of = |t: &TensorObj| self.state_dict_params.get(&t.storage).copied();
+        let owner_of = |t: &TensorObj| self.state_dicts_out.params.get(&t.storage).copied();
         let Some((owner, made)) = owner_of(first) else {
             return;
         };
@@ -311,26 +311,32 @@ impl Interp<'_, '_> {
         // (A value of the state dict of another module kept in one list with it: the first
         // of the models averaged, not a model of its own meant to change, a global model, an
         // EMA, an SWA average.)
-        let another = flat.iter().any(|v| {
-            self.tensor(*v).is_some_and(|t| {
-                (self.state_dict_params.get(&t.storage))
-                    .is_some_and(|(o, _)| *o != owner && self.listed_together(owner, *o))
-            })
-        });
-        if another && !self.state_dict_writes.iter().any(|(w, ..)| *w == wid) {
-            self.state_dict_writes.push((wid, owner, made, false));
+        let others: SmallVec<[ObjId; 2]> = (flat.iter())
+            .filter_map(|v| self.tensor(*v))
+            .filter_map(|t| self.state_dicts_out.params.get(&t.storage).map(|(o, _)| *o))
+            .filter(|o| *o != owner)
+            .collect();
+        let another = others.into_iter().any(|o| self.listed_together(owner, o));
+        if another && !self.state_dicts_out.writes.iter().any(|(w, ..)| *w == wid) {
+            self.state_dicts_out.writes.push((wid, owner, made, false));
         }
     }
 
-    /// Whether one list holds both modules (`clients = [copy.deepcopy(net) for _ in ...]`).
-    fn listed_together(&self, a: ObjId, b: ObjId) -> bool {
-        (0..self.heap.len() as ObjId).any(|o| match self.obj(o) {
+    /// Whether one list holds both modules (`clients = [copy.deepcopy(net) for _ in ...]`),
+    /// decided once per pair: a scan of the heap.
+    fn listed_together(&mut self, a: ObjId, b: ObjId) -> bool {
+        if let Some(known) = self.state_dicts_out.listed.get(&(a, b)) {
+            return *known;
+        }
+        let found = (0..self.heap.len() as ObjId).any(|o| match self.obj(o) {
             Obj::Seq(items) => {
                 let has = |m: ObjId| items.iter().any(|slot| slot.contains(&m));
                 has(a) && has(b)
             }
             _ => false,
-        })
+        });
+        self.state_dicts_out.listed.insert((a, b), found);
+        found
     }
 
     /// The write's record, before its effects.

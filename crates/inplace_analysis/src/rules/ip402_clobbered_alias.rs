@@ -599,12 +599,10 @@ fn render_grad_output(
         range: ctx.range(param)?,
         message: format!("`{name}`: what autograd passes to this `backward`, not a copy"),
     }];
-    // (A gradient that may be `None`, one the code tests or one of a Function that does not
-    // materialise them, is copied only when it is a tensor.)
-    let text = ctx.text_all();
-    let maybe_none = text.contains(&format!("{name} is not None"))
-        || text.contains(&format!("{name} is None"))
-        || text.contains("set_materialize_grads(");
+    // (Autograd passes zeros for a gradient it has none of, unless the Function asks it not to
+    // with `ctx.set_materialize_grads(False)`: then it may be `None`, copied only when it is a
+    // tensor.)
+    let maybe_none = ctx.text_all().contains("set_materialize_grads(");
     let copy = match (ctx.text(param).starts_with('*'), maybe_none) {
         // (`*grad_outputs`: each of them.)
         (true, _) => format!("tuple(g.clone() if g is not None else None for g in {name})"),
