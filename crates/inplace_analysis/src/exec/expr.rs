@@ -1110,34 +1110,45 @@ impl Interp<'_, '_> {
     /// Whether every subscript of `elt` by the comprehension's variable `target` (`h[i]`,
     /// `h[i].T`) takes a row of what may be a tensor, whose rows share one version counter (not
     /// of a name bound to a list, whose elements are tensors of their own).
-    fn rows_by_position(&self, c: Code<'_>, target: ExprId, elt: ExprId) -> bool {
+    fn rows_by_position(&mut self, c: Code<'_>, target: ExprId, elt: ExprId) -> bool {
         let (Expr::Name { name: k, .. }, Some(e)) = (*c.expr(target), elt.get()) else {
             return false;
         };
         let within = c.body.expr_span(e);
-        let mut any = false;
-        for (x, sp) in c.body.exprs.iter().zip(&c.body.expr_spans) {
-            let Expr::Subscript { value, .. } = *x else {
-                continue;
-            };
-            if !within.contains(*sp) || !super::stmt::uses_position_within(c, *sp, k, None) {
-                continue;
-            }
-            // (`h[i][0:2]`: the row of `h`; `self.h[i]`: an attribute, taken for a tensor.)
-            let mut base = value;
-            while let Expr::Subscript { value, .. } = *c.expr(base) {
-                base = value;
-            }
-            if let Expr::Name { name, .. } = *c.expr(base) {
-                let listed = (self.state.env.get(&name))
-                    .is_some_and(|vs| vs.iter().any(|v| matches!(self.obj(*v), Obj::Seq(_))));
-                if listed {
-                    return false;
+        // (The subscripts' bases, found once per element: a scan of the item's expressions.)
+        let key = c.span(e);
+        let bases = match self.row_bases.get(&key) {
+            Some(known) => known.clone(),
+            None => {
+                let mut found = SmallVec::<[Option<Name>; 2]>::new();
+                for (x, sp) in c.body.exprs.iter().zip(&c.body.expr_spans) {
+                    let Expr::Subscript { value, .. } = *x else {
+                        continue;
+                    };
+                    if !within.contains(*sp) || !super::stmt::uses_position_within(c, *sp, k, None)
+                    {
+                        continue;
+                    }
+                    // (`h[i][0:2]`: the row of `h`; `self.h[i]`: an attribute, taken for a
+                    // tensor.)
+                    let mut base = value;
+                    while let Expr::Subscript { value, .. } = *c.expr(base) {
+                        base = value;
+                    }
+                    found.push(match *c.expr(base) {
+                        Expr::Name { name, .. } => Some(name),
+                        _ => None,
+                    });
                 }
+                self.row_bases.insert(key, found.clone());
+                found
             }
-            any = true;
-        }
-        any
+        };
+        let listed = |name: &Name| {
+            (self.state.env.get(name))
+                .is_some_and(|vs| vs.iter().any(|v| matches!(self.obj(*v), Obj::Seq(_))))
+        };
+        !bases.is_empty() && !bases.iter().flatten().any(listed)
     }
 
     /// Whether a comprehension's element `elt` reads by the position its one generator binds

@@ -656,6 +656,9 @@ pub(crate) struct Interp<'p, 't> {
     /// Per `for ... in range(...)` (its iterable's span): whether its body indexes with the loop
     /// variable (decided once: a scan of the body's expressions).
     pub position_bodies: FxHashMap<Span, bool>,
+    /// Per comprehension element read by position: the names whose rows it subscripts (`None`
+    /// for another base), found once (see `rows_by_position`).
+    pub row_bases: FxHashMap<Span, SmallVec<[Option<Name>; 2]>>,
     /// Packed sequences (`pack_padded_sequence(x, lengths)`, `pack_sequence(xs)`).
     pub packed: FxHashSet<ObjId>,
     /// Tuples and lists displayed with one starred item (`(x, *kv)`): the slot it fills, which
@@ -829,6 +832,7 @@ impl<'p, 't> Interp<'p, 't> {
             index_target: false,
             field_reads: FxHashSet::default(),
             position_bodies: FxHashMap::default(),
+            row_bases: FxHashMap::default(),
             packed: FxHashSet::default(),
             starred_slots: FxHashMap::default(),
             invariant_bodies: FxHashMap::default(),
