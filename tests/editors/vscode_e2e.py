@@ -246,6 +246,10 @@ def main() -> int:
 
     for line in report.get("checks", []):
         log(f"ok: {line}")
+    for retry in report.get("codeActionRetries", []):
+        # A quick fix that came only on a later request: not a failure (the lightbulb asks again
+        # on every cursor move), but worth reading when it happens.
+        log(f"note: code actions asked again: {json.dumps(retry)}")
     if not report.get("ok"):
         log(f"report: {json.dumps(report, indent=2)}")
         log(f"FAIL: {report.get('error')}")

@@ -57,17 +57,26 @@ async fn work(session: Arc<Session>, client: Client, uri: Uri) {
         }
         if !session.pulls() {
             publish(&session, &client, &uri).await;
-        } else if session.refresh.load(Ordering::Relaxed)
-            && session.docs.get(&uri).is_some_and(|e| e.notebook.is_some())
-        {
+        } else if session.docs.get(&uri).is_some_and(|e| e.notebook.is_some()) {
             // A pulling client asks again for the cell it edited, not for the cells after it
-            // that the edit changed: ask it to pull every cell again (off this worker, so a
-            // client slow to answer does not hold it).
-            tokio::spawn(async move {
-                let _ = client.workspace_diagnostic_refresh().await;
-            });
+            // that the edit changed: ask it to pull every cell again.
+            refresh_pulls(&session, &client);
         }
         return;
+    }
+}
+
+/// Ask a pulling client (one that can be asked) to pull every document's diagnostics again,
+/// off the caller: a handler awaiting the client's answer holds one of tower-lsp's four handler
+/// slots; with them all taken, later messages queue, and once its queue (100 messages) is full
+/// the server reads nothing more, the client's answers included (a burst of settings changes
+/// and pulls hung the server).
+pub fn refresh_pulls(session: &Session, client: &Client) {
+    if session.pulls() && session.refresh.load(Ordering::Relaxed) {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let _ = client.workspace_diagnostic_refresh().await;
+        });
     }
 }
 

@@ -221,8 +221,18 @@ impl Session {
     /// The current version's diagnostics, per target document (the document, or each code
     /// cell of a notebook, those without findings included), when its analysis is done.
     pub fn diagnostics(&self, key: &Uri) -> Option<(i32, Vec<Published>)> {
+        let a = self.docs.get(key)?.current()?;
+        self.diagnostics_of(key, &a)
+    }
+
+    /// The diagnostics of analysis `a` while it is of the document's current text (a settings
+    /// change or an edit of a project module it read may have superseded it since: its findings
+    /// stay what the client shows until the next analysis lands).
+    pub fn diagnostics_of(&self, key: &Uri, a: &Analysed) -> Option<(i32, Vec<Published>)> {
         let entry = self.docs.get(key)?;
-        let a = entry.current()?;
+        if a.version != entry.doc.version {
+            return None;
+        }
         let enc = self.enc();
         let mut groups: Vec<Published> = entry
             .targets(key)

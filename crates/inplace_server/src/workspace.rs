@@ -9,7 +9,7 @@
 //! and only those.
 
 use crate::project::{DiskReader, FileLookup, ProjectLayout};
-use crate::scheduler::schedule;
+use crate::scheduler::{refresh_pulls, schedule};
 use crate::session::{uri_path, Session};
 use dashmap::DashMap;
 use inplace_analysis::project::{self, Imports};
@@ -218,10 +218,5 @@ async fn again(session: &Arc<Session>, client: &Client, uris: Vec<Uri>) {
         schedule(session, client, uri);
     }
     // A pulling client asks again (its requests wait for the new analyses).
-    if session.pulls() && session.refresh.load(Ordering::Relaxed) {
-        let client = client.clone();
-        tokio::spawn(async move {
-            let _ = client.workspace_diagnostic_refresh().await;
-        });
-    }
+    refresh_pulls(session, client);
 }

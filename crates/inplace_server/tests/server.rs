@@ -96,6 +96,51 @@ async fn pull_diagnostics_and_no_push() {
     assert!(unknown["error"]["code"].is_i64(), "{unknown}");
 }
 
+/// Pulls answered while settings changes keep clearing the analysis: each waits for an
+/// analysis and answers from that one, or asks the client to pull again (`ServerCancelled`
+/// with `retriggerRequest`), never with an empty report (the client would show the file clean,
+/// with no quick fix to offer). And the settings changes' refresh requests do not hold the
+/// server: awaited inside the notification handler, four of them took every handler slot, the
+/// messages behind them filled tower-lsp's queue, and the server read nothing more, the
+/// client's answers to them included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_racing_settings_changes_never_come_back_empty() {
+    let (mut c, _) = start().await;
+    let caps = json!({"textDocument": {"diagnostic": {"dynamicRegistration": false}},
+                      "workspace": {"diagnostics": {"refreshSupport": true}}});
+    c.initialize(caps, json!(null)).await;
+    c.open(URI, SIGMOID).await;
+    let settings = json!({"settings": {"inplace-lsp": {"select": ["ALL"]}}});
+    let mut pending = Vec::new();
+    for _ in 0..60 {
+        let params = json!({"textDocument": {"uri": URI}});
+        pending.push(c.start_request("textDocument/diagnostic", params).await);
+        c.notify("workspace/didChangeConfiguration", settings.clone())
+            .await;
+    }
+    let (mut full, mut retrigger) = (0, 0);
+    for (i, rx) in pending.into_iter().enumerate() {
+        let r = tokio::time::timeout(std::time::Duration::from_secs(60), rx)
+            .await
+            .unwrap_or_else(|_| panic!("pull {i} got no answer in time ({full} full, {retrigger} retriggered before it)"))
+            .unwrap();
+        if let Some(e) = r.get("error") {
+            assert_eq!(e["code"], -32802, "{r}");
+            assert_eq!(e["data"]["retriggerRequest"], true, "{r}");
+            retrigger += 1;
+            continue;
+        }
+        let items = r["result"]["items"].as_array().unwrap();
+        let codes: Vec<_> = items.iter().map(|d| d["code"].clone()).collect();
+        assert_eq!(codes, [json!("IP301")], "{r}");
+        full += 1;
+    }
+    assert!(
+        full > 0,
+        "{retrigger} pulls asked to be retriggered, none answered"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn utf8_and_utf32_are_negotiated() {
     for (enc, col) in [("utf-8", 9), ("utf-32", 7)] {

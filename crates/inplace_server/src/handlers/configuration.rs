@@ -2,7 +2,7 @@
 //! (saved, or changed on disk as the registered watcher reports): reload, then analyse every
 //! open document again. Python files changed on disk: the documents importing them again.
 
-use crate::scheduler::schedule;
+use crate::scheduler::{refresh_pulls, schedule};
 use crate::session::uri_path;
 use crate::session::Session;
 use crate::settings::{load_projects, ClientSettings};
@@ -58,9 +58,7 @@ pub async fn reanalyse_all(session: &Arc<Session>, client: &Client) {
         }
         schedule(session, client, uri);
     }
-    if session.pulls() {
-        let _ = client.workspace_diagnostic_refresh().await;
-    }
+    refresh_pulls(session, client);
 }
 
 pub async fn did_change_configuration(

@@ -158,7 +158,11 @@ pub async fn initialized(session: &Session, client: &Client) {
         .ok(),
     };
     if session.watch.load(Ordering::Relaxed) {
-        let _ = client.register_capability(vec![watcher]).await;
+        // Off the handler, as every request to the client (see `refresh_pulls`).
+        let client = client.clone();
+        tokio::spawn(async move {
+            let _ = client.register_capability(vec![watcher]).await;
+        });
     }
     client
         .log_message(

@@ -104,6 +104,17 @@ impl Client {
             .unwrap()
     }
 
+    /// Send a request without waiting: its whole response message arrives on the receiver.
+    pub async fn start_request(&mut self, method: &str, params: Value) -> oneshot::Receiver<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().await.insert(id, tx);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        write_message(&mut **self.writer.lock().await, &msg).await;
+        rx
+    }
+
     /// Send a request and wait for its whole response message.
     pub async fn request_raw(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
