@@ -1104,13 +1104,25 @@ impl Interp<'_, '_> {
                 }
                 Obj::Seq(items) => {
                     // `a, b, c = x.unbind()`: each target is its own object (same storage for
-                    // views), not one shared object.
+                    // views), not one shared object. A view of a tensor a comprehension's
+                    // element made (`[g.mul(c).flatten() for g in gs]`) views that element's own
+                    // tensor: each target's view gets a base of its own (same storage, for what
+                    // saved it), so a write through one is no write into what another shows.
+                    let made = self.summaries.made_per_element.get(v).copied();
                     let all: Vals = items.into_iter().flatten().collect();
                     for p in parts.iter_mut() {
                         for v in &all {
                             match self.obj(*v).clone() {
                                 Obj::Tensor(mut t) => {
                                     t.grad_tensor = None;
+                                    if let (Some(from), Some((base, part))) = (made, t.view_of) {
+                                        if base >= from {
+                                            if let Some(b) = self.tensor(base).map(|b| b.alias()) {
+                                                t.view_of =
+                                                    Some((self.alloc(Obj::Tensor(b)), part));
+                                            }
+                                        }
+                                    }
                                     p.push(self.alloc(Obj::Tensor(t)));
                                 }
                                 _ => p.push(*v),

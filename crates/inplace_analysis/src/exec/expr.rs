@@ -345,7 +345,7 @@ impl Interp<'_, '_> {
         if parts.len() < 2 || parts.iter().any(|p| p.len() != 1) {
             return None;
         }
-        if parts.iter().any(|p| self.summary_objs.contains(&p[0])) {
+        if parts.iter().any(|p| self.summaries.objs.contains(&p[0])) {
             return None;
         }
         let first = parts[0][0];
@@ -995,7 +995,7 @@ impl Interp<'_, '_> {
         {
             self.state.env = saved_env;
             if !exact {
-                self.summary_objs.extend(slots.iter().flatten().copied());
+                self.summaries.objs.extend(slots.iter().flatten().copied());
             }
             let seq = self.alloc(Obj::Seq(slots));
             if exact {
@@ -1103,8 +1103,10 @@ impl Interp<'_, '_> {
         self.state.env = saved_env;
         // (Each value of the slot stands for every element the comprehension makes: not one
         // object, for `is` and `data_ptr()`.)
-        self.summary_objs.extend(slots.iter().flatten().copied());
-        smallvec![self.alloc(Obj::Seq(slots))]
+        self.summaries.objs.extend(slots.iter().flatten().copied());
+        let seq = self.alloc(Obj::Seq(slots));
+        self.summaries.made_per_element.insert(seq, before);
+        smallvec![seq]
     }
 
     /// Whether every subscript of `elt` by the comprehension's variable `target` (`h[i]`,

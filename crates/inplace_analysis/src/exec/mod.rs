@@ -385,6 +385,16 @@ pub(crate) struct StateDictsOut {
     pub listed: FxHashMap<(ObjId, ObjId), bool>,
 }
 
+/// Values that stand for several objects made at one place (a comprehension's element slot).
+#[derive(Default)]
+pub(crate) struct Summaries {
+    /// Never taken for one object by `is` or `data_ptr()`.
+    pub objs: FxHashSet<ObjId>,
+    /// A comprehension's list (not unrolled) and the first object its element made: what the
+    /// element made from there on, each element makes anew.
+    pub made_per_element: FxHashMap<ObjId, ObjId>,
+}
+
 pub(crate) struct Interp<'p, 't> {
     pub prog: &'p Program<'t>,
     pub names: &'p mut Interner,
@@ -700,9 +710,8 @@ pub(crate) struct Interp<'p, 't> {
     /// The `argparse.ArgumentParser` objects made (dicts of their options' defaults), with
     /// their options.
     pub arg_parsers: FxHashMap<ObjId, Vec<argparse::ParserOption>>,
-    /// Values that stand for several objects made at one place (a comprehension's element
-    /// slot): never taken for one object by `is` or `data_ptr()`.
-    pub summary_objs: FxHashSet<ObjId>,
+    /// What stands for the several objects a comprehension's element makes.
+    pub summaries: Summaries,
     /// Values `__getitem__` read out of `self` that the analysis does not model (arrays), and
     /// their elements: `torch.from_numpy` of one, wherever it is called, shares stored memory.
     pub stored_arrays: FxHashMap<ObjId, (Name, Span)>,
@@ -853,7 +862,7 @@ impl<'p, 't> Interp<'p, 't> {
             stored_reads: FxHashMap::default(),
             data_ptrs: FxHashMap::default(),
             arg_parsers: FxHashMap::default(),
-            summary_objs: FxHashSet::default(),
+            summaries: Summaries::default(),
             stored_arrays: FxHashMap::default(),
             method_self: None,
             kept_reads: FxHashMap::default(),

@@ -205,7 +205,7 @@ impl Interp<'_, '_> {
                 // (By the tensor, through its `.data` and `.detach()` aliases: a storage stands
                 // for every tensor one place makes.)
                 let storage = match recv.as_slice() {
-                    [one] if !self.summary_objs.contains(one) => self
+                    [one] if !self.summaries.objs.contains(one) => self
                         .tensor(*one)
                         .filter(|t| t.view_of.is_none())
                         .map(|t| t.detached_from.unwrap_or(*one)),
