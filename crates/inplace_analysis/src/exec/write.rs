@@ -1173,8 +1173,16 @@ impl Interp<'_, '_> {
         // (Breadth first from the names, so a local list is seen before the insides of `self`,
         // and the running function's names before its callers'.)
         // (Of the callers, their `self`: the object a hook keeps its list on, whose method runs
-        // the model.)
-        let callers = (self.outer_envs.iter().rev()).filter_map(|e| e.get(&known::SELF));
+        // the model. For a parameter (`children`), every name of theirs: the module a script
+        // made, whose parameter a helper it called zeroed through an activation.)
+        let callers = (self.outer_envs.iter().rev()).flat_map(|e| {
+            let own: SmallVec<[&Vals; 4]> = if children {
+                e.values().collect()
+            } else {
+                e.get(&known::SELF).into_iter().collect()
+            };
+            own
+        });
         // (In the order the objects were made, not the names' hash order: which containers the
         // bound below lets in must not depend on the names' ids.)
         let mut start: Vec<ObjId> = (self.state.env.values())
