@@ -1012,7 +1012,8 @@ impl<'p, 't> Interp<'p, 't> {
     }
 
     /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
-    /// parameters, containers) is kept, and at most `MAX_SEQ` values per slot.
+    /// parameters, containers, and code to call: a hook appended to a list a module runs) is
+    /// kept, and at most `MAX_SEQ` values per slot.
     pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
         // (A dict written to no longer has the keys it was built with.)
         self.dict_keys.remove(&seq);
@@ -1029,6 +1030,10 @@ impl<'p, 't> Interp<'p, 't> {
                         | Obj::Params { .. }
                         | Obj::Seq(_)
                         | Obj::Optimizer { .. }
+                        | Obj::Func(_)
+                        | Obj::Bound(..)
+                        | Obj::Partial { .. }
+                        | Obj::Class(_)
                 )
             })
             .collect();
