@@ -96,8 +96,9 @@ async fn pull_diagnostics_and_no_push() {
     assert!(unknown["error"]["code"].is_i64(), "{unknown}");
 }
 
-/// Pulls answered while settings changes keep clearing the analysis: each waits for an
-/// analysis and answers from that one, or asks the client to pull again (`ServerCancelled`
+/// Pulls answered while settings changes keep clearing the analysis (and edits make new
+/// versions): each waits for an analysis and answers from that one, or asks the client to pull
+/// again (`ServerCancelled`
 /// with `retriggerRequest`), never with an empty report (the client would show the file clean,
 /// with no quick fix to offer). And the settings changes' refresh requests do not hold the
 /// server: awaited inside the notification handler, four of them took every handler slot, the
@@ -112,11 +113,18 @@ async fn pulls_racing_settings_changes_never_come_back_empty() {
     c.open(URI, SIGMOID).await;
     let settings = json!({"settings": {"inplace-lsp": {"select": ["ALL"]}}});
     let mut pending = Vec::new();
-    for _ in 0..60 {
+    for k in 0..60 {
         let params = json!({"textDocument": {"uri": URI}});
         pending.push(c.start_request("textDocument/diagnostic", params).await);
         c.notify("workspace/didChangeConfiguration", settings.clone())
             .await;
+        if k % 3 == 0 {
+            // (A new version of the same text now and then: the analysis a pull waited for
+            // may be of the version before, which it must not answer with.)
+            let change = json!({"textDocument": {"uri": URI, "version": k + 2},
+                                "contentChanges": [{"text": SIGMOID}]});
+            c.notify("textDocument/didChange", change).await;
+        }
     }
     let (mut full, mut retrigger) = (0, 0);
     for (i, rx) in pending.into_iter().enumerate() {

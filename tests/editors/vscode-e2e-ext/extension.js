@@ -53,13 +53,13 @@ function waitFor(check, ms, what) {
 
 /**
  * The code actions VS Code's lightbulb would get for a diagnostic, asked again (as moving the
- * cursor does) while the answer lacks the one `pick` wants, for up to 10 s. Every answer without
+ * cursor does) while the answer lacks the one `pick` wants, for up to 3 s. Every answer without
  * it is kept in `report.codeActionRetries`, with the diagnostics VS Code held then, so a run that
  * needed a second request says so in its log.
  */
 async function quickFix(uri, diagnostic, report, pick) {
   let actions = [];
-  for (let attempt = 1; attempt <= 20; attempt++) {
+  for (let attempt = 1; attempt <= 6; attempt++) {
     actions =
       (await vscode.commands.executeCommand(
         "vscode.executeCodeActionProvider",

@@ -40,17 +40,25 @@ pub async fn diagnostic(
             .find(|(u, _)| *u == uri)
             .map(|(_, d)| d)
             .unwrap_or_default();
-        return Ok(DocumentDiagnosticReportResult::Report(
-            DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
-                related_documents: None,
-                full_document_diagnostic_report: FullDocumentDiagnosticReport {
-                    result_id: None,
-                    items,
-                },
-            }),
-        ));
+        return Ok(full(items));
+    }
+    // (Closed while the pull waited: nothing to show, and nothing to pull again.)
+    if !session.docs.contains_key(&key) {
+        return Ok(full(Vec::new()));
     }
     Err(pull_again())
+}
+
+fn full(items: Vec<Diagnostic>) -> DocumentDiagnosticReportResult {
+    DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(
+        RelatedFullDocumentDiagnosticReport {
+            related_documents: None,
+            full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                result_id: None,
+                items,
+            },
+        },
+    ))
 }
 
 /// LSP's `ServerCancelled` with `retriggerRequest`: the client keeps what it shows and pulls
