@@ -1067,6 +1067,28 @@ impl Interp<'_, '_> {
     }
 
     /// Split values for `a, b = vals` into `n` parts.
+    /// Whether tensor `t`'s memory was made at or after object `from` (by a comprehension's
+    /// element): `t`, and what it is a view of or was detached from up the chain, all made there
+    /// (`w.mul(2)`, a view of it), never memory from before (`buf.view(2, 2)`, `buf.detach()`,
+    /// `buf.reshape(4)` of a `buf` made outside: every element shows that one).
+    fn memory_made_since(&self, t: ObjId, from: ObjId) -> bool {
+        let mut at = t;
+        for _ in 0..8 {
+            let Some(tt) = self.tensor(at) else {
+                return false;
+            };
+            if at < from || tt.storage < from {
+                return false;
+            }
+            match (tt.view_of, tt.detached_from) {
+                (Some((base, _)), _) => at = base,
+                (None, Some(src)) => at = src,
+                (None, None) => return true,
+            }
+        }
+        false
+    }
+
     pub(super) fn unpack(&mut self, vals: &Vals, n: usize) -> Vec<Vals> {
         let mut parts = vec![Vals::new(); n];
         for v in vals {
@@ -1116,7 +1138,7 @@ impl Interp<'_, '_> {
                                 Obj::Tensor(mut t) => {
                                     t.grad_tensor = None;
                                     if let (Some(from), Some((base, part))) = (made, t.view_of) {
-                                        if base >= from {
+                                        if self.memory_made_since(base, from) {
                                             if let Some(b) = self.tensor(base).map(|b| b.alias()) {
                                                 t.view_of =
                                                     Some((self.alloc(Obj::Tensor(b)), part));

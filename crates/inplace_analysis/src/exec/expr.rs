@@ -2086,6 +2086,14 @@ impl Interp<'_, '_> {
             return (children.len() <= 32).then_some(children);
         }
         let module = |v: ObjId| matches!(self.obj(v), Obj::Module(_));
+        // (Or code to call, position by position as the loop runs it: a pipeline of functions or
+        // hooks, `for fn in self.hooks: x = fn(x)`, whose first may copy what the next writes.)
+        let code = |v: ObjId| {
+            matches!(
+                self.obj(v),
+                Obj::Func(_) | Obj::Bound(..) | Obj::Partial { .. } | Obj::Class(_) | Obj::Path(_)
+            )
+        };
         // (Or tuples of single values holding a module or an optimizer: `(name, layer)` pairs
         // of `.items()`, `zip(optimizers, losses)`; or records of constants, a literal table
         // `[("max_pool_3x3", 1), ("conv_1x1", 0)]` whose rows build different layers.)
@@ -2102,7 +2110,7 @@ impl Interp<'_, '_> {
                         || (tuple.iter().all(|v| constant(v[0]))
                             && tuple.iter().any(|v| self.exact_str(v[0]).is_some())))
             }
-            _ => module(*c),
+            _ => module(*c) || code(*c),
         });
         (modules && children.len() <= 32).then_some(children)
     }

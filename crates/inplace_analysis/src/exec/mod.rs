@@ -1012,7 +1012,8 @@ impl<'p, 't> Interp<'p, 't> {
     }
 
     /// Add values to slot `slot` of a container. Only what can matter (tensors, modules,
-    /// parameters, containers, and code to call: a hook appended to a list a module runs) is
+    /// parameters, containers, and code to call: a hook appended to a list a module runs, a
+    /// torch function by its path) is
     /// kept, and at most `MAX_SEQ` values per slot.
     pub fn seq_insert(&mut self, seq: ObjId, slot: usize, vals: &Vals) {
         // (A dict written to no longer has the keys it was built with.)
@@ -1034,6 +1035,7 @@ impl<'p, 't> Interp<'p, 't> {
                         | Obj::Bound(..)
                         | Obj::Partial { .. }
                         | Obj::Class(_)
+                        | Obj::Path(_)
                 )
             })
             .collect();
