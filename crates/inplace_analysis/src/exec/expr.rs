@@ -2235,14 +2235,11 @@ pub(super) fn with_values(text: &str, style: Placeholders, values: &[Option<Stri
 
 /// The name an expression reads through attributes and calls (`w_t` of `w_t.data`, `w` of
 /// `w.detach()`), where it is read.
-fn read_root(c: Code<'_>, mut e: ExprId) -> Option<(Name, Span)> {
-    loop {
-        match *c.expr(e) {
-            Expr::Name { name, .. } => return Some((name, c.span(e))),
-            Expr::Attr { value, .. } => e = value,
-            Expr::Call { func, .. } => e = func,
-            _ => return None,
-        }
+fn read_root(c: Code<'_>, e: ExprId) -> Option<(Name, Span)> {
+    let root = super::function::name_root(c.body, e, false)?;
+    match *c.expr(root) {
+        Expr::Name { name, .. } => Some((name, c.span(root))),
+        _ => None,
     }
 }
 

@@ -329,11 +329,23 @@ impl Interp<'_, '_> {
 /// The name an expression reads through attributes, calls, subscripts and a star (`x` of
 /// `x.view(-1)`, `*xs`).
 fn root_name(body: &crate::ir::Body, e: ExprId) -> Option<Name> {
-    match *body.expr(e) {
+    match *body.expr(name_root(body, e, true)?) {
         Expr::Name { name, .. } => Some(name),
-        Expr::Attr { value, .. } | Expr::Subscript { value, .. } => root_name(body, value),
-        Expr::Call { func, .. } => root_name(body, func),
-        Expr::Starred(inner) => root_name(body, inner),
         _ => None,
+    }
+}
+
+/// The name expression an expression reads through attributes and calls (`w` of `w.data`,
+/// `w.detach()`), and with `subscripts` through subscripts and a star too (`x[0]`, `*xs`).
+pub(super) fn name_root(body: &crate::ir::Body, mut e: ExprId, subscripts: bool) -> Option<ExprId> {
+    loop {
+        match *body.expr(e) {
+            Expr::Name { .. } => return Some(e),
+            Expr::Attr { value, .. } => e = value,
+            Expr::Call { func, .. } => e = func,
+            Expr::Subscript { value, .. } if subscripts => e = value,
+            Expr::Starred(inner) if subscripts => e = inner,
+            _ => return None,
+        }
     }
 }
