@@ -17,6 +17,21 @@ pub(crate) fn move_after(
     after: Span,
     zero_grad: ZeroGrad,
 ) -> Option<Fix> {
+    move_group_after(ctx, s, after, zero_grad, false)
+}
+
+/// [`move_after`], or, with `group`, the statement together with the simple statements
+/// after it in its block that use what it uses, up to the first that does not (an EMA's
+/// `apply_shadow(model)`, the validation that reads `model`, `restore(model)`: the three move
+/// after the `backward()` as one). None of them may step, zero gradients or run a backward,
+/// and nothing left before the target may read what they bind.
+fn move_group_after(
+    ctx: &RenderCtx<'_>,
+    s: StmtRef,
+    after: Span,
+    zero_grad: ZeroGrad,
+    group: bool,
+) -> Option<Fix> {
     let across_zero_grad = zero_grad != ZeroGrad::Blocks;
     let body = ctx.body(s.item)?;
     let moved = ctx.range(Span::new(s.item, body.stmt_span(s.stmt)))?;
@@ -43,47 +58,65 @@ pub(crate) fn move_after(
     if insert < target.end {
         return None;
     }
+    // (Where it may cross gradients being zeroed, a line that only zeroes them commutes with
+    // it: `self.pull()` loading weights moves past `self.model.zero_grad()`.)
+    let commuting = |between: &str| -> String {
+        if zero_grad == ZeroGrad::Commutes {
+            let kept = between.lines().filter(|l| !only_zeroes_grad(l));
+            kept.collect::<Vec<_>>().join("\n")
+        } else {
+            between.to_string()
+        }
+    };
+    // What may not be in between, nor move with it: a call of the program's own functions or
+    // methods that may touch the optimizer or the gradients (`self.reset_grad()` zeroing
+    // them), judged on their text.
+    let own_touching = |between: &str, paths: &[&str]| {
+        let touches = |def: &str| {
+            ["zero_grad", ".step(", "backward(", ".grad"]
+                .iter()
+                .any(|w| def.contains(w))
+                || paths
+                    .iter()
+                    .any(|p| mentions_path(def, p.rsplit('.').next().unwrap_or(p)))
+        };
+        calls_own_code(between, |name| definitions(ctx, name).any(touches))
+    };
+    // The statements that follow it in the group: `to` is where the group ends.
+    let mut to = to;
+    let mut joined = Vec::new();
+    while group && joined.len() < MAX_GROUP {
+        let rest = commuting(text.get(to..target.start)?);
+        let moving = text.get(moved.start..to)?;
+        if !(used_paths(moving).iter()).any(|p| mentions_path(&rest, p)) {
+            break;
+        }
+        let len = first_statement(text.get(to..target.start)?, indent.len())?;
+        let next = text.get(to..to + len)?;
+        let stepping = ["backward(", ".step(", "zero_grad(", ".grad"];
+        if stepping.iter().any(|w| next.contains(w)) || own_touching(next, &[]) {
+            return None;
+        }
+        joined.push(next);
+        to += len;
+    }
+    let moving = text.get(moved.start..to)?;
     // Nothing in between may use what the statement uses (`scaler.update()` after
     // `scaler.step(opt)`, `opt.zero_grad()` after `opt.step()`): that order must stay. What
     // it uses is each dotted path it reads, its method names left out (`self.opt_g` of
     // `self.opt_g.step()`: `self.disc(fake)` in between does not use it).
     let at = body.stmt_span(s.stmt);
-    let between = text.get(to..target.start)?;
-    // (Where it may cross gradients being zeroed, a line that only zeroes them commutes with
-    // it: `self.pull()` loading weights moves past `self.model.zero_grad()`.)
-    let kept: String;
-    let between = if zero_grad == ZeroGrad::Commutes {
-        kept = between
-            .lines()
-            .filter(|l| !only_zeroes_grad(l))
-            .collect::<Vec<_>>()
-            .join("\n");
-        kept.as_str()
-    } else {
-        between
-    };
+    let between = commuting(text.get(to..target.start)?);
+    let between = between.as_str();
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    if used_paths(ctx.slice(moved))
-        .iter()
-        .any(|p| mentions_path(between, p))
-    {
+    let paths = used_paths(moving);
+    if paths.iter().any(|p| mentions_path(between, p)) {
         return None;
     }
     if !across_zero_grad && between.contains("zero_grad(") {
         return None;
     }
-    // Nor may it cross a call of the program's own functions or methods that may touch the
-    // optimizer or the gradients (`self.reset_grad()` zeroing them): judged on their text.
-    let paths = used_paths(ctx.slice(moved));
-    let touches = |def: &str| {
-        ["zero_grad", ".step(", "backward(", ".grad"]
-            .iter()
-            .any(|w| def.contains(w))
-            || paths
-                .iter()
-                .any(|p| mentions_path(def, p.rsplit('.').next().unwrap_or(p)))
-    };
-    if calls_own_code(between, |name| definitions(ctx, name).any(&touches)) {
+    if own_touching(between, &paths) {
         return None;
     }
     // Nor may what follows, the target included, read a name it binds: `loss = model(a) +
@@ -93,6 +126,8 @@ pub(crate) fn move_after(
     if names_bound_in(&body, at)
         .iter()
         .any(|n| reads(ctx.name(*n)))
+        || (joined.iter().flat_map(|j| bound_paths(j)))
+            .any(|p| mentions_path(text.get(to..target.end).unwrap_or_default(), p))
     {
         return None;
     }
@@ -100,11 +135,14 @@ pub(crate) fn move_after(
     let stmt = ctx.slice(moved).lines().next().unwrap_or_default();
     let stmt = stmt.trim_end_matches(':');
     let (_, end) = ctx.lines.line_range(text, last_line);
-    let whole = text.get(moved.start..end)?;
     let rest = text.get(moved.end..end)?.trim_start();
     if !(rest.is_empty() || rest.starts_with('#')) || to <= end {
         return None;
     }
+    let whole = match joined.last() {
+        None => text.get(moved.start..end)?,
+        Some(_) => text.get(moved.start..to)?.trim_end_matches(['\n', '\r']),
+    };
     // The same statement already follows there (`optimizer.step()` after each of two
     // backwards): moving it would run it twice in a row (two updates from one gradient); the
     // early one goes, and the one after the backward takes both losses' gradients.
@@ -129,8 +167,19 @@ pub(crate) fn move_after(
         });
     }
     let sep = line_break_before(ctx, insert, eol);
+    let title = match joined.last() {
+        None => format!("Move `{stmt}` after `{}`", ctx.slice(target)),
+        Some(last) => format!(
+            "Move `{stmt}` through `{}` after `{}`",
+            (last.lines().map(str::trim))
+                .find(|l| !l.is_empty() && !l.starts_with('#'))
+                .unwrap_or_default()
+                .trim_end_matches(':'),
+            ctx.slice(target)
+        ),
+    };
     Some(Fix {
-        title: format!("Move `{stmt}` after `{}`", ctx.slice(target)),
+        title,
         applicability: Applicability::Unsafe,
         edits: vec![
             Edit {
@@ -310,7 +359,7 @@ pub(crate) fn write_after_backward(
         .chain(around.into_iter().map(|(_, k)| k))
         .find_map(|stmt| {
             let s = StmtRef { item: s.item, stmt };
-            move_after(ctx, s, trigger.range, ZeroGrad::Commutes)
+            move_group_after(ctx, s, trigger.range, ZeroGrad::Commutes, true)
         })
 }
 
@@ -688,6 +737,105 @@ fn used_paths(stmt: &str) -> Vec<&str> {
     out
 }
 
+/// The length of the first statement of `rest` (lines of one block indented by `indent`), up
+/// to the end of its last line of code; `None` when it is none that moves (see [`COMPOUND`]),
+/// a line is less indented, or there is nothing.
+fn first_statement(rest: &str, indent: usize) -> Option<usize> {
+    let (mut off, mut end) = (0, None);
+    for line in rest.split_inclusive('\n') {
+        let code = line.trim_start();
+        if !(code.is_empty() || code.starts_with('#')) {
+            let at = line.len() - code.len();
+            match end {
+                None if at == indent => {
+                    let head = code
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next();
+                    if head.is_some_and(|h| COMPOUND.contains(&h)) {
+                        return None;
+                    }
+                }
+                Some(_) if at == indent => break,
+                Some(_) if at > indent => {}
+                _ => return None,
+            }
+            end = Some(off + line.len());
+        }
+        off += line.len();
+    }
+    end
+}
+
+/// Statements moved along with the one a fix moves, at most.
+const MAX_GROUP: usize = 16;
+
+/// Keywords of statements that do not move in a group: definitions, imports, and those that
+/// change the control flow or catch it (a `with`, `if` or `for` block moves whole).
+const COMPOUND: &[&str] = &[
+    "try", "def", "class", "async", "match", "return", "break", "continue", "raise", "yield",
+    "del", "global", "nonlocal", "import", "from", "while", "elif", "else", "except", "finally",
+];
+
+/// The names and attribute paths the lines of a statement's text bind (`val = ...`, `a, b =
+/// ...`, `self.n += 1`, `for i, b in ...`, `with ... as f`); none for a subscript's target.
+fn bound_paths(stmt: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in stmt.lines() {
+        let code = line.trim_start();
+        out.extend(assigned_paths(code));
+        if let Some(targets) = code
+            .strip_prefix("for ")
+            .and_then(|t| t.split(" in ").next())
+        {
+            out.extend(targets.split(',').map(|t| t.trim_matches([' ', '(', ')'])));
+        }
+        if code.starts_with("with ") {
+            let names = code.split(" as ").skip(1);
+            out.extend(names.filter_map(|n| n.split([',', ':', ')']).next().map(str::trim)));
+        }
+    }
+    out.retain(|p| is_path(p));
+    out
+}
+
+/// A name or dotted attribute path (`val`, `self.n`).
+fn is_path(p: &str) -> bool {
+    !p.is_empty()
+        && !p.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && p.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.'))
+}
+
+/// The names and attribute paths an assignment's line binds (see [`bound_paths`]).
+fn assigned_paths(code: &str) -> Vec<&str> {
+    let bytes = code.as_bytes();
+    // The first `=` that is an assignment (not `==`, `<=`, `>=`, `!=`), outside brackets.
+    let mut depth = 0i32;
+    let mut eq = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'"' | b'\'' | b'#' | b'\n' => break,
+            b'=' if depth == 0 => {
+                let prev = i.checked_sub(1).map(|k| bytes[k]);
+                let next = bytes.get(i + 1).copied();
+                if next != Some(b'=') && !matches!(prev, Some(b'=' | b'<' | b'>' | b'!')) {
+                    eq = Some(i);
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(eq) = eq else { return Vec::new() };
+    let lhs = code[..eq].trim_end_matches(|c: char| "+-*/%@&|^<> ".contains(c));
+    lhs.split(',')
+        .map(str::trim)
+        .filter(|p| is_path(p))
+        .collect()
+}
+
 /// Whether `between` calls a name for which `own` holds (a function or method of the program
 /// that may touch the optimizer: `self.reset_grad()`).
 fn calls_own_code(between: &str, own: impl Fn(&str) -> bool) -> bool {
@@ -881,7 +1029,39 @@ pub(super) fn line_break_before<'a>(ctx: &RenderCtx<'_>, at: usize, eol: &'a str
 
 #[cfg(test)]
 mod tests {
-    use super::{calls_own_code, mentions_path, used_paths};
+    use super::{bound_paths, calls_own_code, first_statement, mentions_path, used_paths};
+
+    #[test]
+    fn a_group_takes_whole_statements_of_its_block_and_stops_at_control_flow() {
+        let rest =
+            "    val = f(\n        model)\n    # note\n    ema.restore(model)\n    loss.backward()";
+        let first = first_statement(rest, 4).unwrap();
+        assert_eq!(&rest[..first], "    val = f(\n        model)\n");
+        // (A `with` block moves whole; a `return` or a `try` does not move.)
+        let block = "    with torch.no_grad():\n        v = m(x)\n    m.restore()\n";
+        assert_eq!(
+            first_statement(block, 4),
+            Some("    with torch.no_grad():\n        v = m(x)\n".len())
+        );
+        assert_eq!(first_statement("    return loss\n", 4), None);
+        assert_eq!(first_statement("    try:\n        f()\n", 4), None);
+        // (A line less indented ends the block: nothing to take.)
+        assert_eq!(first_statement("x = 1\n", 4), None);
+    }
+
+    #[test]
+    fn bound_paths_are_assignment_loop_and_with_targets() {
+        assert_eq!(bound_paths("val = ((model(x) - y) ** 2).mean()"), ["val"]);
+        assert_eq!(bound_paths("a, self.b = f()"), ["a", "self.b"]);
+        assert_eq!(bound_paths("n += 1"), ["n"]);
+        assert!(bound_paths("x[0] = v").is_empty());
+        assert!(bound_paths("f(k=1)").is_empty());
+        assert!(bound_paths("if a == b: pass").is_empty());
+        assert_eq!(
+            bound_paths("for i, b in enumerate(xs):\n    with open(p) as fh:\n        pass"),
+            ["i", "b", "fh"]
+        );
+    }
 
     #[test]
     fn a_statement_uses_its_receivers_and_arguments_not_its_method_names() {
