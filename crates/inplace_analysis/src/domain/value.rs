@@ -86,6 +86,10 @@ pub(crate) struct TensorObj {
     /// dimension `k` does not follow on from dimension `k - 1` (a slice cut it: merging the two
     /// copies); [`ANY_ORDER`]: not known which (a transpose, or a view of such a view).
     pub strided: u32,
+    /// The number of dimensions, where `strided` was computed from a known permutation of a
+    /// tensor laid out in order (`x.permute(0, 2, 3, 1)`: 4, dimensions 1 and 3 cut); 0 when not
+    /// known. A reshape's merged dimensions are then known to copy or view.
+    pub rank: u8,
 }
 
 /// [`TensorObj::strided`] of a view whose layout is out of order in ways not followed.
@@ -241,6 +245,7 @@ impl TensorObj {
             grad_if: None,
             view_of: None,
             strided: 0,
+            rank: 0,
         }
     }
 
@@ -258,6 +263,7 @@ impl TensorObj {
             detached_from: None,
             view_of: None,
             strided: 0,
+            rank: 0,
             ..self.clone()
         }
     }

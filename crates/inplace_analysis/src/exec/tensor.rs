@@ -1138,6 +1138,7 @@ impl Interp<'_, '_> {
         if v.strided != 0 {
             v.strided = ANY_ORDER;
         }
+        v.rank = 0;
         v.view_of_leaf = (t.leaf || t.view_of_leaf) && t.counter && self.grad_enabled;
         v.leaf = false;
         v.view_origin = Some(origin);
@@ -1186,11 +1187,19 @@ impl Interp<'_, '_> {
             _ => false,
         };
         let strided = self.tensor(base).is_some_and(|t| t.strided != 0);
-        if flat && strided {
+        let merge = self.merges_out_of_order(base, name, (args, skip));
+        if strided && (flat || merge == Some(true)) {
             return self.derive(&[smallvec![base]], origin, OpSaves::default(), None, false);
         }
+        let permuted = self.permutation_layout(base, name, (args, skip));
         let id = self.split_view_of(base, origin, op, Part::of_view(name));
-        if ops::STRIDED_VIEWS.contains(&name) {
+        if let (Some((cut, rank)), Some(t)) = (permuted, self.tensor_mut(id)) {
+            (t.strided, t.rank) = (cut, rank);
+        } else if ops::STRIDED_VIEWS.contains(&name) {
+            self.mark_strided(id, ANY_ORDER);
+        } else if merge == Some(false) {
+            // (It merges only dimensions that follow on from each other: still a view out of
+            // order, of a layout no longer followed.)
             self.mark_strided(id, ANY_ORDER);
         } else if strided && matches!(name, "reshape" | "flatten" | "diagonal") {
             // (A reshape into several dimensions of one not laid out in order views it where it
@@ -1202,6 +1211,101 @@ impl Interp<'_, '_> {
             }
         }
         id
+    }
+
+    /// The layout `x.permute(dims)` (`name`, its arguments after the first `skip`) gives a
+    /// tensor `base` laid out in order: which of its dimensions do not follow on from the one
+    /// before them ([`TensorObj::strided`]) and how many there are. `None` for any other view,
+    /// dimensions not known, or a base out of order already.
+    fn permutation_layout(
+        &self,
+        base: ObjId,
+        name: &str,
+        (args, skip): (&Args, usize),
+    ) -> Option<(u32, u8)> {
+        if name != "permute" || self.tensor(base)?.strided != 0 || !args.keywords.is_empty() {
+            return None;
+        }
+        let dims = self.int_entries(args.positional.get(skip..)?)?;
+        let rank = dims.len();
+        let mut seen = vec![false; rank];
+        for d in &dims {
+            let d = usize::try_from(if *d < 0 { *d + rank as i64 } else { *d }).ok()?;
+            if d >= rank || std::mem::replace(&mut seen[d], true) {
+                return None;
+            }
+        }
+        let norm = |d: i64| if d < 0 { d + rank as i64 } else { d };
+        let cut = (1..rank.min(32))
+            .filter(|&k| norm(dims[k]) != norm(dims[k - 1]) + 1)
+            .fold(0u32, |m, k| m | (1 << k));
+        Some((cut, u8::try_from(rank).ok()?))
+    }
+
+    /// The integers a shape or a list of dimensions is given as: several arguments, or one
+    /// list or tuple of them; `None` where one is not a known integer.
+    fn int_entries(&self, given: &[(Vals, Option<ExprId>)]) -> Option<Vec<i64>> {
+        self.int_or_unknown_entries(given)?.into_iter().collect()
+    }
+
+    /// Whether `base.reshape(shape)` / `base.flatten(start, end)` (`name`, its arguments after
+    /// the first `skip`) merges dimensions of a permuted `base` (its layout known, see
+    /// [`TensorObj::rank`]) that do not follow on from each other: then torch copies (measured
+    /// with torch 2.15: `p.permute(0, 2, 3, 1).reshape(-1, c)` written in place leaves `p` at
+    /// version 0, where `.reshape(b, -1, c)` is a view). Which dimensions a reshape merges is
+    /// known where its shape has one `-1` and fewer entries than `base` has dimensions: the
+    /// entries around it keep the dimensions at each end. (A dimension of size 1 would make it
+    /// a view: a batch of one; taken to be larger.) `None` where not known.
+    fn merges_out_of_order(
+        &self,
+        base: ObjId,
+        name: &str,
+        (args, skip): (&Args, usize),
+    ) -> Option<bool> {
+        let t = self.tensor(base)?;
+        let rank = usize::from(t.rank);
+        if rank == 0 || t.strided == ANY_ORDER {
+            return None;
+        }
+        let given = args.positional.get(skip..)?;
+        let merged = match name {
+            "reshape" if args.keywords.is_empty() => {
+                let shape = self.int_or_unknown_entries(given)?;
+                let free = shape.iter().position(|d| *d == Some(-1))?;
+                if shape.len() >= rank || shape.iter().filter(|d| **d == Some(-1)).count() != 1 {
+                    return None;
+                }
+                free..free + rank - shape.len() + 1
+            }
+            "flatten" if args.keywords.is_empty() => {
+                let ends = self.int_entries(given)?;
+                let norm = |d: i64| usize::try_from(if d < 0 { d + rank as i64 } else { d }).ok();
+                let (start, end) = match ends.as_slice() {
+                    [] => (0, rank - 1),
+                    [s] => (norm(*s)?, rank - 1),
+                    [s, e] => (norm(*s)?, norm(*e)?),
+                    _ => return None,
+                };
+                start..end + 1
+            }
+            _ => return None,
+        };
+        Some((merged.start + 1..merged.end).any(|k| k < 32 && t.strided & (1 << k) != 0))
+    }
+
+    /// The entries of a shape: a known integer, or `None` for one not known (`b`, `h * w`);
+    /// `None` where the shape's length is not known.
+    fn int_or_unknown_entries(&self, given: &[(Vals, Option<ExprId>)]) -> Option<Vec<Option<i64>>> {
+        match given {
+            [(v, _)] if self.one_int(v).is_none() => match v.as_slice() {
+                [o] => match self.obj(*o) {
+                    Obj::Seq(items) => Some(items.iter().map(|slot| self.one_int(slot)).collect()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => Some(given.iter().map(|(v, _)| self.one_int(v)).collect()),
+        }
     }
 
     /// Marks view `id` as not laid out in order (see `TensorObj::strided`), at the dimensions
