@@ -175,6 +175,14 @@ impl Interp<'_, '_> {
                 fresh.leaf = t.leaf;
                 *self.obj_mut(id) = Obj::Tensor(fresh);
                 memo.insert(v, id);
+                // (A parameter's copy is a parameter, frozen where the original is: what the
+                // copy's layers save of it, and a write into it, are those of a parameter.)
+                if self.parameters.contains(&v) {
+                    self.parameters.insert(id);
+                    if self.frozen.contains(&v) {
+                        self.frozen.insert(id);
+                    }
+                }
                 id
             }
             Obj::Seq(items) => {

@@ -842,6 +842,20 @@ impl Interp<'_, '_> {
             // `vars(args)` of a dict read by attribute: the dict itself (`.update(cfg)` of it
             // changes the settings).
             "vars" if matches!(first.as_slice(), [d] if self.dict_objs.contains(d)) => first,
+            // `type(online)()` of an instance of the program's class: that class (a target
+            // network made as a second instance of the online one).
+            "type" if !first.is_empty() && args.positional.len() == 1 => {
+                let class = |v: &ObjId| match self.obj(*v) {
+                    Obj::Module(m) => m.local.clone(),
+                    _ => None,
+                };
+                match first.iter().map(class).collect::<Option<Vec<_>>>() {
+                    Some(classes) => (classes.into_iter())
+                        .map(|c| self.alloc(Obj::Class(c)))
+                        .collect(),
+                    None => smallvec![OTHER],
+                }
+            }
             "range" | "len" | "int" | "float" | "str" | "bool" | "print" | "hasattr" | "round"
             | "type" | "repr" | "format" | "id" | "hash" | "open" | "input" | "issubclass"
             | "callable" | "vars" | "dir" => smallvec![OTHER],

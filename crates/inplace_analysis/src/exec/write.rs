@@ -163,10 +163,14 @@ impl Interp<'_, '_> {
         self.writes[wid as usize].value_grad = value_grad == Some(Tri::Yes);
         let single = tensors.len() == 1;
         let one_storage = tensors.iter().all(|t| t.storage == tensors[0].storage);
-        let each = w.through.is_some_and(|n| {
-            self.each_element
-                .iter()
-                .any(|(name, ps, _)| *name == n && targets.iter().all(|t| ps.contains(t)))
+        // (Or through detached aliases of those elements, `targ.detach().mul_(rate)`: the same
+        // memory and counter.)
+        let detached = |t: &ObjId| self.tensor(*t).and_then(|tt| tt.detached_from);
+        let each = self.each_element.iter().any(|(name, ps, _)| {
+            w.through == Some(*name) && targets.iter().all(|t| ps.contains(t))
+                || targets
+                    .iter()
+                    .all(|t| detached(t).is_some_and(|b| ps.contains(&b)))
         });
         // A buffer without grad (`torch.zeros(...)`) filled with tensors that have history.
         let plain_buffer = !tensors.is_empty()
@@ -375,9 +379,17 @@ impl Interp<'_, '_> {
                 .element
                 .is_some_and(|e| self.fixed_element_reads.contains(&e)),
             grad_read: w.grad_read,
+            // (Or through a parameter's `.detach()` made in the write, `targ.detach().mul_(r)`:
+            // that means to change the parameter.)
             into_leaf: !tensors.is_empty()
-                && (targets.iter())
-                    .all(|o| self.tensor(*o).is_none_or(|t| self.parameter_memory(*o, t))),
+                && (targets.iter()).all(|o| {
+                    self.tensor(*o).is_none_or(|t| {
+                        self.parameter_memory(*o, t)
+                            || t.counter
+                                && (t.detached_from).is_some_and(|b| self.is_param(b))
+                                && self.made_in_write(*o, w.site)
+                    })
+                }),
             gradless: !tensors.is_empty() && tensors.iter().all(|t| !t.grad.is_possible()),
             param: !tensors.is_empty()
                 && (tensors.iter()).all(|t| self.parameters.contains(&t.storage)),

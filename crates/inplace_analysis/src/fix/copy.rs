@@ -157,7 +157,8 @@ fn tensor_read_after(ctx: &RenderCtx<'_>, at: Span, w: &crate::events::Write) ->
 /// the copy goes before the outermost `with ... no_grad()` block, so that it keeps its
 /// history. Unsafe: other names of the old tensor no longer see the write.
 pub(crate) fn clone_before(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> Option<Fix> {
-    if let Some(fix) = copy_detached(ctx, w) {
+    // (Not a parameter's `.detach()` made in the write: that means to change the parameter.)
+    if let Some(fix) = copy_detached(ctx, w).filter(|_| !w.into_leaf) {
         return Some(fix);
     }
     if let Some(fix) = copy_in_caller(ctx, w) {
@@ -280,8 +281,17 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
             return None;
         }
         let cb = ctx.body(call.item)?;
-        let passed = passed_name(ctx, &cb, *call, (callee.0, &callee.1), name)?;
         let stmt = super::simple_statement_at(&cb, call.rel)?;
+        // (An attribute path passed, `self.norm_img(self.fake)`: the object keeps what the
+        // helper changes; its copy goes before the call.)
+        if let Some(path) = passed_path(ctx, &cb, *call, (callee.0, &callee.1), name) {
+            let range = ctx.range(Span::new(call.item, cb.stmt_span(stmt)))?;
+            let title = format!(
+                "Pass the helper a copy to write: `{path} = {path}.clone()` before the call"
+            );
+            return Some(copy_before_statement(ctx, range, path, title));
+        }
+        let passed = passed_name(ctx, &cb, *call, (callee.0, &callee.1), name)?;
         let at = cb.stmt_span(stmt);
         let caller = enclosing_function(&cb, at).copied();
         let within = caller.map_or(Rel::new(0, u32::MAX), |fc| fc.span);
@@ -341,9 +351,37 @@ fn passed_name(
     ctx: &RenderCtx<'_>,
     cb: &Body,
     call: Span,
-    (fname, params): (Name, &[Name]),
+    callee: (Name, &[Name]),
     name: Name,
 ) -> Option<Name> {
+    match *cb.expr(passed_arg(ctx, cb, call, callee, name)?) {
+        Expr::Name { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// The attribute path (`self.fake`) call `call` passes for parameter `name`, as
+/// [`passed_name`] finds a plain name.
+fn passed_path<'a>(
+    ctx: &RenderCtx<'a>,
+    cb: &Body,
+    call: Span,
+    callee: (Name, &[Name]),
+    name: Name,
+) -> Option<&'a str> {
+    let arg = passed_arg(ctx, cb, call, callee, name)?;
+    (matches!(*cb.expr(arg), Expr::Attr { .. }) && super::is_place(cb, arg))
+        .then(|| ctx.text(Span::new(call.item, cb.expr_span(arg))))
+}
+
+/// The argument expression call `call` passes for parameter `name` (see [`passed_name`]).
+fn passed_arg(
+    ctx: &RenderCtx<'_>,
+    cb: &Body,
+    call: Span,
+    (fname, params): (Name, &[Name]),
+    name: Name,
+) -> Option<ExprId> {
     let Expr::Call { func, args, .. } = *cb.expr(cb.expr_with_span(call.rel)?) else {
         return None;
     };
@@ -362,14 +400,10 @@ fn passed_name(
         .map(|k| cb.keywords[*k as usize])
         .find(|k| k.name == Some(name))
         .map(|k| k.value);
-    let arg = keyword.or_else(|| {
+    keyword.or_else(|| {
         let k = position.checked_sub(usize::from(method))?;
         cb.exprs_of(a.positional).nth(k)
-    })?;
-    match *cb.expr(arg) {
-        Expr::Name { name, .. } => Some(name),
-        _ => None,
-    }
+    })
 }
 
 /// Whether `name` is the target of a `for` loop around `at` (`for f in feats:`).
