@@ -245,7 +245,7 @@ impl Interp<'_, '_> {
             );
             let views: Vals = recv
                 .iter()
-                .map(|v| self.view_op_result((*v, call), op, &m, (args, 0)))
+                .map(|v| self.view_op_result(c, (*v, call), op, &m, (args, 0)))
                 .collect();
             if ops::SPLITS.contains(&m.as_str()) {
                 return smallvec![self.alloc(Obj::Seq(vec![views]))];
@@ -1168,6 +1168,7 @@ impl Interp<'_, '_> {
     /// `x.transpose(1, 2).reshape(b, n, -1)`: it stays a view here, of unknown layout.)
     pub(super) fn view_op_result(
         &mut self,
+        c: Code<'_>,
         (base, origin): (ObjId, Span),
         op: Option<RefusedBy>,
         name: &str,
@@ -1187,7 +1188,7 @@ impl Interp<'_, '_> {
             _ => false,
         };
         let strided = self.tensor(base).is_some_and(|t| t.strided != 0);
-        let merge = self.merges_out_of_order(base, name, (args, skip));
+        let merge = self.merges_out_of_order(c, base, name, (args, skip));
         if strided && (flat || merge == Some(true)) {
             return self.derive(&[smallvec![base]], origin, OpSaves::default(), None, false);
         }
@@ -1255,9 +1256,11 @@ impl Interp<'_, '_> {
     /// version 0, where `.reshape(b, -1, c)` is a view). Which dimensions a reshape merges is
     /// known where its shape has one `-1` and fewer entries than `base` has dimensions: the
     /// entries around it keep the dimensions at each end. (A dimension of size 1 would make it
-    /// a view: a batch of one; taken to be larger.) `None` where not known.
+    /// a view: a batch of one; taken to be larger.) `None` where not known, and where an entry
+    /// is a product (`reshape(h * w, -1)` merges where the entry stands, not around the `-1`).
     fn merges_out_of_order(
         &self,
+        c: Code<'_>,
         base: ObjId,
         name: &str,
         (args, skip): (&Args, usize),
@@ -1271,14 +1274,48 @@ impl Interp<'_, '_> {
         let merged = match name {
             "reshape" if args.keywords.is_empty() => {
                 let shape = self.int_or_unknown_entries(given)?;
+                let exprs: Vec<ExprId> = match given {
+                    [(_, Some(e))] if matches!(*c.expr(*e), Expr::Seq { .. }) => {
+                        match *c.expr(*e) {
+                            Expr::Seq { items, .. } => c.body.exprs_of(items).collect(),
+                            _ => Vec::new(),
+                        }
+                    }
+                    _ => given.iter().filter_map(|(_, e)| *e).collect(),
+                };
+                let product = |e: &ExprId| {
+                    matches!(
+                        *c.expr(*e),
+                        Expr::Binary {
+                            op: BinOp::Mul | BinOp::FloorDiv,
+                            ..
+                        }
+                    )
+                };
+                if exprs.len() != shape.len() || exprs.iter().any(product) {
+                    return None;
+                }
                 let free = shape.iter().position(|d| *d == Some(-1))?;
                 if shape.len() >= rank || shape.iter().filter(|d| **d == Some(-1)).count() != 1 {
                     return None;
                 }
                 free..free + rank - shape.len() + 1
             }
-            "flatten" if args.keywords.is_empty() => {
-                let ends = self.int_entries(given)?;
+            "flatten" => {
+                // (`start_dim=`, `end_dim=` as keywords too.)
+                let mut ends = self.int_entries(given)?;
+                for (k, at) in [("start_dim", 0), ("end_dim", 1)] {
+                    let kw = args.keywords.iter().find(|(n, ..)| self.name(*n) == k);
+                    if let Some((_, v, ..)) = kw {
+                        if ends.len() != at {
+                            return None;
+                        }
+                        ends.push(self.one_int(v)?);
+                    }
+                }
+                if args.keywords.len() + given.len() != ends.len() {
+                    return None;
+                }
                 let norm = |d: i64| usize::try_from(if d < 0 { d + rank as i64 } else { d }).ok();
                 let (start, end) = match ends.as_slice() {
                     [] => (0, rank - 1),

@@ -1715,7 +1715,7 @@ impl Interp<'_, '_> {
                     if f == "detach" {
                         self.detach_of(*v, call)
                     } else {
-                        self.view_op_result((*v, call), op, f, (args, 1))
+                        self.view_op_result(c, (*v, call), op, f, (args, 1))
                     }
                 })
                 .collect();

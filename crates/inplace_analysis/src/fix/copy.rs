@@ -252,6 +252,11 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
     if w.element.is_some() || w.view_origin.is_some() || w.hook_output.is_some() {
         return None;
     }
+    // (A parameter passed, `self.renorm(self.fc.weight)`: a copy would be no parameter, and
+    // the write is meant to change it.)
+    if w.into_leaf {
+        return None;
+    }
     let at = w.stmt?;
     let body = ctx.body(at.item)?;
     let body = &body;
@@ -285,7 +290,13 @@ pub(crate) fn copy_in_caller(ctx: &RenderCtx<'_>, w: &crate::events::Write) -> O
         // (An attribute path passed, `self.norm_img(self.fake)`: the object keeps what the
         // helper changes; its copy goes before the call.)
         if let Some(path) = passed_path(ctx, &cb, *call, (callee.0, &callee.1), name) {
-            let range = ctx.range(Span::new(call.item, cb.stmt_span(stmt)))?;
+            // (Another name holding it, `self.fake = fake`, would not see the change.)
+            let at = cb.stmt_span(stmt);
+            let within = enclosing_function(&cb, at).map_or(Rel::new(0, u32::MAX), |fc| fc.span);
+            if path_held_by_name(ctx, &cb, call.item, path, within) {
+                return Some(None);
+            }
+            let range = ctx.range(Span::new(call.item, at))?;
             let title = format!(
                 "Pass the helper a copy to write: `{path} = {path}.clone()` before the call"
             );
@@ -372,6 +383,29 @@ fn passed_path<'a>(
     let arg = passed_arg(ctx, cb, call, callee, name)?;
     (matches!(*cb.expr(arg), Expr::Attr { .. }) && super::is_place(cb, arg))
         .then(|| ctx.text(Span::new(call.item, cb.expr_span(arg))))
+}
+
+/// Whether an assignment in `within` binds a plain name to attribute path `path`, or `path` to
+/// a plain name (`fake = self.fake`, `self.fake = fake`): that name holds the same tensor.
+fn path_held_by_name(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    item: ItemId,
+    path: &str,
+    within: Rel,
+) -> bool {
+    let text = |e: ExprId| ctx.text(Span::new(item, body.expr_span(e)));
+    let plain = |e: ExprId| matches!(*body.expr(e), Expr::Name { .. });
+    (body.stmts.iter().zip(&body.stmt_spans))
+        .filter(|(_, sp)| within.contains(**sp))
+        .any(|(st, _)| match *st {
+            Stmt::Assign { targets, value } => {
+                let targets = || body.exprs_of(targets);
+                (text(value) == path && targets().any(plain))
+                    || (plain(value) && targets().any(|t| text(t) == path))
+            }
+            _ => false,
+        })
 }
 
 /// The argument expression call `call` passes for parameter `name` (see [`passed_name`]).

@@ -123,11 +123,17 @@ fn move_group_after(
     // model(b)` (or `loss += model(b)`) cannot move after `loss.backward()`.
     let upto = text.get(to..target.end)?;
     let reads = |n: &str| upto.split(|c: char| !is_word(c)).any(|w| w == n);
+    // (Nor, of the statements moved with it, anything they use: `losses.append(reg)` before
+    // `sum(losses).backward()`, `loss: Tensor = loss + reg`. Everything else in between
+    // mentions none of it.)
+    let after_group = text.get(to..target.end).unwrap_or_default();
     if names_bound_in(&body, at)
         .iter()
         .any(|n| reads(ctx.name(*n)))
-        || (joined.iter().flat_map(|j| bound_paths(j)))
-            .any(|p| mentions_path(text.get(to..target.end).unwrap_or_default(), p))
+        || (joined
+            .iter()
+            .flat_map(|j| bound_paths(j).into_iter().chain(used_paths(j))))
+        .any(|p| mentions_path(after_group, p))
     {
         return None;
     }
@@ -152,7 +158,8 @@ fn move_group_after(
     let code = |l: &str| l.split('#').next().unwrap_or_default().trim().to_string();
     // (In the same block: the same indentation, not a step after the loop.)
     let same_block = |l: &str| l.len() - l.trim_start().len() == indent.len();
-    if next.is_some_and(|n| same_block(n) && code(n) == code(stmt)) {
+    // (Not for a group: the others are to move, not go.)
+    if joined.is_empty() && next.is_some_and(|n| same_block(n) && code(n) == code(stmt)) {
         return Some(Fix {
             title: format!(
                 "Remove this `{}`: the one after `{}` steps with both gradients",
@@ -742,28 +749,69 @@ fn used_paths(stmt: &str) -> Vec<&str> {
 /// a line is less indented, or there is nothing.
 fn first_statement(rest: &str, indent: usize) -> Option<usize> {
     let (mut off, mut end) = (0, None);
+    // (Brackets still open: a line at the block's indentation continues the statement, as
+    // black's closing `)` does.)
+    let mut depth = 0i32;
     for line in rest.split_inclusive('\n') {
         let code = line.trim_start();
         if !(code.is_empty() || code.starts_with('#')) {
             let at = line.len() - code.len();
+            let head = code
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .next()
+                .unwrap_or_default();
             match end {
+                _ if depth > 0 => {}
                 None if at == indent => {
-                    let head = code
-                        .split(|c: char| !c.is_alphanumeric() && c != '_')
-                        .next();
-                    if head.is_some_and(|h| COMPOUND.contains(&h)) {
+                    if COMPOUND.contains(&head) {
                         return None;
                     }
                 }
+                // (`else:`, `elif`, `except`, `finally` go on with the statement above.)
+                Some(_) if at == indent && CLAUSES.contains(&head) => {}
                 Some(_) if at == indent => break,
                 Some(_) if at > indent => {}
                 _ => return None,
             }
+            depth += bracket_balance(code);
             end = Some(off + line.len());
         }
         off += line.len();
     }
-    end
+    // (A statement left open, or one that leaves its block early, does not move.)
+    let taken = &rest[..end?];
+    let exits = taken
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| EXITS.contains(&w));
+    (depth == 0 && !exits).then_some(end?)
+}
+
+/// Clauses that go on with the compound statement above them.
+const CLAUSES: &[&str] = &["else", "elif", "except", "finally"];
+
+/// Words that leave a block early: a statement holding one would skip what follows it when
+/// moved (an `if` around a `return` that guarded the backward).
+const EXITS: &[&str] = &["return", "break", "continue", "raise", "yield"];
+
+/// Brackets opened minus closed on a line of code (strings and a trailing comment left out).
+fn bracket_balance(line: &str) -> i32 {
+    let (mut depth, mut quote) = (0, None);
+    let mut chars = line.chars();
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), _) if ch == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(ch),
+            (None, '#') => break,
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
 }
 
 /// Statements moved along with the one a fix moves, at most.
@@ -774,6 +822,7 @@ const MAX_GROUP: usize = 16;
 const COMPOUND: &[&str] = &[
     "try", "def", "class", "async", "match", "return", "break", "continue", "raise", "yield",
     "del", "global", "nonlocal", "import", "from", "while", "elif", "else", "except", "finally",
+    "lambda",
 ];
 
 /// The names and attribute paths the lines of a statement's text bind (`val = ...`, `a, b =
@@ -1047,6 +1096,20 @@ mod tests {
         assert_eq!(first_statement("    try:\n        f()\n", 4), None);
         // (A line less indented ends the block: nothing to take.)
         assert_eq!(first_statement("x = 1\n", 4), None);
+        // (Black's closing bracket and an `else:` go on with the statement; an early exit
+        // inside it keeps it in place.)
+        let black = "    out = f(\n        a,\n    )\n    g()\n";
+        assert_eq!(
+            first_statement(black, 4),
+            Some("    out = f(\n        a,\n    )\n".len())
+        );
+        let branches = "    if a:\n        f()\n    else:\n        g()\n    h()\n";
+        assert_eq!(
+            first_statement(branches, 4),
+            Some(branches.len() - "    h()\n".len())
+        );
+        assert_eq!(first_statement("    if bad:\n        return\n", 4), None);
+        assert_eq!(first_statement("    f(\n", 4), None);
     }
 
     #[test]
