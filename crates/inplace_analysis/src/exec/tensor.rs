@@ -514,7 +514,12 @@ impl Interp<'_, '_> {
             }
             return smallvec![self.alloc(Obj::Unknown)];
         }
-        let Some(name) = op.op_name() else {
+        // `2.0 / h` is `h.__rtruediv__(2.0)`, which torch computes as `h.reciprocal() * 2.0`
+        // (measured with torch 2.15): the reciprocal's saved result is its own, and neither `h`
+        // nor what the expression gives is saved (`torch.div(2.0, h)` saves `h`).
+        let number = |v: &ObjId| matches!(self.obj(*v), Obj::Other);
+        let reciprocal = op == BinOp::Div && !a.is_empty() && a.iter().all(number);
+        let Some(name) = op.op_name().filter(|_| !reciprocal) else {
             return smallvec![self.derive(
                 &[a.clone(), b.clone()],
                 origin,

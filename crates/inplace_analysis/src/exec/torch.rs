@@ -1738,7 +1738,37 @@ impl Interp<'_, '_> {
         if let Some(index) = index {
             self.save_with(&out, &index, OpLabel::Torch(fname), call);
         }
+        // `torch.stft(y, n_fft, ...)` with `center=True` (the default) pads `y` with its
+        // `pad_mode`, reflection by default, which saves `y` (measured with torch 2.15: a write
+        // into the waveform after an STFT loss raises at backward; `center=False` does not).
+        let center = (args.keywords.iter())
+            .find(|(n, ..)| self.name(*n) == "center")
+            .map(|(_, v, ..)| v)
+            .or_else(|| args.positional.get(5).map(|(v, _)| v));
+        if f == "stft"
+            && center.is_none_or(|v| v.as_slice() != [FALSE])
+            && self.pads_keeping_input(args, 6, "pad_mode", "reflect")
+        {
+            self.save_with(&out, &first, OpLabel::Torch(fname), call);
+        }
         out
+    }
+
+    /// Whether a padding mode (the argument `kw`, or at position `at`, else `default`) is one
+    /// that saves its input: `"reflect"` or `"replicate"`. A mode not known is taken not to.
+    fn pads_keeping_input(&self, args: &Args, at: usize, kw: &str, default: &str) -> bool {
+        let given = (args.keywords.iter())
+            .find(|(n, ..)| self.name(*n) == kw)
+            .map(|(_, v, ..)| v)
+            .or_else(|| args.positional.get(at).map(|(v, _)| v));
+        let mode = match given {
+            None => default,
+            Some(v) => match self.one_exact_str(v) {
+                Some(m) => self.name(m),
+                None => return false,
+            },
+        };
+        matches!(mode, "reflect" | "replicate")
     }
 
     /// Whether the argument named `kw` (or at position `at`) is known to be zero (a float
@@ -1817,6 +1847,11 @@ impl Interp<'_, '_> {
         }
         if f == "scaled_dot_product_attention" {
             self.save_attention_operands(args, &out, attention_dropout, call);
+        }
+        // `F.pad(x, pads, mode="reflect")` (or `"replicate"`) saves `x`, as the modules
+        // `ReflectionPad1d` and `ReplicationPad1d` do; constant and circular padding do not.
+        if f == "pad" && self.pads_keeping_input(args, 2, "mode", "constant") {
+            self.save_with(&out, &first, label, call);
         }
         if let Some(bag) = bag {
             let table = self.operand(args, CallForm::Functional, 1, &["weight"]);
