@@ -324,6 +324,10 @@ impl Interp<'_, '_> {
         if let Some(index) = index {
             self.save_with(&out, &index, OpLabel::Method(meth), call);
         }
+        // `y.stft(n_fft, ...)`: as `torch.stft(y, n_fft, ...)`.
+        if m == "stft" && self.stft_keeps_input(args, 0) {
+            self.save_with(&out, recv, OpLabel::Method(meth), call);
+        }
         out
     }
 
@@ -517,7 +521,11 @@ impl Interp<'_, '_> {
         // `2.0 / h` is `h.__rtruediv__(2.0)`, which torch computes as `h.reciprocal() * 2.0`
         // (measured with torch 2.15): the reciprocal's saved result is its own, and neither `h`
         // nor what the expression gives is saved (`torch.div(2.0, h)` saves `h`).
-        let number = |v: &ObjId| matches!(self.obj(*v), Obj::Other);
+        let number = |v: &ObjId| match self.obj(*v) {
+            Obj::Other => true,
+            Obj::Path(p) => self.name(*p).starts_with("math."),
+            _ => false,
+        };
         let reciprocal = op == BinOp::Div && !a.is_empty() && a.iter().all(number);
         let Some(name) = op.op_name().filter(|_| !reciprocal) else {
             return smallvec![self.derive(
@@ -1288,27 +1296,41 @@ impl Interp<'_, '_> {
                     }
                     _ => given.iter().filter_map(|(_, e)| *e).collect(),
                 };
-                let product = |e: &ExprId| {
-                    matches!(
-                        *c.expr(*e),
-                        Expr::Binary {
-                            op: BinOp::Mul | BinOp::FloorDiv,
-                            ..
-                        }
-                    )
-                };
-                if exprs.len() != shape.len() || exprs.iter().any(product) {
+                if exprs.len() != shape.len() {
                     return None;
                 }
+                // How many dimensions each entry stands for: a product of `k` factors merges
+                // `k` where it stands (`reshape(b * h, -1)`), the `-1` takes the rest, any
+                // other entry one; a floor division splits one (not decided).
+                let mut widths = (exprs.iter())
+                    .map(|e| factors(c, *e))
+                    .collect::<Option<Vec<usize>>>()?;
                 let free = shape.iter().position(|d| *d == Some(-1))?;
-                if shape.len() >= rank || shape.iter().filter(|d| **d == Some(-1)).count() != 1 {
+                if shape.iter().filter(|d| **d == Some(-1)).count() != 1 {
                     return None;
                 }
-                free..free + rank - shape.len() + 1
+                let known: usize = (widths.iter().enumerate())
+                    .filter(|(k, _)| *k != free)
+                    .map(|(_, w)| *w)
+                    .sum();
+                widths[free] = rank.checked_sub(known).filter(|w| *w >= 1)?;
+                let mut start = 0;
+                let mut cut = false;
+                for w in widths {
+                    cut |= (start + 1..start + w).any(|k| k < 32 && t.strided & (1 << k) != 0);
+                    start += w;
+                }
+                return Some(cut);
             }
             "flatten" => {
                 // (`start_dim=`, `end_dim=` as keywords too.)
                 let mut ends = self.int_entries(given)?;
+                // (`end_dim=` alone: from dimension 0.)
+                let keyword = |k: &str| args.keywords.iter().any(|(n, ..)| self.name(*n) == k);
+                if ends.is_empty() && keyword("end_dim") && !keyword("start_dim") {
+                    ends.push(0);
+                }
+                let given_len = ends.len();
                 for (k, at) in [("start_dim", 0), ("end_dim", 1)] {
                     let kw = args.keywords.iter().find(|(n, ..)| self.name(*n) == k);
                     if let Some((_, v, ..)) = kw {
@@ -1318,7 +1340,7 @@ impl Interp<'_, '_> {
                         ends.push(self.one_int(v)?);
                     }
                 }
-                if args.keywords.len() + given.len() != ends.len() {
+                if args.keywords.len() + given_len != ends.len() {
                     return None;
                 }
                 let norm = |d: i64| usize::try_from(if d < 0 { d + rank as i64 } else { d }).ok();
@@ -1879,6 +1901,23 @@ impl Interp<'_, '_> {
             return smallvec![OTHER];
         }
         smallvec![self.alloc(Obj::Unknown)]
+    }
+}
+
+/// How many dimensions a reshape's entry stands for: the factors of a product (`b * h * w`:
+/// 3), else 1; `None` for a floor division or a true one (`c // g` splits a dimension).
+fn factors(c: Code<'_>, e: ExprId) -> Option<usize> {
+    match *c.expr(e) {
+        Expr::Binary {
+            op: BinOp::Mul,
+            left,
+            right,
+        } => Some(factors(c, left)? + factors(c, right)?),
+        Expr::Binary {
+            op: BinOp::FloorDiv | BinOp::Div,
+            ..
+        } => None,
+        _ => Some(1),
     }
 }
 

@@ -197,6 +197,10 @@ impl Interp<'_, '_> {
         if let Some(v) = self.call_python_library(c, e, &p, args) {
             return v;
         }
+        // (`math.sqrt(d)`, `math.log(n)`: a number.)
+        if p.starts_with("math.") {
+            return smallvec![OTHER];
+        }
         if !p.starts_with("torch") {
             // `np.transpose(img, (2, 0, 1))` of an array a dataset keeps: a view of it.
             // (`np.asarray(img, dtype=np.float32)` of another dtype copies: only the array
@@ -1741,17 +1745,27 @@ impl Interp<'_, '_> {
         // `torch.stft(y, n_fft, ...)` with `center=True` (the default) pads `y` with its
         // `pad_mode`, reflection by default, which saves `y` (measured with torch 2.15: a write
         // into the waveform after an STFT loss raises at backward; `center=False` does not).
-        let center = (args.keywords.iter())
-            .find(|(n, ..)| self.name(*n) == "center")
-            .map(|(_, v, ..)| v)
-            .or_else(|| args.positional.get(5).map(|(v, _)| v));
-        if f == "stft"
-            && center.is_none_or(|v| v.as_slice() != [FALSE])
-            && self.pads_keeping_input(args, 6, "pad_mode", "reflect")
-        {
+        if f == "stft" && self.stft_keeps_input(args, 1) {
             self.save_with(&out, &first, OpLabel::Torch(fname), call);
         }
         out
+    }
+
+    /// Whether `stft` (arguments `args`, the signal's own `skip` first) keeps the signal for
+    /// backward (measured with torch 2.15): with `center=True` (the default) it pads it by
+    /// reflection (its `pad_mode`), which saves it; without a `window` its FFT reads the
+    /// signal's frames, a view of it, and saves them. A setting not known is taken not to.
+    pub(super) fn stft_keeps_input(&self, args: &Args, skip: usize) -> bool {
+        let arg = |kw: &str, at: usize| {
+            (args.keywords.iter())
+                .find(|(n, ..)| self.name(*n) == kw)
+                .map(|(_, v, ..)| v)
+                .or_else(|| args.positional.get(at + skip - 1).map(|(v, _)| v))
+        };
+        // (Positions as `torch.stft` has them: the signal at 0.)
+        let window = arg("window", 4).is_none_or(|v| v.as_slice() == [NONE]);
+        let center = arg("center", 5).is_none_or(|v| v.as_slice() == [TRUE]);
+        window || center && self.pads_keeping_input(args, 5 + skip, "pad_mode", "reflect")
     }
 
     /// Whether a padding mode (the argument `kw`, or at position `at`, else `default`) is one

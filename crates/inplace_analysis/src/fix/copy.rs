@@ -399,11 +399,18 @@ fn path_held_by_name(
     (body.stmts.iter().zip(&body.stmt_spans))
         .filter(|(_, sp)| within.contains(**sp))
         .any(|(st, _)| match *st {
-            Stmt::Assign { targets, value } => {
-                let targets = || body.exprs_of(targets);
-                (text(value) == path && targets().any(plain))
-                    || (plain(value) && targets().any(|t| text(t) == path))
-            }
+            Stmt::Assign { targets, value } => body.exprs_of(targets).any(|t| {
+                // (Pairwise through tuples: `self.fake, self.real = fake, real`.)
+                let pairs: Vec<(ExprId, ExprId)> = match (body.expr(t), body.expr(value)) {
+                    (Expr::Seq { items: a, .. }, Expr::Seq { items: b, .. }) => {
+                        body.exprs_of(*a).zip(body.exprs_of(*b)).collect()
+                    }
+                    _ => vec![(t, value)],
+                };
+                pairs
+                    .into_iter()
+                    .any(|(t, v)| (text(v) == path && plain(t)) || (plain(v) && text(t) == path))
+            }),
             _ => false,
         })
 }

@@ -754,6 +754,11 @@ fn first_statement(rest: &str, indent: usize) -> Option<usize> {
     let mut depth = 0i32;
     for line in rest.split_inclusive('\n') {
         let code = line.trim_start();
+        // (A triple-quoted string or a backslash continuation: where the statement ends is
+        // not read from the text.)
+        if code.contains("\"\"\"") || code.contains("'''") || code.trim_end().ends_with('\\') {
+            return None;
+        }
         if !(code.is_empty() || code.starts_with('#')) {
             let at = line.len() - code.len();
             let head = code
