@@ -1240,18 +1240,19 @@ impl Interp<'_, '_> {
         if name != "permute" || self.tensor(base)?.strided != 0 || !args.keywords.is_empty() {
             return None;
         }
-        let dims = self.int_entries(args.positional.get(skip..)?)?;
-        let rank = dims.len();
+        let given = self.int_entries(args.positional.get(skip..)?)?;
+        let rank = given.len();
+        let dims = (given.iter())
+            .map(|d| usize::try_from(if *d < 0 { *d + rank as i64 } else { *d }).ok())
+            .collect::<Option<Vec<usize>>>()?;
         let mut seen = vec![false; rank];
-        for d in &dims {
-            let d = usize::try_from(if *d < 0 { *d + rank as i64 } else { *d }).ok()?;
+        for &d in &dims {
             if d >= rank || std::mem::replace(&mut seen[d], true) {
                 return None;
             }
         }
-        let norm = |d: i64| if d < 0 { d + rank as i64 } else { d };
         let cut = (1..rank.min(32))
-            .filter(|&k| norm(dims[k]) != norm(dims[k - 1]) + 1)
+            .filter(|&k| dims[k] != dims[k - 1] + 1)
             .fold(0u32, |m, k| m | (1 << k));
         Some((cut, u8::try_from(rank).ok()?))
     }
@@ -1288,12 +1289,10 @@ impl Interp<'_, '_> {
             "reshape" if args.keywords.is_empty() => {
                 let shape = self.int_or_unknown_entries(given)?;
                 let exprs: Vec<ExprId> = match given {
-                    [(_, Some(e))] if matches!(*c.expr(*e), Expr::Seq { .. }) => {
-                        match *c.expr(*e) {
-                            Expr::Seq { items, .. } => c.body.exprs_of(items).collect(),
-                            _ => Vec::new(),
-                        }
-                    }
+                    [(_, Some(e))] => match *c.expr(*e) {
+                        Expr::Seq { items, .. } => c.body.exprs_of(items).collect(),
+                        _ => vec![*e],
+                    },
                     _ => given.iter().filter_map(|(_, e)| *e).collect(),
                 };
                 if exprs.len() != shape.len() {
@@ -1326,14 +1325,14 @@ impl Interp<'_, '_> {
                 // (`start_dim=`, `end_dim=` as keywords too.)
                 let mut ends = self.int_entries(given)?;
                 // (`end_dim=` alone: from dimension 0.)
-                let keyword = |k: &str| args.keywords.iter().any(|(n, ..)| self.name(*n) == k);
-                if ends.is_empty() && keyword("end_dim") && !keyword("start_dim") {
+                let keyword = |k: &str| self.arg_named(args, k, None);
+                if ends.is_empty() && keyword("end_dim").is_some() && keyword("start_dim").is_none()
+                {
                     ends.push(0);
                 }
                 let given_len = ends.len();
                 for (k, at) in [("start_dim", 0), ("end_dim", 1)] {
-                    let kw = args.keywords.iter().find(|(n, ..)| self.name(*n) == k);
-                    if let Some((_, v, ..)) = kw {
+                    if let Some(v) = keyword(k) {
                         if ends.len() != at {
                             return None;
                         }

@@ -1756,26 +1756,31 @@ impl Interp<'_, '_> {
     /// reflection (its `pad_mode`), which saves it; without a `window` its FFT reads the
     /// signal's frames, a view of it, and saves them. A setting not known is taken not to.
     pub(super) fn stft_keeps_input(&self, args: &Args, skip: usize) -> bool {
-        let arg = |kw: &str, at: usize| {
-            (args.keywords.iter())
-                .find(|(n, ..)| self.name(*n) == kw)
-                .map(|(_, v, ..)| v)
-                .or_else(|| args.positional.get(at + skip - 1).map(|(v, _)| v))
-        };
+        let arg = |kw: &str, at: usize| self.arg_named(args, kw, Some(at + skip - 1));
         // (Positions as `torch.stft` has them: the signal at 0.)
         let window = arg("window", 4).is_none_or(|v| v.as_slice() == [NONE]);
         let center = arg("center", 5).is_none_or(|v| v.as_slice() == [TRUE]);
         window || center && self.pads_keeping_input(args, 5 + skip, "pad_mode", "reflect")
     }
 
+    /// The argument named `kw` (by its text: a name the analysis does not intern ahead), or
+    /// the one at position `at`.
+    pub(super) fn arg_named<'a>(
+        &self,
+        args: &'a Args,
+        kw: &str,
+        at: Option<usize>,
+    ) -> Option<&'a Vals> {
+        (args.keywords.iter())
+            .find(|(n, ..)| self.name(*n) == kw)
+            .map(|(_, v, ..)| v)
+            .or_else(|| args.positional.get(at?).map(|(v, _)| v))
+    }
+
     /// Whether a padding mode (the argument `kw`, or at position `at`, else `default`) is one
     /// that saves its input: `"reflect"` or `"replicate"`. A mode not known is taken not to.
     fn pads_keeping_input(&self, args: &Args, at: usize, kw: &str, default: &str) -> bool {
-        let given = (args.keywords.iter())
-            .find(|(n, ..)| self.name(*n) == kw)
-            .map(|(_, v, ..)| v)
-            .or_else(|| args.positional.get(at).map(|(v, _)| v));
-        let mode = match given {
+        let mode = match self.arg_named(args, kw, Some(at)) {
             None => default,
             Some(v) => match self.one_exact_str(v) {
                 Some(m) => self.name(m),
