@@ -160,6 +160,8 @@ pub(crate) enum Shape {
     Tensors,
     /// A `NamedTuple` whose fields are tensors.
     NamedTuple,
+    /// A dict whose values are tensors.
+    Dict,
     /// Anything else, or several of the above.
     Other,
 }

@@ -636,6 +636,37 @@ pub const FACTORIES: &[&str] = &[
     "load",
 ];
 
+/// Layers autocast runs in float16 or bfloat16 (torch's lower-precision lists for CUDA and the
+/// CPU): their float32 weights go in as cast copies, which is what they save.
+pub const AUTOCAST_LOWER: &[&str] = &[
+    "Linear",
+    "LazyLinear",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "PReLU",
+];
+
+/// Tensor methods that make a new tensor of the receiver's dtype and device, with no history
+/// (`logprobs.new_zeros(n)`, `w.data.new(h)`): a leaf that requires grad only where
+/// `requires_grad=True` says so (measured with torch 2.15: `tmp.scatter_(1, index, v)` on
+/// `x.new_zeros(...)` of a tensor that requires grad saves nothing).
+pub const NEW_FACTORIES: &[&str] = &[
+    "new",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "new_empty",
+    "new_tensor",
+    "new_empty_strided",
+];
+
 /// Methods of the op table that NumPy arrays, pandas series and frames, or SciPy's sparse
 /// matrices have too: called on a value the analysis only takes for a tensor (what an unseen
 /// call returned), they do not tell that it is one. Any other op of the table called as a

@@ -211,6 +211,8 @@ impl Walk<'_, '_> {
                     super::GradCtx::Anomaly => 4,
                     super::GradCtx::Inference => 5,
                     super::GradCtx::AllowMutation => 6,
+                    super::GradCtx::Autocast(false) => 7,
+                    super::GradCtx::Autocast(true) => 8,
                 };
                 self.put((11u8, g));
             }

@@ -333,6 +333,9 @@ pub(crate) enum GradCtx {
     /// `torch.autograd.graph.allow_mutation_on_saved_tensors()`: a tensor saved while it is on
     /// is copied the first time it is written in place, so the backward reads the saved values.
     AllowMutation,
+    /// `torch.autocast(...)`, `torch.cuda.amp.autocast()`: surely on, in a lower precision
+    /// (the default), or not surely (`enabled=flag`, `dtype=torch.float32`).
+    Autocast(bool),
 }
 
 #[derive(Debug, Clone)]

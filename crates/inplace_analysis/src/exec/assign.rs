@@ -200,6 +200,14 @@ impl Interp<'_, '_> {
         let tensors = |vs: &Vals| !vs.is_empty() && vs.iter().all(|v| self.tensor(*v).is_some());
         let one = |v: ObjId| match self.obj(v) {
             Obj::Tensor(_) => Shape::Tensor,
+            // (A dict's values: iterating it gives its keys.)
+            Obj::Seq(items)
+                if !items.is_empty()
+                    && items.iter().all(tensors)
+                    && self.dict_objs.contains(&v) =>
+            {
+                Shape::Dict
+            }
             Obj::Seq(items) if !items.is_empty() && items.iter().all(tensors) => Shape::Tensors,
             Obj::Module(m)
                 if m.local.as_ref().is_some_and(|k| self.is_named_tuple(k, 0))

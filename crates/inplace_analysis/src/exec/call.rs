@@ -1017,6 +1017,7 @@ impl Interp<'_, '_> {
                 };
                 table.insert(name, self.prog.item_def(item));
             }
+            self.methods_bound_by_name(c.item, &mut methods);
         }
         let mut bases = Vec::new();
         for b in c.body.exprs_of(def.bases) {

@@ -15,7 +15,7 @@
 
 use super::{Args, Code, Interp};
 use crate::domain::*;
-use crate::ir::{Expr, ExprId, ItemId, List, Name, Span, Stmt};
+use crate::ir::{DefLoc, Expr, ExprId, ItemId, List, Name, Span, Stmt};
 use smallvec::smallvec;
 use std::sync::Arc;
 
@@ -259,6 +259,63 @@ impl Interp<'_, '_> {
             .map(str::trim_start)
             .take_while(|l| l.starts_with('@'))
             .any(|l| l.contains("dataclass"))
+    }
+
+    /// `forward = step`, `__call__ = forward` at the top of a class item's body: a function
+    /// bound as a method under another name, as Python binds a function read through an
+    /// instance (one of the class's `methods`, or a function the body's scope reads).
+    pub(super) fn methods_bound_by_name(
+        &mut self,
+        item: ItemId,
+        methods: &mut rustc_hash::FxHashMap<Name, DefLoc>,
+    ) {
+        for st in self.class_statements(item) {
+            let Some((bound, false)) = self.bound_by(st) else {
+                continue;
+            };
+            let bound = bound.to_string();
+            let bound = self.intern(&bound);
+            if methods.contains_key(&bound) {
+                continue;
+            }
+            let Some(body) = self.body_of(st) else {
+                continue;
+            };
+            let source = body.stmts_of(body.root).find_map(|s| match *body.stmt(s) {
+                Stmt::Assign { targets, value } if body.list(targets).len() == 1 => {
+                    match *body.expr(value) {
+                        Expr::Name { name, .. } => Some((name, value)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            });
+            let Some((source, value)) = source else {
+                continue;
+            };
+            let def = match methods.get(&source) {
+                Some(d) => Some(*d),
+                None => match self
+                    .eval(
+                        Code {
+                            body: &body,
+                            item: st,
+                        },
+                        value,
+                    )
+                    .as_slice()
+                {
+                    [v] => match self.obj(*v) {
+                        Obj::Func(d) => Some(*d),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+            };
+            if let Some(def) = def {
+                methods.insert(bound, def);
+            }
+        }
     }
 
     /// The name a class-body statement item binds, read off its text (`name = v`: false,

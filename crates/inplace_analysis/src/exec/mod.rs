@@ -371,6 +371,19 @@ pub(crate) struct CustomBackward {
     pub saved: FxHashSet<ObjId>,
 }
 
+/// `with` blocks that change what the ops run in them save.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SaveModes {
+    /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
+    /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
+    pub mutation_allowed: bool,
+    /// Inside `with torch.autocast(...):` surely on in a lower precision: the layers that
+    /// run in it there (`ops::AUTOCAST_LOWER`) save cast copies of their weights, not the
+    /// parameters (measured with torch 2.15: `opt.step()` before the backward of a linear
+    /// layer run under bfloat16 autocast does not raise).
+    pub autocast_low: bool,
+}
+
 /// The parameters' memory `state_dict()` calls handed out, and the writes through them that
 /// added the weights of another module (see [`Event::StateDictWrite`]).
 #[derive(Default)]
@@ -656,9 +669,9 @@ pub(crate) struct Interp<'p, 't> {
     pub running_pre_hook: Option<ObjId>,
     /// While a custom Function's `backward` runs as a unit: what autograd passes it.
     pub custom_backward: CustomBackward,
-    /// Inside `with torch.autograd.graph.allow_mutation_on_saved_tensors():` (see
-    /// [`GradCtx::AllowMutation`]): what is saved there is not live for a write to clobber.
-    pub mutation_allowed: bool,
+    /// The `with` blocks around that change what ops save.
+    pub save_modes: SaveModes,
+
     /// What `state_dict()` handed out and what was written through it.
     pub state_dicts_out: StateDictsOut,
     /// Where a field of a tuple-like record was read (`state.h`): it cannot be assigned.
@@ -836,7 +849,7 @@ impl<'p, 't> Interp<'p, 't> {
             rolled_loops: 0,
             running_pre_hook: None,
             custom_backward: CustomBackward::default(),
-            mutation_allowed: false,
+            save_modes: SaveModes::default(),
             state_dicts_out: StateDictsOut::default(),
             index_target: false,
             field_reads: FxHashSet::default(),

@@ -834,9 +834,10 @@ impl Interp<'_, '_> {
         if self.dropout_passes(&module, &class) {
             return input;
         }
+        // (The torch layer that runs: `nn.Linear` of `class MaxNormLinear(nn.Linear)` too.)
         let label = OpLabel::Module {
             origin: module.origin,
-            class: module.class,
+            class: self.intern(&class),
         };
         let spec = ops::table().module(&class);
         if let Some(arg) = module.inplace {
@@ -844,7 +845,10 @@ impl Interp<'_, '_> {
             self.run_inplace_layer(c, e, args, arg, (label, save_at), saves_result);
             return input;
         }
-        if module.attrs.contains_key(&known::MAX_NORM) {
+        // (Only an embedding renormalises: `self.max_norm` of a `nn.Linear` subclass is a
+        // setting of its own.)
+        let embedding = matches!(class.as_str(), "Embedding" | "EmbeddingBag");
+        if embedding && module.attrs.contains_key(&known::MAX_NORM) {
             if let Some(weight) = module.attrs.get(&known::WEIGHT).cloned() {
                 let spec = WriteSpec::new(WriteKind::Renorm, call, call)
                     .no_leaf_check()
@@ -917,7 +921,13 @@ impl Interp<'_, '_> {
             self.save_weighted_bag(&smallvec![out], &bag, &table, label, save_at);
         }
         let read = self.layer_params_read(&class, args, inputs_grad, input_grad);
-        for p in self.params_saved(&module, &class, &params, read) {
+        // (Under autocast in a lower precision, the weights it saves are cast copies.)
+        let cast = self.save_modes.autocast_low && ops::AUTOCAST_LOWER.contains(&class.as_str());
+        let saved = match cast {
+            true => Vals::new(),
+            false => self.params_saved(&module, &class, &params, read),
+        };
+        for p in saved {
             new_saves.extend(self.save_input(p, label, save_at, assumes));
         }
         if let Some(n) = self.tensor(out).and_then(|t| t.node) {

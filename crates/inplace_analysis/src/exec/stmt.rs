@@ -754,7 +754,7 @@ impl Interp<'_, '_> {
     fn exec_with(&mut self, c: Code<'_>, items: List, body: Block) {
         let saved_mode = (self.grad_enabled, self.implicit_no_grad);
         let saved_inference = self.inference_mode;
-        let saved_mutation = self.mutation_allowed;
+        let saved_modes = self.save_modes;
         for i in c.body.list(items) {
             let item = c.body.with_items[*i as usize];
             let vals = self.eval(c, item.expr);
@@ -769,7 +769,11 @@ impl Interp<'_, '_> {
                     Obj::GradCtx(GradCtx::EnableGrad) => true,
                     Obj::GradCtx(GradCtx::Set(on)) => *on,
                     Obj::GradCtx(GradCtx::AllowMutation) => {
-                        self.mutation_allowed = true;
+                        self.save_modes.mutation_allowed = true;
+                        continue;
+                    }
+                    Obj::GradCtx(GradCtx::Autocast(low)) => {
+                        self.save_modes.autocast_low = *low;
                         continue;
                     }
                     _ => continue,
@@ -786,7 +790,7 @@ impl Interp<'_, '_> {
         self.exec_block(c, body);
         (self.grad_enabled, self.implicit_no_grad) = saved_mode;
         self.inference_mode = saved_inference;
-        self.mutation_allowed = saved_mutation;
+        self.save_modes = saved_modes;
     }
 }
 

@@ -150,6 +150,25 @@ impl Interp<'_, '_> {
         smallvec![OTHER]
     }
 
+    /// `x.data_ptr()`: the address of a tensor that is no view, one per tensor (`q.data_ptr()
+    /// == k.data_ptr()`, fairseq's test for self-attention, is decided where both are one).
+    fn data_ptr(&mut self, recv: &Vals) -> ObjId {
+        // (By the tensor, through its `.data` and `.detach()` aliases: a storage stands for
+        // every tensor one place makes.)
+        let storage = match recv.as_slice() {
+            [one] if !self.summaries.objs.contains(one) => self
+                .tensor(*one)
+                .filter(|t| t.view_of.is_none())
+                .map(|t| t.detached_from.unwrap_or(*one)),
+            _ => None,
+        };
+        let ptr = self.alloc(Obj::Other);
+        if let Some(storage) = storage {
+            self.data_ptrs.insert(ptr, storage);
+        }
+        ptr
+    }
+
     pub(super) fn tensor_method(
         &mut self,
         c: Code<'_>,
@@ -199,24 +218,7 @@ impl Interp<'_, '_> {
                 return recv.clone();
             }
             "retain_grad" | "register_hook" | "share_memory_" => return self.no_result(&m, recv),
-            // The address of a tensor that is not a view: one per tensor (`q.data_ptr() ==
-            // k.data_ptr()`, fairseq's test for self-attention, is decided where both are one).
-            "data_ptr" => {
-                // (By the tensor, through its `.data` and `.detach()` aliases: a storage stands
-                // for every tensor one place makes.)
-                let storage = match recv.as_slice() {
-                    [one] if !self.summaries.objs.contains(one) => self
-                        .tensor(*one)
-                        .filter(|t| t.view_of.is_none())
-                        .map(|t| t.detached_from.unwrap_or(*one)),
-                    _ => None,
-                };
-                let ptr = self.alloc(Obj::Other);
-                if let Some(storage) = storage {
-                    self.data_ptrs.insert(ptr, storage);
-                }
-                return smallvec![ptr];
-            }
+            "data_ptr" => return smallvec![self.data_ptr(recv)],
             _ if self.returns_itself(c, recv, &m, args) => return recv.clone(),
             // On the CPU, `.cpu()` and `.to("cpu")` return the tensor itself (measured with torch
             // 2.15: writing `x.cpu().detach()` in place bumps `x`'s version); taken so where
@@ -237,6 +239,10 @@ impl Interp<'_, '_> {
         }
         if ops::NON_TENSOR.contains(&m.as_str()) {
             return smallvec![OTHER];
+        }
+        if ops::NEW_FACTORIES.contains(&m.as_str()) {
+            let grad = self.keyword_on(args, known::REQUIRES_GRAD);
+            return smallvec![self.new_leaf(grad, call)];
         }
         if ops::is_view_op(&m) {
             let op = RefusedBy::of(
@@ -893,7 +899,7 @@ impl Interp<'_, '_> {
         });
         // (Saved under `allow_mutation_on_saved_tensors()`: a write copies it first, it stays
         // as saved.)
-        if !self.mutation_allowed {
+        if !self.save_modes.mutation_allowed {
             self.state.live.entry(storage).or_default().push(id);
         }
         id
@@ -1715,9 +1721,12 @@ impl Interp<'_, '_> {
                 smallvec![o]
             }
             // `state.h` of a `namedtuple`.
+            // (A read of its slot, as `state[0]` is: one a write changed since is read stale.)
             Obj::Seq(items) if field.is_some() => {
-                let v = items[field.unwrap_or_default()].clone();
+                let k = field.unwrap_or_default();
+                let v = items[k].clone();
                 self.field_reads.insert(range);
+                self.read_slot(o, Slot::At(k as u32), range);
                 v
             }
             // `x.max(dim=1).values`, `.indices`; `torch.linalg.svd(a).U`.

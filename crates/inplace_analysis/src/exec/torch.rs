@@ -736,6 +736,26 @@ impl Interp<'_, '_> {
                 GradCtx::Anomaly
             }
             "torch.autograd.graph.allow_mutation_on_saved_tensors" => GradCtx::AllowMutation,
+            "torch.autocast"
+            | "torch.amp.autocast"
+            | "torch.amp.autocast_mode.autocast"
+            | "torch.cuda.amp.autocast"
+            | "torch.cpu.amp.autocast" => {
+                // (On unless `enabled=` says otherwise, in float16 or bfloat16 unless `dtype=`
+                // names float32.)
+                let enabled = self.intern("enabled");
+                let dtype = self.intern("dtype");
+                let on = args
+                    .keyword(enabled)
+                    .is_none_or(|(v, ..)| v.as_slice() == [TRUE]);
+                let full = args.keyword(dtype).is_some_and(|(v, ..)| {
+                    v.iter().any(|x| match self.obj(*x) {
+                        Obj::Path(p) => matches!(self.name(*p), "torch.float32" | "torch.float"),
+                        _ => false,
+                    })
+                });
+                GradCtx::Autocast(on && !full)
+            }
             _ => return None,
         };
         Some(smallvec![self.alloc(Obj::GradCtx(ctx))])
@@ -754,6 +774,18 @@ impl Interp<'_, '_> {
 
     /// `list(x)`, `tuple(x)`, `iter(x)`, `reversed(x)`, `sorted(x)`, `set(x)`, `filter(f, x)`.
     fn call_listing(&mut self, name: &str, args: &Args, first: Vals, at: Span) -> Vals {
+        // `list()`, `tuple()`: an empty one, as `[]` and `()` are (`rep = list()` that layers
+        // are appended to, then `nn.Sequential(*rep)`).
+        if args.positional.is_empty() && args.keywords.is_empty() && name != "filter" {
+            let seq = self.alloc(Obj::Seq(Vec::new()));
+            self.exact_seqs.insert(seq);
+            match name {
+                "tuple" => self.tuples.insert(seq),
+                "list" | "sorted" => self.lists.insert(seq),
+                _ => false,
+            };
+            return smallvec![seq];
+        }
         let source = if name == "filter" {
             args.positional
                 .get(1)

@@ -981,11 +981,13 @@ pub(super) fn names_bound_by(body: &Body, targets: crate::ir::List) -> Vec<(Name
 }
 
 /// `n` detached as what the analysis saw its target (`at`) hold: a tensor (`n.detach()`), a
-/// tuple or list of tensors, or a `NamedTuple` of them; anything else has no one-line detach.
+/// tuple or list of tensors, a dict of them (its values), or a `NamedTuple` of them; anything
+/// else has no one-line detach.
 fn detached_as(ctx: &RenderCtx<'_>, n: &str, at: Span) -> Option<String> {
     Some(match ctx.unit.shapes.get(&at)? {
         Shape::Tensor => format!("{n}.detach()"),
         Shape::Tensors => format!("type({n})(t.detach() for t in {n})"),
+        Shape::Dict => format!("{{k: v.detach() for k, v in {n}.items()}}"),
         Shape::NamedTuple => format!("type({n})(*(t.detach() for t in {n}))"),
         Shape::Other => return None,
     })
