@@ -160,7 +160,11 @@ impl Interp<'_, '_> {
             v.iter()
                 .fold(Tri::No, |g, x| self.tensor(*x).map_or(g, |t| g.max(t.grad)))
         });
-        self.writes[wid as usize].value_grad = value_grad == Some(Tri::Yes);
+        // (A gradient taken with `create_graph=True` carries the graph it was taken through:
+        // MAML's `val.sub_(lr * grad)` writes a value that requires grad.)
+        let graph_gradient = value_grad == Some(Tri::Maybe)
+            && w.value.is_some_and(|v| self.second_order_in(v).is_some());
+        self.writes[wid as usize].value_grad = value_grad == Some(Tri::Yes) || graph_gradient;
         let single = tensors.len() == 1;
         let one_storage = tensors.iter().all(|t| t.storage == tensors[0].storage);
         // (Or through detached aliases of those elements, `targ.detach().mul_(rate)`: the same

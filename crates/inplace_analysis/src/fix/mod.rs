@@ -678,6 +678,19 @@ pub(crate) fn loop_element_update(body: &Body, s: StmtId, w: &crate::events::Wri
 
 /// The loop of [`loop_element_update`].
 fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<StmtId> {
+    let (k, name, the_loop) = taking_loop(body, s, w)?;
+    (!read_after(body, name, body.stmt_span(s), the_loop)).then_some(k)
+}
+
+/// Whether the name a write (statement `s`) goes through is an element a loop around it takes
+/// (`for (key, val), grad in zip(model.named_parameters(), grads): val.sub_(...)`).
+pub(crate) fn taken_by_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> bool {
+    taking_loop(body, s, w).is_some()
+}
+
+/// The innermost loop around statement `s` that binds, as an element, the name the write goes
+/// through: the loop, the name, the loop's span.
+fn taking_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<(StmtId, Name, Rel)> {
     let written = written_expr(body, s, w)?;
     let Expr::Name { name, .. } = *body.expr(written) else {
         return None;
@@ -696,7 +709,7 @@ fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Stmt
             _ => None,
         })
         .min_by_key(|(_, sp)| sp.end - sp.start)?;
-    (!read_after(body, name, at, the_loop)).then_some(StmtId(k as u32))
+    Some((StmtId(k as u32), name, the_loop))
 }
 
 /// Whether `name` is bound in loop `the_loop` before `at` to an element of a container

@@ -267,9 +267,11 @@ pub(crate) fn computed_write_into_leaf(
     // not an update of it (`no_grad` would standardize the parameter itself on every call).
     // (Only a name for the whole parameter, computed with after the write: written in a
     // `merge()` that uses it no more, it is an update of the parameter.)
-    let alias = || {
-        w.through_bound.is_some_and(|b| b.alias_of.is_some())
-            && w.view_origin.is_none()
+    // So is a parameter a loop takes, written so and read after (MAML's fast weights:
+    // `val.sub_(lr * grad)` with `create_graph=True` gradients, then `fast[key] = val`):
+    // `no_grad` would cut the graph the meta-gradient flows through.
+    let read_after = || {
+        w.view_origin.is_none()
             && w.stmt.is_some_and(|s| {
                 ctx.body(s.item).is_some_and(|body| {
                     crate::fix::written_name_in_function(&body, s.stmt, w)
@@ -277,7 +279,13 @@ pub(crate) fn computed_write_into_leaf(
                 })
             })
     };
-    if !(w.value_grad && !w.under_no_grad && (w.own_leaf || alias())) {
+    let alias = || w.through_bound.is_some_and(|b| b.alias_of.is_some()) && read_after();
+    let element = || {
+        w.stmt.is_some_and(|s| {
+            (ctx.body(s.item)).is_some_and(|b| crate::fix::taken_by_loop(&b, s.stmt, w))
+        }) && read_after()
+    };
+    if !(w.value_grad && !w.under_no_grad && (w.own_leaf || alias() || element())) {
         return None;
     }
     let copyable = Write {
