@@ -479,9 +479,9 @@ impl Interp<'_, '_> {
             return None;
         };
         let (_, mine, key) =
-            (self.each_element.iter()).rfind(|(n, ts, _)| *n == name && ts == owners)?;
+            (self.certain.each_element.iter()).rfind(|(n, ts, _)| *n == name && ts == owners)?;
         let sources = |v: &ObjId| self.tensor(*v).and_then(|t| t.detached_from);
-        let (_, theirs, _) = self.each_element.iter().rfind(|(n, ts, k)| {
+        let (_, theirs, _) = self.certain.each_element.iter().rfind(|(n, ts, k)| {
             k == key
                 && *n != name
                 && ts.len() == mine.len()

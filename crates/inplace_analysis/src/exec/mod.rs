@@ -371,6 +371,23 @@ pub(crate) struct CustomBackward {
     pub saved: FxHashSet<ObjId>,
 }
 
+/// Where a write through a name that holds several tensors reaches each, or one of them for
+/// certain on some path (see [`Interp::write`]).
+#[derive(Debug, Default)]
+pub(crate) struct CertainWrites {
+    /// Loops over a known list of tensors running (`for p in model.parameters():`,
+    /// `for name, p in model.named_parameters():`, `for t in (a, b):`): a loop name and the
+    /// tensors it takes in turn. A write through the name writes each of them, for certain,
+    /// not one of several alternatives. (With the span of the loop's target: the names of one
+    /// tuple target take their tensors in step.)
+    pub each_element: Vec<(Name, Vals, Span)>,
+    /// Pairs of tensors (the smaller id first) a name held after an `if` without `else` whose
+    /// body rebound it to what an op made of the tensor it held (`if t != 1.0: x = x / t`), with
+    /// the saves of that tensor live where the body did not run: a write through the name
+    /// clobbers them whenever the body does not run.
+    pub branch_pairs: FxHashMap<(ObjId, ObjId), SmallVec<[SaveId; 4]>>,
+}
+
 /// `with` blocks that change what the ops run in them save.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SaveModes {
@@ -648,12 +665,8 @@ pub(crate) struct Interp<'p, 't> {
     pub maybe_slots: FxHashMap<(ObjId, Slot), ()>,
     /// Subscripts of tensors indexed by arrays only ([`expr::IndexOf::arrays_only`]).
     pub array_indexed: FxHashSet<Span>,
-    /// Loops over a known list of tensors running (`for p in model.parameters():`,
-    /// `for name, p in model.named_parameters():`, `for t in (a, b):`): a loop name and the
-    /// tensors it takes in turn. A write through the name writes each of them, for certain,
-    /// not one of several alternatives. (With the span of the loop's target: the names of one
-    /// tuple target take their tensors in step.)
-    pub each_element: Vec<(Name, Vals, Span)>,
+    /// Writes into several tensors at once that reach each of them, or the one on a path.
+    pub certain: CertainWrites,
     /// A comprehension is being unrolled child by child (one inside it is not: at most 32
     /// evaluations of an element per comprehension).
     pub unrolling_comprehension: bool,
@@ -843,7 +856,7 @@ impl<'p, 't> Interp<'p, 't> {
             storing_maybe: false,
             maybe_slots: FxHashMap::default(),
             array_indexed: FxHashSet::default(),
-            each_element: Vec::new(),
+            certain: CertainWrites::default(),
             running_hook: None,
             unrolling_comprehension: false,
             rolled_loops: 0,

@@ -242,13 +242,65 @@ impl Interp<'_, '_> {
             }
             arms.push(self.arm_end(mark));
             let st = std::mem::take(&mut self.state);
+            // (`if ...: w = mask * w` / `else: w = embed.weight`: the two arms.)
+            if has_else && arms.len() == 2 {
+                self.note_branch_pairs(c, &[body, clause.body], &out, &st);
+            }
             self.join(&mut out, &st);
         }
         if !has_else {
+            self.note_branch_pairs(c, &[body], &out, &running);
             self.join(&mut out, &running);
         }
         self.arms_end(arms, !has_else);
         self.state = out;
+    }
+
+    /// The names the arms of an `if` (`blocks`: its body, and an `else`; or its body alone,
+    /// `one` where it ran and `other` where it did not) bind to a tensor on one path and to what
+    /// an op made of that tensor on the other: such a pair of tensors is written for certain on
+    /// one path or the other ([`CertainWrites::branch_pairs`]).
+    fn note_branch_pairs(&mut self, c: Code<'_>, blocks: &[Block], one: &State, other: &State) {
+        for &block in blocks {
+            for s in c.body.stmts_of(block) {
+                let Stmt::Assign { targets, .. } = *c.body.stmt(s) else {
+                    continue;
+                };
+                for t in c.body.exprs_of(targets) {
+                    if let Expr::Name { name, .. } = *c.body.expr(t) {
+                        self.note_branch_pair(name, one, other);
+                        self.note_branch_pair(name, other, one);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Self::note_branch_pairs`] for `name`, made from its tensor where it holds it in `kept`.
+    fn note_branch_pair(&mut self, name: Name, made: &State, kept: &State) {
+        let (Some([b]), Some([a])) = (
+            made.env.get(&name).map(|v| v.as_slice()),
+            kept.env.get(&name).map(|v| v.as_slice()),
+        ) else {
+            return;
+        };
+        let (Some(ta), Some(tb)) = (self.tensor(*a), self.tensor(*b)) else {
+            return;
+        };
+        // (Made from it by one op: its node reads the tensor's node, or the leaf.)
+        let derived = tb.node.is_some_and(|nb| {
+            let node = self.nodes.get(nb);
+            match ta.node {
+                Some(na) => node.parents.contains(&na),
+                None => node.leaves.contains(&ta.storage),
+            }
+        });
+        // (Saved on the path that keeps it: a save the other arm made is not there.)
+        let saves = kept.live.get(&ta.storage).filter(|s| !s.is_empty());
+        if let (true, Some(saves)) = (a != b && derived, saves) {
+            let key = (*a.min(b), *a.max(b));
+            self.certain.branch_pairs.insert(key, saves.clone());
+        }
     }
 
     /// The `elif`/`else` clauses of an `if` whose own condition is false.
@@ -405,7 +457,7 @@ impl Interp<'_, '_> {
         let elems = self.elements(&iter);
         let each = self.each_element_loop(c, target, &iter);
         let pushed = each.len();
-        (self.each_element).extend(each.into_iter().map(|(n, ts)| (n, ts, c.span(target))));
+        (self.certain.each_element).extend(each.into_iter().map(|(n, ts)| (n, ts, c.span(target))));
         self.slot_clock += 1;
         let started = self.slot_clock;
         self.run_loop(c, body, |it| {
@@ -417,8 +469,8 @@ impl Interp<'_, '_> {
             it.exec_block(c, body);
             it.loop_rows.pop();
         });
-        let kept = self.each_element.len() - pushed;
-        self.each_element.truncate(kept);
+        let kept = self.certain.each_element.len() - pushed;
+        self.certain.each_element.truncate(kept);
         self.exec_block(c, orelse);
     }
 

@@ -605,6 +605,25 @@ impl Interp<'_, '_> {
             let moved = args.operands_by_position(false);
             return self.call_functional(c, e, f, moved.as_ref().unwrap_or(args));
         }
+        // `nn.Embedding.from_pretrained(vectors, freeze=False, max_norm=1.0)`: the layer (its
+        // `max_norm` where the constructor takes it too), its weight frozen unless `freeze=False`.
+        let pretrained = (p.strip_prefix("torch.nn."))
+            .and_then(|r| r.strip_suffix(".from_pretrained"))
+            .filter(|k| matches!(*k, "Embedding" | "EmbeddingBag"));
+        if let Some(class) = pretrained {
+            let m = self.new_module(c, e, class, args);
+            let freeze = self.intern("freeze");
+            if !self.arg_is_false(args, 1, freeze) {
+                let weight = match self.obj(m) {
+                    Obj::Module(module) => module.attrs.get(&known::WEIGHT).cloned(),
+                    _ => None,
+                };
+                for w in weight.unwrap_or_default() {
+                    self.set_requires_grad(w, false);
+                }
+            }
+            return smallvec![m];
+        }
         let is_nn_class = p.starts_with("torch.nn.")
             && last
                 .chars()

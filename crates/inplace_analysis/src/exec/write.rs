@@ -170,7 +170,7 @@ impl Interp<'_, '_> {
         // (Or through detached aliases of those elements, `targ.detach().mul_(rate)`: the same
         // memory and counter.)
         let detached = |t: &ObjId| self.tensor(*t).and_then(|tt| tt.detached_from);
-        let each = self.each_element.iter().any(|(name, ps, _)| {
+        let each = self.certain.each_element.iter().any(|(name, ps, _)| {
             w.through == Some(*name) && targets.iter().all(|t| ps.contains(t))
                 || targets
                     .iter()
@@ -187,6 +187,12 @@ impl Interp<'_, '_> {
                 .get(&t.storage)
                 .is_some_and(|s| !s.is_empty())
         });
+        // (A name an `if` without `else` rebound to what an op made of its tensor: where the
+        // body does not run, the write reaches the tensor itself.)
+        let on_a_path = match targets.as_slice() {
+            [a, b] => (self.certain.branch_pairs.get(&(*a.min(b), *a.max(b)))).cloned(),
+            _ => None,
+        };
         let all_refused = !tensors.is_empty() && tensors.iter().all(|t| t.refused_view.is_some());
         let all_inference = !tensors.is_empty() && tensors.iter().all(|t| t.inference.is_some());
         // (A value carrying a `create_graph=True` gradient, written through `.data`.)
@@ -222,8 +228,17 @@ impl Interp<'_, '_> {
             // does a loop over a known list of tensors.
             let every = matches!(w.kind, WriteKind::Step | WriteKind::LoadState);
             let must = single || all_saved || every || each;
-            if let Some(saves) = self.state.live.get(&tt.storage).cloned().filter(|_| must) {
-                for s in saves {
+            let live = self
+                .state
+                .live
+                .get(&tt.storage)
+                .cloned()
+                .unwrap_or_default();
+            for s in live {
+                // (Or, on the path where an `if` left the name on this tensor, what was saved
+                // of it before the `if`.)
+                let on_path = (on_a_path.as_ref()).is_some_and(|before| before.contains(&s));
+                if must || on_path {
                     note_write(self.state.clobbered.entry(s).or_default(), wid);
                 }
             }
@@ -469,7 +484,7 @@ impl Interp<'_, '_> {
     /// Whether every target is the `.data` of a tensor a loop over a known list takes (`for p
     /// in ...: p.data.mul_(a)`).
     fn each_data_loop(&self, targets: &Vals) -> bool {
-        self.each_element.iter().any(|(_, ps, _)| {
+        self.certain.each_element.iter().any(|(_, ps, _)| {
             (targets.iter()).all(|x| {
                 (self.tensor(*x).and_then(|t| t.detached_from)).is_some_and(|b| ps.contains(&b))
             })
