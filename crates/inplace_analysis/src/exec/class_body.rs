@@ -281,18 +281,23 @@ impl Interp<'_, '_> {
             let Some(body) = self.body_of(st) else {
                 continue;
             };
+            // (`forward = step`, or a chain of names, `forward = run = step`.)
             let source = body.stmts_of(body.root).find_map(|s| match *body.stmt(s) {
-                Stmt::Assign { targets, value } if body.list(targets).len() == 1 => {
-                    match *body.expr(value) {
-                        Expr::Name { name, .. } => Some((name, value)),
-                        _ => None,
-                    }
-                }
+                Stmt::Assign { targets, value } => match *body.expr(value) {
+                    Expr::Name { name, .. } => Some((name, value, targets)),
+                    _ => None,
+                },
                 _ => None,
             });
-            let Some((source, value)) = source else {
+            let Some((source, value, targets)) = source else {
                 continue;
             };
+            let names: Vec<Name> = (body.exprs_of(targets))
+                .filter_map(|t| match *body.expr(t) {
+                    Expr::Name { name, .. } => Some(name),
+                    _ => None,
+                })
+                .collect();
             let def = match methods.get(&source) {
                 Some(d) => Some(*d),
                 None => match self
@@ -313,7 +318,9 @@ impl Interp<'_, '_> {
                 },
             };
             if let Some(def) = def {
-                methods.insert(bound, def);
+                for n in names {
+                    methods.entry(n).or_insert(def);
+                }
             }
         }
     }

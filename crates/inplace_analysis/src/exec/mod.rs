@@ -371,6 +371,10 @@ pub(crate) struct CustomBackward {
     pub saved: FxHashSet<ObjId>,
 }
 
+/// What was saved of the tensor a name keeps on one path of an `if`, and the key of its
+/// condition (see [`CertainWrites::branch_pairs`]).
+pub(crate) type BranchPair = (SmallVec<[SaveId; 4]>, u64);
+
 /// Where a write through a name that holds several tensors reaches each, or one of them for
 /// certain on some path (see [`Interp::write`]).
 #[derive(Debug, Default)]
@@ -385,7 +389,10 @@ pub(crate) struct CertainWrites {
     /// body rebound it to what an op made of the tensor it held (`if t != 1.0: x = x / t`), with
     /// the saves of that tensor live where the body did not run: a write through the name
     /// clobbers them whenever the body does not run.
-    pub branch_pairs: FxHashMap<(ObjId, ObjId), SmallVec<[SaveId; 4]>>,
+    /// (With the key of the `if`'s condition: a later `if` testing the same condition, or
+    /// its negation, follows which path ran, and the pairs made on that condition no longer
+    /// stand for a path the write may take.)
+    pub branch_pairs: FxHashMap<(ObjId, ObjId), BranchPair>,
 }
 
 /// `with` blocks that change what the ops run in them save.

@@ -196,6 +196,10 @@ impl Interp<'_, '_> {
     }
 
     fn exec_if(&mut self, c: Code<'_>, cond: ExprId, body: Block, clauses: List) {
+        let key = condition_key(self.prog.text_of(c.span(cond)));
+        if !self.certain.branch_pairs.is_empty() {
+            self.certain.branch_pairs.retain(|_, (_, k)| *k != key);
+        }
         let assumed = self.assumed_value(c, cond);
         let mut cond = self.eval_opt(c, cond);
         if let Some(v) = assumed {
@@ -244,12 +248,12 @@ impl Interp<'_, '_> {
             let st = std::mem::take(&mut self.state);
             // (`if ...: w = mask * w` / `else: w = embed.weight`: the two arms.)
             if has_else && arms.len() == 2 {
-                self.note_branch_pairs(c, &[body, clause.body], &out, &st);
+                self.note_branch_pairs(c, &[body, clause.body], (&out, &st), key);
             }
             self.join(&mut out, &st);
         }
         if !has_else {
-            self.note_branch_pairs(c, &[body], &out, &running);
+            self.note_branch_pairs(c, &[body], (&out, &running), key);
             self.join(&mut out, &running);
         }
         self.arms_end(arms, !has_else);
@@ -259,8 +263,14 @@ impl Interp<'_, '_> {
     /// The names the arms of an `if` (`blocks`: its body, and an `else`; or its body alone,
     /// `one` where it ran and `other` where it did not) bind to a tensor on one path and to what
     /// an op made of that tensor on the other: such a pair of tensors is written for certain on
-    /// one path or the other ([`CertainWrites::branch_pairs`]).
-    fn note_branch_pairs(&mut self, c: Code<'_>, blocks: &[Block], one: &State, other: &State) {
+    /// one path or the other ([`CertainWrites::branch_pairs`]); `key`: the condition's.
+    fn note_branch_pairs(
+        &mut self,
+        c: Code<'_>,
+        blocks: &[Block],
+        (one, other): (&State, &State),
+        key: u64,
+    ) {
         for &block in blocks {
             for s in c.body.stmts_of(block) {
                 let Stmt::Assign { targets, .. } = *c.body.stmt(s) else {
@@ -268,8 +278,8 @@ impl Interp<'_, '_> {
                 };
                 for t in c.body.exprs_of(targets) {
                     if let Expr::Name { name, .. } = *c.body.expr(t) {
-                        self.note_branch_pair(name, one, other);
-                        self.note_branch_pair(name, other, one);
+                        self.note_branch_pair(name, (one, other), key);
+                        self.note_branch_pair(name, (other, one), key);
                     }
                 }
             }
@@ -277,7 +287,7 @@ impl Interp<'_, '_> {
     }
 
     /// [`Self::note_branch_pairs`] for `name`, made from its tensor where it holds it in `kept`.
-    fn note_branch_pair(&mut self, name: Name, made: &State, kept: &State) {
+    fn note_branch_pair(&mut self, name: Name, (made, kept): (&State, &State), key: u64) {
         let (Some([b]), Some([a])) = (
             made.env.get(&name).map(|v| v.as_slice()),
             kept.env.get(&name).map(|v| v.as_slice()),
@@ -298,8 +308,8 @@ impl Interp<'_, '_> {
         // (Saved on the path that keeps it: a save the other arm made is not there.)
         let saves = kept.live.get(&ta.storage).filter(|s| !s.is_empty());
         if let (true, Some(saves)) = (a != b && derived, saves) {
-            let key = (*a.min(b), *a.max(b));
-            self.certain.branch_pairs.insert(key, saves.clone());
+            let pair = (*a.min(b), *a.max(b));
+            self.certain.branch_pairs.insert(pair, (saves.clone(), key));
         }
     }
 
@@ -844,6 +854,32 @@ impl Interp<'_, '_> {
         self.inference_mode = saved_inference;
         self.save_modes = saved_modes;
     }
+}
+
+/// A key for an `if`'s condition that its negation shares (`not use` and `use`, `m is None`
+/// and `m is not None`, `t == 1.0` and `t != 1.0`): the text without its spaces, leading `not`s
+/// and outer brackets, with `is not` read as `is` and `!=` as `==`.
+fn condition_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    loop {
+        let trimmed = t.trim();
+        let next = if let Some(rest) = trimmed.strip_prefix("not ") {
+            rest.to_string()
+        } else if trimmed.starts_with('(') && trimmed.ends_with(')') {
+            trimmed[1..trimmed.len() - 1].to_string()
+        } else {
+            break;
+        };
+        t = next;
+    }
+    let t = t
+        .replace(" is not ", " is ")
+        .replace("!=", "==")
+        .replace(' ', "");
+    let mut h = rustc_hash::FxHasher::default();
+    t.hash(&mut h);
+    h.finish()
 }
 
 /// Whether a loop body uses the loop variable `k` as a position: subscripts anything with the

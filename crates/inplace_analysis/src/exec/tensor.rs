@@ -240,7 +240,10 @@ impl Interp<'_, '_> {
         if ops::NON_TENSOR.contains(&m.as_str()) {
             return smallvec![OTHER];
         }
-        if ops::NEW_FACTORIES.contains(&m.as_str()) {
+        let of_tensor = m == "new"
+            && (args.positional.first())
+                .is_some_and(|(v, _)| v.iter().any(|x| self.tensor(*x).is_some()));
+        if ops::NEW_FACTORIES.contains(&m.as_str()) && !of_tensor {
             let grad = self.keyword_on(args, known::REQUIRES_GRAD);
             return smallvec![self.new_leaf(grad, call)];
         }

@@ -760,20 +760,29 @@ impl Interp<'_, '_> {
             | "torch.amp.autocast_mode.autocast"
             | "torch.cuda.amp.autocast"
             | "torch.cpu.amp.autocast" => {
-                // (On unless `enabled=` says otherwise, in float16 or bfloat16 unless `dtype=`
-                // names float32.)
+                // (On unless `enabled` says otherwise, in float16 or bfloat16 unless `dtype`
+                // names another; `torch.autocast(device_type, dtype, enabled)`, the older
+                // `torch.cuda.amp.autocast(enabled, dtype)`.)
+                let (at_enabled, at_dtype) =
+                    match p.contains(".amp.autocast") && !p.starts_with("torch.amp") {
+                        true => (0, 1),
+                        false => (2, 1),
+                    };
                 let enabled = self.intern("enabled");
                 let dtype = self.intern("dtype");
-                let on = args
-                    .keyword(enabled)
-                    .is_none_or(|(v, ..)| v.as_slice() == [TRUE]);
-                let full = args.keyword(dtype).is_some_and(|(v, ..)| {
-                    v.iter().any(|x| match self.obj(*x) {
-                        Obj::Path(p) => matches!(self.name(*p), "torch.float32" | "torch.float"),
-                        _ => false,
-                    })
+                let on =
+                    (args.named_or_at(enabled, at_enabled)).is_none_or(|v| v.as_slice() == [TRUE]);
+                let low = (args.named_or_at(dtype, at_dtype)).is_none_or(|v| {
+                    !v.is_empty()
+                        && v.iter().all(|x| match self.obj(*x) {
+                            Obj::Path(p) => matches!(
+                                self.name(*p),
+                                "torch.float16" | "torch.half" | "torch.bfloat16"
+                            ),
+                            _ => *x == NONE,
+                        })
                 });
-                GradCtx::Autocast(on && !full)
+                GradCtx::Autocast(on && low)
             }
             _ => return None,
         };

@@ -190,7 +190,8 @@ impl Interp<'_, '_> {
         // (A name an `if` without `else` rebound to what an op made of its tensor: where the
         // body does not run, the write reaches the tensor itself.)
         let on_a_path = match targets.as_slice() {
-            [a, b] => (self.certain.branch_pairs.get(&(*a.min(b), *a.max(b)))).cloned(),
+            [a, b] => (self.certain.branch_pairs.get(&(*a.min(b), *a.max(b))))
+                .map(|(saves, _)| saves.clone()),
             _ => None,
         };
         let all_refused = !tensors.is_empty() && tensors.iter().all(|t| t.refused_view.is_some());
@@ -601,7 +602,9 @@ impl Interp<'_, '_> {
             }
             _ => false,
         };
-        !save.output && !linear
+        // (Its weight: `F.linear` saves the transpose, a view over the old memory; its input
+        // it saves itself.)
+        !(save.output || linear && self.is_param(save.storage))
     }
 
     /// Whether the statement running now already raised at a write (forms ① and ②, a refused

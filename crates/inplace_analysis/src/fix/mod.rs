@@ -683,9 +683,45 @@ fn element_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> Option<Stmt
 }
 
 /// Whether the name a write (statement `s`) goes through is an element a loop around it takes
-/// (`for (key, val), grad in zip(model.named_parameters(), grads): val.sub_(...)`).
-pub(crate) fn taken_by_loop(body: &Body, s: StmtId, w: &crate::events::Write) -> bool {
-    taking_loop(body, s, w).is_some()
+/// (`for (key, val), grad in zip(model.named_parameters(), grads): val.sub_(...)`) that the
+/// loop then stores, after the write, as it is (`fast[key] = val`, `fast.append(val)`): a
+/// value computed for the container, not an update of the parameter.
+pub(crate) fn stored_after_in_loop(
+    ctx: &RenderCtx<'_>,
+    body: &Body,
+    s: StmtId,
+    w: &crate::events::Write,
+) -> bool {
+    let Some((_, name, the_loop)) = taking_loop(body, s, w) else {
+        return false;
+    };
+    let at = body.stmt_span(s);
+    let is_name = |e: ExprId| matches!(*body.expr(e), Expr::Name { name: n, .. } if n == name);
+    (body.stmts.iter().zip(&body.stmt_spans)).any(|(st, sp)| {
+        if !(the_loop.contains(*sp) && sp.start >= at.end) {
+            return false;
+        }
+        match *st {
+            Stmt::Assign { targets, value } => {
+                is_name(value)
+                    && body
+                        .exprs_of(targets)
+                        .all(|t| !matches!(*body.expr(t), Expr::Name { .. }))
+            }
+            Stmt::Expr(e) => match *body.expr(e) {
+                Expr::Call { func, args } => {
+                    let appends = matches!(*body.expr(func),
+                        Expr::Attr { attr, .. } if matches!(ctx.name(attr), "append" | "insert"));
+                    appends
+                        && body
+                            .exprs_of(body.args[args as usize].positional)
+                            .any(is_name)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    })
 }
 
 /// The innermost loop around statement `s` that binds, as an element, the name the write goes

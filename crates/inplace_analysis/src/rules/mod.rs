@@ -282,7 +282,7 @@ pub(crate) fn computed_write_into_leaf(
     let alias = || w.through_bound.is_some_and(|b| b.alias_of.is_some()) && read_after();
     let element = || {
         w.stmt.is_some_and(|s| {
-            (ctx.body(s.item)).is_some_and(|b| crate::fix::taken_by_loop(&b, s.stmt, w))
+            (ctx.body(s.item)).is_some_and(|b| crate::fix::stored_after_in_loop(ctx, &b, s.stmt, w))
         }) && read_after()
     };
     if !(w.value_grad && !w.under_no_grad && (w.own_leaf || alias() || element())) {
