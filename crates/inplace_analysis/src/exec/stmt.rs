@@ -196,8 +196,10 @@ impl Interp<'_, '_> {
     }
 
     fn exec_if(&mut self, c: Code<'_>, cond: ExprId, body: Block, clauses: List) {
-        let key = condition_key(self.prog.text_of(c.span(cond)));
+        // (The condition's key is made only where a pair needs it.)
+        let cond_text = self.prog.text_of(c.span(cond));
         if !self.certain.branch_pairs.is_empty() {
+            let key = condition_key(cond_text);
             self.certain.branch_pairs.retain(|_, (_, k)| *k != key);
         }
         let assumed = self.assumed_value(c, cond);
@@ -248,12 +250,12 @@ impl Interp<'_, '_> {
             let st = std::mem::take(&mut self.state);
             // (`if ...: w = mask * w` / `else: w = embed.weight`: the two arms.)
             if has_else && arms.len() == 2 {
-                self.note_branch_pairs(c, &[body, clause.body], (&out, &st), key);
+                self.note_branch_pairs(c, &[body, clause.body], (&out, &st), cond_text);
             }
             self.join(&mut out, &st);
         }
         if !has_else {
-            self.note_branch_pairs(c, &[body], (&out, &running), key);
+            self.note_branch_pairs(c, &[body], (&out, &running), cond_text);
             self.join(&mut out, &running);
         }
         self.arms_end(arms, !has_else);
@@ -263,13 +265,13 @@ impl Interp<'_, '_> {
     /// The names the arms of an `if` (`blocks`: its body, and an `else`; or its body alone,
     /// `one` where it ran and `other` where it did not) bind to a tensor on one path and to what
     /// an op made of that tensor on the other: such a pair of tensors is written for certain on
-    /// one path or the other ([`CertainWrites::branch_pairs`]); `key`: the condition's.
+    /// one path or the other ([`CertainWrites::branch_pairs`]); `cond`: the condition's text.
     fn note_branch_pairs(
         &mut self,
         c: Code<'_>,
         blocks: &[Block],
         (one, other): (&State, &State),
-        key: u64,
+        cond: &str,
     ) {
         for &block in blocks {
             for s in c.body.stmts_of(block) {
@@ -278,8 +280,8 @@ impl Interp<'_, '_> {
                 };
                 for t in c.body.exprs_of(targets) {
                     if let Expr::Name { name, .. } = *c.body.expr(t) {
-                        self.note_branch_pair(name, (one, other), key);
-                        self.note_branch_pair(name, (other, one), key);
+                        self.note_branch_pair(name, (one, other), cond);
+                        self.note_branch_pair(name, (other, one), cond);
                     }
                 }
             }
@@ -287,7 +289,7 @@ impl Interp<'_, '_> {
     }
 
     /// [`Self::note_branch_pairs`] for `name`, made from its tensor where it holds it in `kept`.
-    fn note_branch_pair(&mut self, name: Name, (made, kept): (&State, &State), key: u64) {
+    fn note_branch_pair(&mut self, name: Name, (made, kept): (&State, &State), cond: &str) {
         let (Some([b]), Some([a])) = (
             made.env.get(&name).map(|v| v.as_slice()),
             kept.env.get(&name).map(|v| v.as_slice()),
@@ -309,7 +311,7 @@ impl Interp<'_, '_> {
         let saves = kept.live.get(&ta.storage).filter(|s| !s.is_empty());
         if let (true, Some(saves)) = (a != b && derived, saves) {
             let pair = (*a.min(b), *a.max(b));
-            self.certain.branch_pairs.insert(pair, (saves.clone(), key));
+            (self.certain.branch_pairs).insert(pair, (saves.clone(), condition_key(cond)));
         }
     }
 
